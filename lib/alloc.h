@@ -1,0 +1,73 @@
+/*
+ * alloc.h: the free-space allocator of the data area.
+ *
+ * The allocator keeps the free extents of a range of device blocks
+ * [first, first + count) in memory.  Nothing of it is stored on the device:
+ * at mount the file system starts with everything free and marks the blocks
+ * of every file's extents used (tfs_alloc_mark_used()), so free space is
+ * always exactly the complement of the extent maps.
+ *
+ * Blocks are device block numbers (4 KiB units).  All functions are O(log n)
+ * in the number of free extents.  A tfs_alloc is not thread safe: the caller
+ * serialises access (the file system holds its metadata lock).
+ */
+#ifndef TFS_ALLOC_H
+#define TFS_ALLOC_H
+
+#include <stdint.h>
+
+struct tfs_alloc;
+
+/* A new allocator with [first, first + count) all free; NULL on ENOMEM.
+ * Caller frees with tfs_alloc_free(). */
+struct tfs_alloc *tfs_alloc_new(uint64_t first, uint64_t count);
+void tfs_alloc_free(struct tfs_alloc *a);	/* accepts NULL */
+
+/*
+ * Allocate up to *count contiguous blocks.
+ *
+ * If 'goal' is a free block, the run starts exactly at 'goal' and extends
+ * as far as it is free (a file growing sequentially stays contiguous).
+ * Otherwise a new run starts at the first free extent, at or after the
+ * allocator's rotating cursor (wrapping around), that holds *count blocks,
+ * or failing that at the largest free extent; the cursor then moves past
+ * the run plus a gap of min(*count * 16, 16 MiB worth of blocks) so that
+ * concurrent sequential writers start apart and stay contiguous.
+ * Pass goal = UINT64_MAX for "no goal".
+ *
+ * On success returns 0, sets *start and sets *count to the blocks given
+ * (1 <= *count <= requested).  Returns -ENOSPC when nothing is free,
+ * -EINVAL when *count is 0.
+ */
+int tfs_alloc_get(struct tfs_alloc *a, uint64_t goal, uint64_t *start,
+		  uint64_t *count);
+
+/* Return [start, start + count) to the free space, merging with neighbours.
+ * Returns -EINVAL (and changes nothing) if any block of it is already free
+ * or outside the allocator's range. */
+int tfs_alloc_put(struct tfs_alloc *a, uint64_t start, uint64_t count);
+
+/* Mark [start, start + count) used (at mount, for extents read from the
+ * device).  Returns -EINVAL (and changes nothing) if any block of it is
+ * not free or outside the range: two files claiming one block. */
+int tfs_alloc_mark_used(struct tfs_alloc *a, uint64_t start, uint64_t count);
+
+/* Free blocks in all. */
+uint64_t tfs_alloc_free_blocks(const struct tfs_alloc *a);
+/* Number of free extents (for tests and fsck -v). */
+uint64_t tfs_alloc_free_extents(const struct tfs_alloc *a);
+/* Length of the largest free extent. */
+uint64_t tfs_alloc_largest(const struct tfs_alloc *a);
+
+/* Call fn for every free extent in ascending order; stops and returns fn's
+ * value when it is non-zero.  fn must not modify the allocator. */
+int tfs_alloc_walk(const struct tfs_alloc *a,
+		   int (*fn)(uint64_t start, uint64_t count, void *arg),
+		   void *arg);
+
+/* Check the internal invariants (ordering, no adjacent free extents left
+ * unmerged, counts add up).  Returns 0 or -EUCLEAN. Debug builds call it
+ * after every change. */
+int tfs_alloc_check(const struct tfs_alloc *a);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * units.h: sizes as people write them, parsed and printed.
+ */
+#ifndef TFS_UNITS_H
+#define TFS_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Parse a byte size: a decimal integer or DeepSpeed notation ("1e8",
+ * "2.5e9", must be a whole number), optionally followed by a suffix:
+ * K, M, G, T, P (powers of 1024, as in dd and truncate), KiB, MiB, GiB,
+ * TiB, PiB (the same), or KB, MB, GB, TB, PB (powers of 1000).  Suffixes
+ * are case-insensitive; "B" alone means bytes; spaces between number and
+ * suffix are allowed.  Returns 0, -EINVAL (not a size) or -ERANGE (does
+ * not fit in 64 bits).  *has_suffix (may be NULL) tells whether a unit
+ * suffix was given, so a caller can read a bare number as elements.
+ */
+int tfs_parse_size(const char *s, uint64_t *out, int *has_suffix);
+
+/* Format bytes as "1.5 GiB", "512 MiB", "4096 B" into buf; returns buf. */
+char *tfs_format_size(uint64_t bytes, char *buf, size_t len);
+
+#endif
