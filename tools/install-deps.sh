@@ -11,7 +11,7 @@ set -eu
 
 PACKAGES="build-essential cmake pkg-config clang
 libfuse3-dev fuse3 liburing-dev libinih-dev libcmocka-dev
-attr e2fsprogs fio python3 python3-numpy util-linux procps"
+attr e2fsprogs xfsprogs fio python3 python3-numpy util-linux procps"
 
 usage() {
 	sed -n '2,9s/^# \{0,1\}//p' "$0"
