@@ -1,0 +1,684 @@
+/*
+ * alloc.c: the free-space allocator of the data area.
+ *
+ * The free space of [first, end) is a set of free extents held in an AVL
+ * tree keyed by extent start.  Every node also caches the largest extent
+ * length in its subtree ('max'), which turns the two questions the
+ * allocator asks into one descent each:
+ *
+ *   - which free extent holds block b?        find_le(): largest start <= b
+ *   - the first extent at or after p that
+ *     holds n blocks?                          first_fit(): prune on 'max'
+ *
+ * so every public function is O(log n) in the number of free extents.
+ *
+ * Invariants (tfs_alloc_check() verifies them all):
+ *   - extents lie inside [first, end), have len >= 1 and are ordered by
+ *     start with at least one used block between neighbours: touching free
+ *     extents are always merged, so the tree holds the fewest extents that
+ *     describe the free space;
+ *   - every node's 'h' is its AVL height and its subtrees differ in height
+ *     by at most one; every node's 'max' is the largest len below it;
+ *   - 'nblocks' and 'next' are the sum of the lengths and the node count;
+ *   - first <= cursor < end (cursor == first when the range is empty).
+ *
+ * Shrinking an extent from either side moves its start forward or its end
+ * back but never past a neighbour, so the tree's order survives edits in
+ * place; only 'max' has to be refreshed on the path from the root
+ * (tree_touch()).  A node is inserted only when an allocation or a
+ * mark_used splits an extent in two, or a put lands away from every free
+ * neighbour.
+ *
+ * Memory: splitting an extent needs a node, and tfs_alloc_get() has no
+ * -ENOMEM to return.  The allocator therefore keeps one spare node,
+ * refilled before each operation and by nodes that merges retire.  When
+ * malloc() fails and no spare is left, tfs_alloc_get() only hands out runs
+ * that start or end at an extent's edge (which never split) and may ignore
+ * the goal or the cursor to do so; tfs_alloc_put() and
+ * tfs_alloc_mark_used() return -ENOMEM and change nothing when they would
+ * have needed the node.
+ *
+ * Placement: a goal inside a free extent is honoured exactly, so a file
+ * that grows by asking for the block after its last one stays contiguous.
+ * New runs start at the rotating cursor, which each new run pushes past
+ * itself plus a gap of min(16 * requested, 16 MiB): two files written at
+ * once start that far apart and each can grow into the gap behind it
+ * through its goal.  The gap scales with the request so that small files
+ * are still packed closely.
+ *
+ * Built with TFS_CHECKS=1, every modifying function checks the invariants
+ * before it returns and aborts when they are broken.
+ */
+#include "alloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define TFS_ALLOC_BLOCK_SIZE 4096u
+/* The largest gap left after a new run: 16 MiB worth of blocks. */
+#define TFS_ALLOC_GAP_MAX ((16u << 20) / TFS_ALLOC_BLOCK_SIZE)
+/* The gap is this many times the request, up to TFS_ALLOC_GAP_MAX. */
+#define TFS_ALLOC_GAP_FACTOR 16u
+
+struct fext {
+	uint64_t start;
+	uint64_t len;
+	uint64_t max;		/* largest len in this subtree */
+	struct fext *l, *r;
+	int h;			/* AVL height, a leaf is 1 */
+};
+
+struct tfs_alloc {
+	struct fext *root;
+	struct fext *spare;	/* one node kept for the next split */
+	uint64_t first, end;	/* the managed range [first, end) */
+	uint64_t cursor;	/* where the next new run is looked for */
+	uint64_t nblocks;	/* free blocks */
+	uint64_t next;		/* free extents */
+};
+
+#if defined(TFS_CHECKS) && TFS_CHECKS
+static void alloc_assert_ok(const struct tfs_alloc *a, const char *fn)
+{
+	if (tfs_alloc_check(a) == 0)
+		return;
+	fprintf(stderr,
+		"tensorfs: allocator invariants broken after %s(); this is a bug, please report it\n",
+		fn);
+	abort();
+}
+#define ALLOC_CHECKED(a) alloc_assert_ok((a), __func__)
+#else
+#define ALLOC_CHECKED(a) ((void)0)
+#endif
+
+/* ===== AVL tree ===== */
+
+static int height(const struct fext *t)
+{
+	return t ? t->h : 0;
+}
+
+static uint64_t subtree_max(const struct fext *t)
+{
+	return t ? t->max : 0;
+}
+
+static uint64_t fext_end(const struct fext *t)
+{
+	return t->start + t->len;
+}
+
+/* Recompute h and max of t from its children. */
+static void update(struct fext *t)
+{
+	int hl = height(t->l), hr = height(t->r);
+	uint64_t m = t->len;
+
+	t->h = (hl > hr ? hl : hr) + 1;
+	if (subtree_max(t->l) > m)
+		m = subtree_max(t->l);
+	if (subtree_max(t->r) > m)
+		m = subtree_max(t->r);
+	t->max = m;
+}
+
+static struct fext *rotate_right(struct fext *t)
+{
+	struct fext *l = t->l;
+
+	t->l = l->r;
+	l->r = t;
+	update(t);
+	update(l);
+	return l;
+}
+
+static struct fext *rotate_left(struct fext *t)
+{
+	struct fext *r = t->r;
+
+	t->r = r->l;
+	r->l = t;
+	update(t);
+	update(r);
+	return r;
+}
+
+/* Restore the AVL balance at t after one of its subtrees changed height by
+ * one; returns the new root of the subtree. */
+static struct fext *rebalance(struct fext *t)
+{
+	int bf;
+
+	update(t);
+	bf = height(t->l) - height(t->r);
+	if (bf > 1) {
+		if (height(t->l->l) < height(t->l->r))
+			t->l = rotate_left(t->l);
+		return rotate_right(t);
+	}
+	if (bf < -1) {
+		if (height(t->r->r) < height(t->r->l))
+			t->r = rotate_right(t->r);
+		return rotate_left(t);
+	}
+	return t;
+}
+
+static struct fext *tree_insert(struct fext *t, struct fext *n)
+{
+	if (!t) {
+		n->l = n->r = NULL;
+		update(n);
+		return n;
+	}
+	if (n->start < t->start)
+		t->l = tree_insert(t->l, n);
+	else
+		t->r = tree_insert(t->r, n);
+	return rebalance(t);
+}
+
+/* Unlink the leftmost node of t into *min; returns the new subtree. */
+static struct fext *tree_unlink_min(struct fext *t, struct fext **min)
+{
+	if (!t->l) {
+		*min = t;
+		return t->r;
+	}
+	t->l = tree_unlink_min(t->l, min);
+	return rebalance(t);
+}
+
+/* Unlink the node with 'start', which must be in t; the caller still holds
+ * the node.  Returns the new subtree. */
+static struct fext *tree_remove(struct fext *t, uint64_t start)
+{
+	struct fext *succ;
+
+	if (start < t->start) {
+		t->l = tree_remove(t->l, start);
+	} else if (start > t->start) {
+		t->r = tree_remove(t->r, start);
+	} else {
+		if (!t->r)
+			return t->l;
+		t->r = tree_unlink_min(t->r, &succ);
+		succ->l = t->l;
+		succ->r = t->r;
+		t = succ;
+	}
+	return rebalance(t);
+}
+
+/* A node on the path to 'start' changed its len (or its start, without
+ * passing a neighbour): refresh max along that path. */
+static void tree_touch(struct fext *t, uint64_t start)
+{
+	if (start < t->start)
+		tree_touch(t->l, start);
+	else if (start > t->start)
+		tree_touch(t->r, start);
+	update(t);
+}
+
+/* The extent with the largest start <= b, or NULL. */
+static struct fext *find_le(struct fext *t, uint64_t b)
+{
+	struct fext *best = NULL;
+
+	while (t) {
+		if (t->start <= b) {
+			best = t;
+			t = t->r;
+		} else {
+			t = t->l;
+		}
+	}
+	return best;
+}
+
+/* The extent with the smallest start > b, or NULL. */
+static struct fext *find_gt(struct fext *t, uint64_t b)
+{
+	struct fext *best = NULL;
+
+	while (t) {
+		if (t->start > b) {
+			best = t;
+			t = t->l;
+		} else {
+			t = t->r;
+		}
+	}
+	return best;
+}
+
+/*
+ * The first extent with start >= p and len >= n, or NULL.  Along the path
+ * towards p, right subtrees hold only starts >= p, and there 'max' says
+ * at once whether a fit exists and leads straight to the leftmost one, so
+ * the search stays O(height).
+ */
+static struct fext *first_fit(struct fext *t, uint64_t p, uint64_t n)
+{
+	struct fext *r;
+
+	if (!t || t->max < n)
+		return NULL;
+	if (t->start < p)
+		return first_fit(t->r, p, n);
+	r = first_fit(t->l, p, n);
+	if (r)
+		return r;
+	if (t->len >= n)
+		return t;
+	return first_fit(t->r, p, n);
+}
+
+/* The lowest-starting of the largest extents; t must not be empty. */
+static struct fext *largest(struct fext *t)
+{
+	for (;;) {
+		if (t->l && t->l->max == t->max)
+			t = t->l;
+		else if (t->len == t->max)
+			return t;
+		else
+			t = t->r;
+	}
+}
+
+static void tree_free(struct fext *t)
+{
+	if (!t)
+		return;
+	tree_free(t->l);
+	tree_free(t->r);
+	free(t);
+}
+
+/* ===== nodes ===== */
+
+/* Make sure a spare node exists: 0 or -ENOMEM. */
+static int reserve_node(struct tfs_alloc *a)
+{
+	if (!a->spare)
+		a->spare = malloc(sizeof(*a->spare));
+	return a->spare ? 0 : -ENOMEM;
+}
+
+static struct fext *take_node(struct tfs_alloc *a)
+{
+	struct fext *n = a->spare;
+
+	a->spare = NULL;
+	return n;
+}
+
+/* Keep a retired node as the spare, so the next split cannot fail. */
+static void drop_node(struct tfs_alloc *a, struct fext *n)
+{
+	if (a->spare)
+		free(n);
+	else
+		a->spare = n;
+}
+
+/* ===== carving runs out of extents ===== */
+
+/* Taking [s, s + n) out of e leaves a piece on both sides. */
+static int needs_split(const struct fext *e, uint64_t s, uint64_t n)
+{
+	return s > e->start && s + n < fext_end(e);
+}
+
+static int can_carve(const struct tfs_alloc *a, const struct fext *e,
+		     uint64_t s, uint64_t n)
+{
+	return !needs_split(e, s, n) || a->spare;
+}
+
+/* Mark [s, s + n), which lies inside e, used.  A split takes the spare,
+ * which the caller made sure of (can_carve()). */
+static void carve(struct tfs_alloc *a, struct fext *e, uint64_t s, uint64_t n)
+{
+	uint64_t end = s + n, e_end = fext_end(e);
+	struct fext *tail;
+
+	if (s == e->start && end == e_end) {
+		a->root = tree_remove(a->root, e->start);
+		drop_node(a, e);
+		a->next--;
+	} else if (s == e->start) {
+		e->start = end;
+		e->len = e_end - end;
+		tree_touch(a->root, e->start);
+	} else if (end == e_end) {
+		e->len -= n;
+		tree_touch(a->root, e->start);
+	} else {
+		tail = take_node(a);
+		tail->start = end;
+		tail->len = e_end - end;
+		e->len = s - e->start;
+		tree_touch(a->root, e->start);
+		a->root = tree_insert(a->root, tail);
+		a->next++;
+	}
+	a->nblocks -= n;
+}
+
+/* Is [start, start + count) a non-empty range inside the allocator's? */
+static int in_range(const struct tfs_alloc *a, uint64_t start, uint64_t count)
+{
+	return count && start >= a->first && start < a->end &&
+	       count <= a->end - start;
+}
+
+/* ===== public ===== */
+
+struct tfs_alloc *tfs_alloc_new(uint64_t first, uint64_t count)
+{
+	struct tfs_alloc *a = NULL;
+	struct fext *n;
+
+	/* UINT64_MAX must stay outside the range: it means "no goal". */
+	if (count > UINT64_MAX - first) {
+		errno = EINVAL;
+		goto out;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		goto out;
+	a->first = a->cursor = first;
+	a->end = first + count;
+	if (count) {
+		n = malloc(sizeof(*n));
+		if (!n)
+			goto out_free;
+		n->start = first;
+		n->len = count;
+		a->root = tree_insert(NULL, n);
+		a->nblocks = count;
+		a->next = 1;
+	}
+	ALLOC_CHECKED(a);
+	goto out;
+
+out_free:
+	free(a);
+	a = NULL;
+out:
+	return a;
+}
+
+void tfs_alloc_free(struct tfs_alloc *a)
+{
+	if (!a)
+		return;
+	tree_free(a->root);
+	free(a->spare);
+	free(a);
+}
+
+/* Move the cursor past a new run ending at run_end plus the gap. */
+static void advance_cursor(struct tfs_alloc *a, uint64_t run_end,
+			   uint64_t want)
+{
+	uint64_t gap = TFS_ALLOC_GAP_MAX;
+
+	if (want < TFS_ALLOC_GAP_MAX / TFS_ALLOC_GAP_FACTOR)
+		gap = want * TFS_ALLOC_GAP_FACTOR;
+	if (gap >= a->end - run_end)
+		a->cursor = a->first;
+	else
+		a->cursor = run_end + gap;
+}
+
+/*
+ * Choose where a run without a usable goal goes: at the cursor if the
+ * extent holding it has 'want' blocks from there on; else the first extent
+ * after the cursor that holds 'want'; else the first one from the start of
+ * the range (the wrap); else all of the largest extent.
+ */
+static struct fext *place_new_run(const struct tfs_alloc *a, uint64_t want,
+				  uint64_t *s, uint64_t *n)
+{
+	struct fext *e;
+
+	e = find_le(a->root, a->cursor);
+	if (e && a->cursor - e->start < e->len &&
+	    fext_end(e) - a->cursor >= want &&
+	    can_carve(a, e, a->cursor, want)) {
+		*s = a->cursor;
+		*n = want;
+		return e;
+	}
+	e = first_fit(a->root, a->cursor, want);
+	if (!e)
+		e = first_fit(a->root, a->first, want);
+	if (e) {
+		*s = e->start;
+		*n = want;
+		return e;
+	}
+	e = largest(a->root);
+	*s = e->start;
+	*n = e->len;
+	return e;
+}
+
+int tfs_alloc_get(struct tfs_alloc *a, uint64_t goal, uint64_t *start,
+		  uint64_t *count)
+{
+	uint64_t want = *count, s, n;
+	struct fext *e;
+	int rc = 0;
+
+	if (!want) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!a->root) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	/* Failure only narrows the choice (can_carve()), see the top. */
+	reserve_node(a);
+
+	e = find_le(a->root, goal);
+	if (e && goal - e->start < e->len) {
+		s = goal;
+		n = fext_end(e) - goal;
+		if (n > want)
+			n = want;
+		if (can_carve(a, e, s, n)) {
+			carve(a, e, s, n);
+			goto out_done;
+		}
+	}
+	e = place_new_run(a, want, &s, &n);
+	carve(a, e, s, n);
+	advance_cursor(a, s + n, want);
+
+out_done:
+	*start = s;
+	*count = n;
+out:
+	ALLOC_CHECKED(a);
+	return rc;
+}
+
+int tfs_alloc_put(struct tfs_alloc *a, uint64_t start, uint64_t count)
+{
+	struct fext *prev, *next, *n;
+	uint64_t end;
+	int join_prev, join_next;
+	int rc = 0;
+
+	if (!in_range(a, start, count)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	end = start + count;
+	prev = find_le(a->root, start);
+	next = find_gt(a->root, start);
+	if ((prev && start - prev->start < prev->len) ||
+	    (next && next->start < end)) {
+		rc = -EINVAL;	/* some of it is free already */
+		goto out;
+	}
+	join_prev = prev && fext_end(prev) == start;
+	join_next = next && next->start == end;
+
+	if (join_prev && join_next) {
+		prev->len += count + next->len;
+		a->root = tree_remove(a->root, next->start);
+		drop_node(a, next);
+		tree_touch(a->root, prev->start);
+		a->next--;
+	} else if (join_prev) {
+		prev->len += count;
+		tree_touch(a->root, prev->start);
+	} else if (join_next) {
+		next->start = start;
+		next->len += count;
+		tree_touch(a->root, next->start);
+	} else {
+		rc = reserve_node(a);
+		if (rc)
+			goto out;
+		n = take_node(a);
+		n->start = start;
+		n->len = count;
+		a->root = tree_insert(a->root, n);
+		a->next++;
+	}
+	a->nblocks += count;
+out:
+	ALLOC_CHECKED(a);
+	return rc;
+}
+
+int tfs_alloc_mark_used(struct tfs_alloc *a, uint64_t start, uint64_t count)
+{
+	struct fext *e;
+	int rc = 0;
+
+	if (!in_range(a, start, count)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	e = find_le(a->root, start);
+	if (!e || start - e->start >= e->len ||
+	    count > fext_end(e) - start) {
+		rc = -EINVAL;	/* some of it is used already */
+		goto out;
+	}
+	if (needs_split(e, start, count)) {
+		rc = reserve_node(a);
+		if (rc)
+			goto out;
+	}
+	carve(a, e, start, count);
+out:
+	ALLOC_CHECKED(a);
+	return rc;
+}
+
+uint64_t tfs_alloc_free_blocks(const struct tfs_alloc *a)
+{
+	return a->nblocks;
+}
+
+uint64_t tfs_alloc_free_extents(const struct tfs_alloc *a)
+{
+	return a->next;
+}
+
+uint64_t tfs_alloc_largest(const struct tfs_alloc *a)
+{
+	return subtree_max(a->root);
+}
+
+static int walk(const struct fext *t,
+		int (*fn)(uint64_t start, uint64_t count, void *arg), void *arg)
+{
+	int rc;
+
+	if (!t)
+		return 0;
+	rc = walk(t->l, fn, arg);
+	if (!rc)
+		rc = fn(t->start, t->len, arg);
+	if (!rc)
+		rc = walk(t->r, fn, arg);
+	return rc;
+}
+
+int tfs_alloc_walk(const struct tfs_alloc *a,
+		   int (*fn)(uint64_t start, uint64_t count, void *arg),
+		   void *arg)
+{
+	return walk(a->root, fn, arg);
+}
+
+/* ===== invariants ===== */
+
+struct check_state {
+	const struct tfs_alloc *a;
+	const struct fext *prev;	/* in-order predecessor */
+	uint64_t blocks, extents;
+};
+
+static int check_tree(const struct fext *t, struct check_state *cs)
+{
+	const struct tfs_alloc *a = cs->a;
+	int hl, hr;
+	uint64_t m;
+
+	if (!t)
+		return 0;
+	if (check_tree(t->l, cs))
+		return -EUCLEAN;
+
+	if (!t->len || t->start < a->first || t->start >= a->end ||
+	    t->len > a->end - t->start)
+		return -EUCLEAN;
+	/* Strictly after the predecessor's end: touching extents merge. */
+	if (cs->prev && fext_end(cs->prev) >= t->start)
+		return -EUCLEAN;
+	hl = height(t->l);
+	hr = height(t->r);
+	if (t->h != (hl > hr ? hl : hr) + 1 || hl - hr > 1 || hr - hl > 1)
+		return -EUCLEAN;
+	m = t->len;
+	if (subtree_max(t->l) > m)
+		m = subtree_max(t->l);
+	if (subtree_max(t->r) > m)
+		m = subtree_max(t->r);
+	if (t->max != m)
+		return -EUCLEAN;
+	cs->prev = t;
+	cs->blocks += t->len;
+	cs->extents++;
+
+	return check_tree(t->r, cs);
+}
+
+int tfs_alloc_check(const struct tfs_alloc *a)
+{
+	struct check_state cs = { .a = a };
+
+	if (a->first > a->end || a->cursor < a->first ||
+	    (a->cursor >= a->end && a->cursor != a->first))
+		return -EUCLEAN;
+	if (check_tree(a->root, &cs))
+		return -EUCLEAN;
+	if (cs.blocks != a->nblocks || cs.extents != a->next)
+		return -EUCLEAN;
+	return 0;
+}

@@ -1,0 +1,407 @@
+/*
+ * check.c: what tensorfs-fsck checks beyond what loading verified.
+ *
+ * Pass 1 walks every directory entry: it counts, per inode, the entries
+ * that name it (links_seen) and flags entries naming nothing, second
+ * entries of a directory, and wrong ".." inodes.  Pass 2 walks the tree
+ * from the root and marks what it reaches (orphan_seen is reused as the
+ * "reached" mark).  Pass 3 compares each inode with what was counted.
+ * Repairs are collected first and applied after the walks, since an
+ * entry cannot be removed while its directory is being iterated.
+ *
+ * Unlinked inodes (link count 0) are normal after a crash (files open
+ * but deleted at the time) and not errors: the next mount frees them.
+ */
+#include "check.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "format.h"
+#include "meta.h"
+
+struct fix {
+	uint64_t dir, ino;
+	char *name;		/* entry to remove */
+};
+
+struct ctx {
+	struct tfs_meta *m;
+	FILE *out;
+	int flags;
+	struct tfs_check_result *res;
+	struct fix *fixes;
+	size_t nfix, capfix;
+	int nomem;
+};
+
+static void problem(struct ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void problem(struct ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	c->res->errors++;
+	va_start(ap, fmt);
+	fputs("tensorfs-fsck: ", c->out);
+	vfprintf(c->out, fmt, ap);
+	fputc('\n', c->out);
+	va_end(ap);
+}
+
+static void add_fix(struct ctx *c, uint64_t dir, uint64_t ino,
+		    const char *name)
+{
+	if (c->nfix == c->capfix) {
+		size_t n = c->capfix ? c->capfix * 2 : 16;
+		struct fix *f = realloc(c->fixes, n * sizeof(*f));
+
+		if (!f) {
+			c->nomem = 1;
+			return;
+		}
+		c->fixes = f;
+		c->capfix = n;
+	}
+	c->fixes[c->nfix].dir = dir;
+	c->fixes[c->nfix].ino = ino;
+	c->fixes[c->nfix].name = strdup(name);
+	if (!c->fixes[c->nfix].name) {
+		c->nomem = 1;
+		return;
+	}
+	c->nfix++;
+}
+
+static int reset(struct tfs_inode *ip, void *arg)
+{
+	(void)arg;
+	ip->links_seen = 0;
+	ip->orphan_seen = 0;
+	return 0;
+}
+
+/* Pass 1: entries. */
+static int pass_entries(struct tfs_inode *dp, void *arg)
+{
+	struct ctx *c = arg;
+	struct tfs_dirent *e = NULL;
+	uint64_t cookie = 0;
+
+	if (!dp->dir)
+		return 0;
+	while ((e = tfs_dir_next(dp, cookie))) {
+		struct tfs_inode *ip = tfs_meta_get(c->m, e->ino);
+
+		cookie = e->cookie;
+		if (!ip) {
+			problem(c, "entry '%s' in directory %llu names "
+				   "missing inode %llu",
+				e->name, (unsigned long long)dp->a.ino,
+				(unsigned long long)e->ino);
+			add_fix(c, dp->a.ino, 0, e->name);
+			continue;
+		}
+		if (ip->a.ino == TFS_ROOT_INO) {
+			problem(c, "entry '%s' in directory %llu names the "
+				   "root directory",
+				e->name, (unsigned long long)dp->a.ino);
+			add_fix(c, dp->a.ino, 0, e->name);
+			continue;
+		}
+		if (S_ISDIR(ip->a.mode) && ip->links_seen) {
+			problem(c, "directory %llu has a second entry '%s' in "
+				   "directory %llu",
+				(unsigned long long)ip->a.ino, e->name,
+				(unsigned long long)dp->a.ino);
+			add_fix(c, dp->a.ino, 0, e->name);
+			continue;
+		}
+		ip->links_seen++;
+		if (S_ISDIR(ip->a.mode) && ip->a.parent != dp->a.ino) {
+			problem(c, "directory %llu: '..' is %llu, but it is "
+				   "in directory %llu",
+				(unsigned long long)ip->a.ino,
+				(unsigned long long)ip->a.parent,
+				(unsigned long long)dp->a.ino);
+			if (c->flags & TFS_CHECK_REPAIR) {
+				ip->a.parent = dp->a.ino;
+				c->res->repaired++;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Pass 2: reachability from the root (iterative, the tree may be deep). */
+static int pass_reach(struct ctx *c)
+{
+	uint64_t *stack = NULL;
+	size_t n = 0, cap = 0;
+	struct tfs_inode *root = tfs_meta_get(c->m, TFS_ROOT_INO);
+
+	root->orphan_seen = 1;
+	stack = malloc(64 * sizeof(*stack));
+	if (!stack)
+		return -ENOMEM;
+	cap = 64;
+	stack[n++] = TFS_ROOT_INO;
+	while (n) {
+		struct tfs_inode *dp = tfs_meta_get(c->m, stack[--n]);
+		struct tfs_dirent *e = NULL;
+		uint64_t cookie = 0;
+
+		if (!dp || !dp->dir)
+			continue;
+		while ((e = tfs_dir_next(dp, cookie))) {
+			struct tfs_inode *ip = tfs_meta_get(c->m, e->ino);
+
+			cookie = e->cookie;
+			if (!ip || ip->orphan_seen)
+				continue;
+			ip->orphan_seen = 1;
+			if (!ip->dir)
+				continue;
+			if (n == cap) {
+				uint64_t *s = realloc(stack, 2 * cap *
+							      sizeof(*s));
+
+				if (!s) {
+					free(stack);
+					return -ENOMEM;
+				}
+				stack = s;
+				cap *= 2;
+			}
+			stack[n++] = ip->a.ino;
+		}
+	}
+	free(stack);
+	return 0;
+}
+
+static uint64_t subdirs(struct ctx *c, struct tfs_inode *dp)
+{
+	struct tfs_dirent *e = NULL;
+	uint64_t cookie = 0, n = 0;
+
+	while ((e = tfs_dir_next(dp, cookie))) {
+		struct tfs_inode *ip = tfs_meta_get(c->m, e->ino);
+
+		cookie = e->cookie;
+		if (ip && S_ISDIR(ip->a.mode))
+			n++;
+	}
+	return n;
+}
+
+/* Pass 3: each inode against what was counted. */
+static int pass_inodes(struct tfs_inode *ip, void *arg)
+{
+	struct ctx *c = arg;
+	uint64_t want;
+
+	if (S_ISREG(ip->a.mode)) {
+		c->res->files++;
+		c->res->extents += tfs_extmap_count(&ip->map);
+		if (tfs_extmap_check(&ip->map)) {
+			problem(c, "inode %llu: extent map out of order",
+				(unsigned long long)ip->a.ino);
+		}
+	} else if (S_ISDIR(ip->a.mode)) {
+		c->res->dirs++;
+	} else if (S_ISLNK(ip->a.mode)) {
+		c->res->symlinks++;
+		if (!ip->symlink)
+			problem(c, "symlink %llu has no target",
+				(unsigned long long)ip->a.ino);
+	} else {
+		c->res->others++;
+	}
+	if (ip->a.ino == TFS_ROOT_INO)
+		return 0;
+	if (ip->a.nlink == 0 && ip->links_seen == 0) {
+		c->res->orphans++;
+		return 0;
+	}
+	if (!ip->orphan_seen) {
+		problem(c, "inode %llu (%s) is not reachable from the root",
+			(unsigned long long)ip->a.ino,
+			S_ISDIR(ip->a.mode) ? "directory" : "file");
+		if (c->flags & TFS_CHECK_REPAIR && !ip->links_seen)
+			add_fix(c, 0, ip->a.ino, "");
+		return 0;
+	}
+	want = S_ISDIR(ip->a.mode) ? 2 + subdirs(c, ip) : ip->links_seen;
+	if (ip->a.nlink != want) {
+		problem(c, "inode %llu: link count %u, should be %llu",
+			(unsigned long long)ip->a.ino, ip->a.nlink,
+			(unsigned long long)want);
+		if (c->flags & TFS_CHECK_REPAIR) {
+			ip->a.nlink = (uint32_t)want;
+			c->res->repaired++;
+		}
+	}
+	return 0;
+}
+
+static int root_links(struct ctx *c)
+{
+	struct tfs_inode *root = tfs_meta_get(c->m, TFS_ROOT_INO);
+	uint64_t want = 2 + subdirs(c, root);
+
+	if (root->a.nlink != want) {
+		problem(c, "root directory: link count %u, should be %llu",
+			root->a.nlink, (unsigned long long)want);
+		if (c->flags & TFS_CHECK_REPAIR) {
+			root->a.nlink = (uint32_t)want;
+			c->res->repaired++;
+		}
+	}
+	return 0;
+}
+
+/* Find or make /lost+found for unreachable inodes. */
+static struct tfs_inode *lost_found(struct ctx *c)
+{
+	struct tfs_inode *root = tfs_meta_get(c->m, TFS_ROOT_INO), *lf;
+	struct tfs_dirent *e = tfs_dir_lookup(root, "lost+found", 10);
+	struct tfs_attr a = { 0 };
+
+	if (e) {
+		lf = tfs_meta_get(c->m, e->ino);
+		return lf && lf->dir ? lf : NULL;
+	}
+	a.ino = tfs_meta_next_ino(c->m);
+	a.mode = S_IFDIR | 0700;
+	a.nlink = 2;
+	a.parent = TFS_ROOT_INO;
+	a.mtime.sec = a.ctime.sec = a.atime.sec = time(NULL);
+	lf = tfs_meta_add(c->m, &a);
+	if (!lf)
+		return NULL;
+	if (tfs_dir_add(c->m, root, "lost+found", 10, a.ino)) {
+		tfs_meta_remove(c->m, lf);
+		return NULL;
+	}
+	lf->orphan_seen = 1;
+	root->a.nlink++;
+	return lf;
+}
+
+static void apply_fixes(struct ctx *c)
+{
+	for (size_t i = 0; i < c->nfix; i++) {
+		struct fix *f = &c->fixes[i];
+
+		if (f->dir) {
+			struct tfs_inode *dp = tfs_meta_get(c->m, f->dir);
+
+			if (dp && !tfs_dir_remove(c->m, dp, f->name,
+						  strlen(f->name)))
+				c->res->repaired++;
+		} else {
+			struct tfs_inode *ip = tfs_meta_get(c->m, f->ino);
+			struct tfs_inode *lf = lost_found(c);
+			char name[32];
+			int n = snprintf(name, sizeof(name), "#%llu",
+					 (unsigned long long)f->ino);
+
+			if (!ip || !lf ||
+			    tfs_dir_add(c->m, lf, name, (size_t)n, f->ino))
+				continue;
+			if (S_ISDIR(ip->a.mode)) {
+				ip->a.parent = lf->a.ino;
+				ip->a.nlink = 2 + (uint32_t)subdirs(c, ip);
+				lf->a.nlink++;
+			} else {
+				ip->a.nlink = 1;
+			}
+			c->res->repaired++;
+		}
+	}
+}
+
+/* ===== verbose listing ===== */
+
+static void list_tree(struct ctx *c, struct tfs_inode *dp, char *path,
+		      size_t len, int depth)
+{
+	struct tfs_dirent *e = NULL;
+	uint64_t cookie = 0;
+
+	if (depth > 4096)
+		return;
+	while ((e = tfs_dir_next(dp, cookie))) {
+		struct tfs_inode *ip = tfs_meta_get(c->m, e->ino);
+		size_t n = len + 1 + e->len;
+
+		cookie = e->cookie;
+		if (!ip || n >= 4096)
+			continue;
+		path[len] = '/';
+		memcpy(path + len + 1, e->name, e->len + 1u);
+		if (S_ISREG(ip->a.mode))
+			fprintf(c->out, "  %s  size %llu  extents %zu\n", path,
+				(unsigned long long)ip->a.size,
+				tfs_extmap_count(&ip->map));
+		else if (ip->dir)
+			list_tree(c, ip, path, n, depth + 1);
+		path[len] = '\0';
+	}
+}
+
+int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
+	      struct tfs_check_result *res)
+{
+	struct ctx c = { 0 };
+	struct tfs_alloc *a = tfs_fs_alloc(fs);
+	struct tfs_fs_info info;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	c.m = tfs_fs_meta(fs);
+	c.out = out;
+	c.flags = flags;
+	c.res = res;
+	tfs_meta_each(c.m, reset, NULL);
+	tfs_meta_each(c.m, pass_entries, &c);
+	rc = pass_reach(&c);
+	if (rc)
+		goto out;
+	tfs_meta_each(c.m, pass_inodes, &c);
+	root_links(&c);
+	tfs_fs_get_info(fs, &info);
+	if (tfs_alloc_check(a))
+		problem(&c, "free-space index is inconsistent");
+	if (tfs_alloc_free_blocks(a) + tfs_meta_used_blocks(c.m) !=
+	    info.data_blocks)
+		problem(&c, "space does not add up: %llu used + %llu free "
+			    "!= %llu data blocks",
+			(unsigned long long)tfs_meta_used_blocks(c.m),
+			(unsigned long long)tfs_alloc_free_blocks(a),
+			(unsigned long long)info.data_blocks);
+	if (flags & TFS_CHECK_REPAIR) {
+		apply_fixes(&c);
+		if (res->repaired)
+			tfs_fs_mark_changed(fs);
+	}
+	if (flags & TFS_CHECK_VERBOSE) {
+		char path[4096] = "";
+
+		fprintf(out, "files:\n");
+		list_tree(&c, tfs_meta_get(c.m, TFS_ROOT_INO), path, 0, 0);
+	}
+	rc = c.nomem ? -ENOMEM : 0;
+out:
+	for (size_t i = 0; i < c.nfix; i++)
+		free(c.fixes[i].name);
+	free(c.fixes);
+	return rc;
+}

@@ -1,0 +1,39 @@
+/*
+ * check.h: the consistency check behind tensorfs-fsck.
+ *
+ * Loading a file system already verifies what checksums can (superblock,
+ * checkpoint, journal transactions) and that no two extents claim one
+ * block (the allocator refuses).  tfs_check() verifies the rest: every
+ * entry names a live inode, every directory has exactly one entry and
+ * its ".." is right, link counts, reachability from the root, each
+ * extent map's order, and that used plus free space is the data area.
+ */
+#ifndef TFS_CHECK_H
+#define TFS_CHECK_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fs.h"
+
+struct tfs_check_result {
+	uint64_t errors;	/* problems found */
+	uint64_t repaired;	/* of those, repaired */
+	uint64_t orphans;	/* unlinked inodes, freed at next mount */
+	uint64_t files, dirs, symlinks, others;
+	uint64_t extents;	/* in all regular files */
+};
+
+#define TFS_CHECK_REPAIR	0x1	/* fix what can be fixed (fs opened rw) */
+#define TFS_CHECK_VERBOSE	0x2	/* list every file with its extents */
+
+/*
+ * Check fs, which no other thread may use meanwhile.  Findings go to
+ * out, one line each.  With TFS_CHECK_REPAIR the fixes are made in
+ * memory and tfs_fs_mark_changed() is called: the caller then syncs or
+ * closes fs to write them.  Returns 0 or -ENOMEM.
+ */
+int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
+	      struct tfs_check_result *res);
+
+#endif

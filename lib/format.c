@@ -1,0 +1,504 @@
+/*
+ * format.c: encoding and decoding of the on-disk structures of format.h.
+ *
+ * Everything that touches on-disk bytes goes through here, so the layout
+ * is written down (format.h) and coded once.  Decoders never trust their
+ * input: every length is checked against the bytes that are there, and a
+ * record that does not parse is -EUCLEAN, never a crash.
+ */
+#include "format.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+
+/* ===== buffers ===== */
+
+void tfs_buf_release(struct tfs_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+int tfs_buf_reserve(struct tfs_buf *b, size_t n)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->len + n <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + n)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+/* ===== records ===== */
+
+static uint8_t *rec_begin(struct tfs_buf *b, uint32_t type, size_t body)
+{
+	uint8_t *p;
+
+	if (tfs_buf_reserve(b, TFS_REC_HDR + body))
+		return NULL;
+	p = b->p + b->len;
+	tfs_put32(p, type);
+	tfs_put32(p + 4, (uint32_t)body);
+	b->len += TFS_REC_HDR + body;
+	return p + TFS_REC_HDR;
+}
+
+static void put_ts(uint8_t *p, const struct tfs_timespec *t)
+{
+	tfs_put64(p, (uint64_t)t->sec);
+	tfs_put32(p + 8, t->nsec);
+}
+
+static void get_ts(const uint8_t *p, struct tfs_timespec *t)
+{
+	t->sec = (int64_t)tfs_get64(p);
+	t->nsec = tfs_get32(p + 8);
+}
+
+int tfs_rec_put_inode(struct tfs_buf *b, const struct tfs_attr *a)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_INODE, TFS_INODE_BODY);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, a->ino);
+	tfs_put32(p + 8, a->mode);
+	tfs_put32(p + 12, a->uid);
+	tfs_put32(p + 16, a->gid);
+	tfs_put32(p + 20, a->nlink);
+	tfs_put64(p + 24, a->size);
+	put_ts(p + 32, &a->atime);
+	put_ts(p + 44, &a->mtime);
+	put_ts(p + 56, &a->ctime);
+	tfs_put64(p + 68, a->rdev);
+	tfs_put64(p + 76, a->parent);
+	memset(p + 84, 0, 8);
+	return 0;
+}
+
+int tfs_rec_put_free(struct tfs_buf *b, uint64_t ino)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_FREE, 8);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, ino);
+	return 0;
+}
+
+size_t tfs_rec_size_link(size_t name_len)
+{
+	return TFS_REC_HDR + 16 + name_len;
+}
+
+int tfs_rec_put_link(struct tfs_buf *b, uint64_t dir, uint64_t ino,
+		     const char *name, size_t len)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_LINK, 16 + len);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, dir);
+	tfs_put64(p + 8, ino);
+	memcpy(p + 16, name, len);
+	return 0;
+}
+
+int tfs_rec_put_unlink(struct tfs_buf *b, uint64_t dir, const char *name,
+		       size_t len)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_UNLINK, 8 + len);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, dir);
+	memcpy(p + 8, name, len);
+	return 0;
+}
+
+int tfs_rec_put_extent(struct tfs_buf *b, uint64_t ino, uint64_t lblk,
+		       uint64_t pblk, uint64_t len, uint32_t flags)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_EXTENT, TFS_EXTENT_BODY);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, ino);
+	tfs_put64(p + 8, lblk);
+	tfs_put64(p + 16, pblk);
+	tfs_put64(p + 24, len);
+	tfs_put32(p + 32, flags);
+	return 0;
+}
+
+int tfs_rec_put_punch(struct tfs_buf *b, uint64_t ino, uint64_t lblk,
+		      uint64_t len)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_PUNCH, 24);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, ino);
+	tfs_put64(p + 8, lblk);
+	tfs_put64(p + 16, len);
+	return 0;
+}
+
+size_t tfs_rec_size_xattr(size_t nlen, size_t vlen)
+{
+	return TFS_REC_HDR + 12 + nlen + vlen;
+}
+
+int tfs_rec_put_xattr(struct tfs_buf *b, uint64_t ino, const char *name,
+		      size_t nlen, const void *val, size_t vlen)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_XATTR, 12 + nlen + vlen);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, ino);
+	tfs_put32(p + 8, (uint32_t)nlen);
+	memcpy(p + 12, name, nlen);
+	if (vlen)
+		memcpy(p + 12 + nlen, val, vlen);
+	return 0;
+}
+
+int tfs_rec_put_xattr_del(struct tfs_buf *b, uint64_t ino, const char *name,
+			  size_t nlen)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_XATTR_DEL, 8 + nlen);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, ino);
+	memcpy(p + 8, name, nlen);
+	return 0;
+}
+
+size_t tfs_rec_size_symlink(size_t len)
+{
+	return TFS_REC_HDR + 8 + len;
+}
+
+int tfs_rec_put_symlink(struct tfs_buf *b, uint64_t ino, const char *target,
+			size_t len)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_SYMLINK, 8 + len);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, ino);
+	memcpy(p + 8, target, len);
+	return 0;
+}
+
+static int valid_name(const char *s, size_t n)
+{
+	if (n == 0 || n > TFS_NAME_MAX)
+		return 0;
+	if (memchr(s, '/', n) || memchr(s, '\0', n))
+		return 0;
+	if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+		return 0;
+	return 1;
+}
+
+int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos,
+		 struct tfs_rec *r)
+{
+	const uint8_t *b;
+	uint32_t type, blen;
+
+	if (*pos == len)
+		return 0;
+	if (len - *pos < TFS_REC_HDR)
+		return -EUCLEAN;
+	type = tfs_get32(p + *pos);
+	blen = tfs_get32(p + *pos + 4);
+	if (blen > len - *pos - TFS_REC_HDR)
+		return -EUCLEAN;
+	b = p + *pos + TFS_REC_HDR;
+	memset(r, 0, sizeof(*r));
+	r->type = type;
+	switch (type) {
+	case TFS_REC_INODE:
+		if (blen != TFS_INODE_BODY)
+			return -EUCLEAN;
+		r->attr.ino = tfs_get64(b);
+		r->attr.mode = tfs_get32(b + 8);
+		r->attr.uid = tfs_get32(b + 12);
+		r->attr.gid = tfs_get32(b + 16);
+		r->attr.nlink = tfs_get32(b + 20);
+		r->attr.size = tfs_get64(b + 24);
+		get_ts(b + 32, &r->attr.atime);
+		get_ts(b + 44, &r->attr.mtime);
+		get_ts(b + 56, &r->attr.ctime);
+		r->attr.rdev = tfs_get64(b + 68);
+		r->attr.parent = tfs_get64(b + 76);
+		r->ino = r->attr.ino;
+		break;
+	case TFS_REC_FREE:
+		if (blen != 8)
+			return -EUCLEAN;
+		r->ino = tfs_get64(b);
+		break;
+	case TFS_REC_LINK:
+		if (blen < 17)
+			return -EUCLEAN;
+		r->ino = tfs_get64(b);
+		r->child = tfs_get64(b + 8);
+		r->name = (const char *)b + 16;
+		r->name_len = blen - 16;
+		if (!valid_name(r->name, r->name_len))
+			return -EUCLEAN;
+		break;
+	case TFS_REC_UNLINK:
+		if (blen < 9)
+			return -EUCLEAN;
+		r->ino = tfs_get64(b);
+		r->name = (const char *)b + 8;
+		r->name_len = blen - 8;
+		if (!valid_name(r->name, r->name_len))
+			return -EUCLEAN;
+		break;
+	case TFS_REC_EXTENT:
+		if (blen != TFS_EXTENT_BODY)
+			return -EUCLEAN;
+		r->ino = tfs_get64(b);
+		r->lblk = tfs_get64(b + 8);
+		r->pblk = tfs_get64(b + 16);
+		r->len = tfs_get64(b + 24);
+		r->flags = tfs_get32(b + 32);
+		if (r->len == 0 || r->flags & ~1u)
+			return -EUCLEAN;
+		break;
+	case TFS_REC_PUNCH:
+		if (blen != 24)
+			return -EUCLEAN;
+		r->ino = tfs_get64(b);
+		r->lblk = tfs_get64(b + 8);
+		r->len = tfs_get64(b + 16);
+		break;
+	case TFS_REC_XATTR:
+		if (blen < 12)
+			return -EUCLEAN;
+		r->ino = tfs_get64(b);
+		r->name_len = tfs_get32(b + 8);
+		if (r->name_len == 0 || r->name_len > TFS_XATTR_NAME_MAX ||
+		    r->name_len > blen - 12)
+			return -EUCLEAN;
+		r->name = (const char *)b + 12;
+		r->value = b + 12 + r->name_len;
+		r->value_len = blen - 12 - r->name_len;
+		if (r->value_len > TFS_XATTR_VALUE_MAX ||
+		    memchr(r->name, '\0', r->name_len))
+			return -EUCLEAN;
+		break;
+	case TFS_REC_XATTR_DEL:
+		if (blen < 9 || blen - 8 > TFS_XATTR_NAME_MAX)
+			return -EUCLEAN;
+		r->ino = tfs_get64(b);
+		r->name = (const char *)b + 8;
+		r->name_len = blen - 8;
+		break;
+	case TFS_REC_SYMLINK:
+		if (blen < 9 || blen - 8 > TFS_SYMLINK_MAX)
+			return -EUCLEAN;
+		r->ino = tfs_get64(b);
+		r->name = (const char *)b + 8;
+		r->name_len = blen - 8;
+		break;
+	default:
+		return -EUCLEAN;
+	}
+	*pos += TFS_REC_HDR + blen;
+	return 1;
+}
+
+/* ===== superblock ===== */
+
+void tfs_super_encode(const struct tfs_super *s, uint8_t *b)
+{
+	memset(b, 0, TFS_BLOCK_SIZE);
+	memcpy(b, TFS_MAGIC, 8);
+	tfs_put32(b + 8, TFS_VERSION);
+	tfs_put32(b + 12, TFS_BLOCK_SIZE);
+	tfs_put64(b + 16, s->generation);
+	tfs_put64(b + 24, s->dev_blocks);
+	tfs_put64(b + 32, s->journal_start);
+	tfs_put64(b + 40, s->journal_blocks);
+	tfs_put64(b + 48, s->ckpt_start[0]);
+	tfs_put64(b + 56, s->ckpt_start[1]);
+	tfs_put64(b + 64, s->ckpt_blocks);
+	tfs_put64(b + 72, s->data_start);
+	tfs_put32(b + 80, s->slot);
+	tfs_put32(b + 84, s->flags);
+	tfs_put64(b + 88, s->ckpt_len);
+	tfs_put32(b + 96, s->ckpt_crc);
+	tfs_put64(b + 104, s->ckpt_seq);
+	memcpy(b + 112, s->uuid, 16);
+	tfs_put64(b + 128, s->ctime_ns);
+	tfs_put64(b + 136, s->wtime_ns);
+	tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
+}
+
+int tfs_super_decode(const uint8_t *b, struct tfs_super *s)
+{
+	uint64_t end;
+
+	if (memcmp(b, TFS_MAGIC, 8))
+		return -EINVAL;
+	if (tfs_get32(b + 4092) != tfs_crc32c(0, b, 4092))
+		return -EUCLEAN;
+	if (tfs_get32(b + 8) != TFS_VERSION)
+		return -EPROTO;
+	if (tfs_get32(b + 12) != TFS_BLOCK_SIZE)
+		return -EUCLEAN;
+	memset(s, 0, sizeof(*s));
+	s->generation = tfs_get64(b + 16);
+	s->dev_blocks = tfs_get64(b + 24);
+	s->journal_start = tfs_get64(b + 32);
+	s->journal_blocks = tfs_get64(b + 40);
+	s->ckpt_start[0] = tfs_get64(b + 48);
+	s->ckpt_start[1] = tfs_get64(b + 56);
+	s->ckpt_blocks = tfs_get64(b + 64);
+	s->data_start = tfs_get64(b + 72);
+	s->slot = tfs_get32(b + 80);
+	s->flags = tfs_get32(b + 84);
+	s->ckpt_len = tfs_get64(b + 88);
+	s->ckpt_crc = tfs_get32(b + 96);
+	s->ckpt_seq = tfs_get64(b + 104);
+	memcpy(s->uuid, b + 112, 16);
+	s->ctime_ns = tfs_get64(b + 128);
+	s->wtime_ns = tfs_get64(b + 136);
+
+	/* The layout must be the one regions in order, inside the device. */
+	if (s->journal_start != 2 || s->journal_blocks < 2 ||
+	    s->ckpt_blocks < 2 || s->slot > 1)
+		return -EUCLEAN;
+	if (s->ckpt_start[0] != s->journal_start + s->journal_blocks ||
+	    s->ckpt_start[1] != s->ckpt_start[0] + s->ckpt_blocks ||
+	    s->data_start != s->ckpt_start[1] + s->ckpt_blocks)
+		return -EUCLEAN;
+	end = s->data_start;
+	if (end >= s->dev_blocks || s->dev_blocks > (UINT64_MAX >> 13))
+		return -EUCLEAN;
+	if (s->ckpt_len < TFS_HDR_SIZE ||
+	    s->ckpt_len > s->ckpt_blocks * (uint64_t)TFS_BLOCK_SIZE)
+		return -EUCLEAN;
+	return 0;
+}
+
+/* ===== headers ===== */
+
+void tfs_ckpt_hdr_encode(const struct tfs_hdr *h, uint8_t *p)
+{
+	memset(p, 0, TFS_HDR_SIZE);
+	memcpy(p, TFS_CKPT_MAGIC, 8);
+	tfs_put64(p + 8, h->seq);
+	tfs_put64(p + 16, h->next_ino);
+	tfs_put64(p + 24, h->used_blocks);
+	tfs_put64(p + 32, h->nrec);
+}
+
+int tfs_ckpt_hdr_decode(const uint8_t *p, struct tfs_hdr *h)
+{
+	if (memcmp(p, TFS_CKPT_MAGIC, 8))
+		return -EUCLEAN;
+	memset(h, 0, sizeof(*h));
+	h->seq = tfs_get64(p + 8);
+	h->next_ino = tfs_get64(p + 16);
+	h->used_blocks = tfs_get64(p + 24);
+	h->nrec = tfs_get64(p + 32);
+	return 0;
+}
+
+static uint32_t txn_crc(const uint8_t *p, const uint8_t *payload,
+			uint32_t len)
+{
+	uint8_t hdr[TFS_HDR_SIZE];
+
+	memcpy(hdr, p, TFS_HDR_SIZE);
+	tfs_put32(hdr + 36, 0);
+	return tfs_crc32c(tfs_crc32c(0, hdr, TFS_HDR_SIZE), payload, len);
+}
+
+void tfs_txn_hdr_encode(const struct tfs_hdr *h, uint8_t *p,
+			const uint8_t *payload)
+{
+	memset(p, 0, TFS_HDR_SIZE);
+	tfs_put32(p, TFS_JOURNAL_MAGIC);
+	tfs_put32(p + 4, h->payload_len);
+	tfs_put64(p + 8, h->seq);
+	tfs_put64(p + 16, h->next_ino);
+	tfs_put64(p + 24, h->used_blocks);
+	tfs_put32(p + 32, (uint32_t)h->nrec);
+	tfs_put32(p + 36, txn_crc(p, payload, h->payload_len));
+}
+
+int tfs_txn_hdr_decode(const uint8_t *p, struct tfs_hdr *h)
+{
+	if (tfs_get32(p) != TFS_JOURNAL_MAGIC)
+		return -EUCLEAN;
+	memset(h, 0, sizeof(*h));
+	h->payload_len = tfs_get32(p + 4);
+	h->seq = tfs_get64(p + 8);
+	h->next_ino = tfs_get64(p + 16);
+	h->used_blocks = tfs_get64(p + 24);
+	h->nrec = tfs_get32(p + 32);
+	h->crc = tfs_get32(p + 36);
+	return 0;
+}
+
+int tfs_txn_verify(const uint8_t *p, const struct tfs_hdr *h,
+		   const uint8_t *payload)
+{
+	return txn_crc(p, payload, h->payload_len) == h->crc ? 0 : -EUCLEAN;
+}
+
+/* ===== layout ===== */
+
+int tfs_layout(uint64_t dev_blocks, struct tfs_super *s)
+{
+	const uint64_t mib = (1u << 20) / TFS_BLOCK_SIZE;
+	uint64_t meta, journal;
+
+	if (dev_blocks * TFS_BLOCK_SIZE < TFS_MIN_DEVICE_BYTES)
+		return -ENOSPC;
+	/*
+	 * Metadata gets 1/64 of the device, at least 12 MiB and at most
+	 * 32 GiB: a checkpoint slot holds about 150 bytes per file plus
+	 * 44 per extent, so 1 TiB (7.5 GiB slots) has room for tens of
+	 * millions of files.  A quarter of it, at most 1 GiB, is journal.
+	 */
+	meta = dev_blocks / 64;
+	if (meta < 12 * mib)
+		meta = 12 * mib;
+	if (meta > 32768 * mib)
+		meta = 32768 * mib;
+	journal = meta / 4;
+	if (journal > 1024 * mib)
+		journal = 1024 * mib;
+	s->dev_blocks = dev_blocks;
+	s->journal_start = 2;
+	s->journal_blocks = journal;
+	s->ckpt_blocks = (meta - journal) / 2;
+	s->ckpt_start[0] = s->journal_start + s->journal_blocks;
+	s->ckpt_start[1] = s->ckpt_start[0] + s->ckpt_blocks;
+	s->data_start = s->ckpt_start[1] + s->ckpt_blocks;
+	return 0;
+}

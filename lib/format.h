@@ -1,0 +1,263 @@
+/*
+ * format.h: the on-disk format of tensorfs, byte by byte.
+ *
+ * All integers are little-endian.  The device is an array of 4096-byte
+ * blocks; block numbers are 64-bit.  Checksums are CRC-32C (crc32c.h).
+ *
+ * Layout (mkfs chooses the sizes; the superblock records them):
+ *
+ *   block 0              superblock, copy 0
+ *   block 1              superblock, copy 1
+ *   journal_start ...    journal: committed transactions, back to back
+ *   ckpt_start[0] ...    checkpoint slot 0
+ *   ckpt_start[1] ...    checkpoint slot 1
+ *   data_start ... end   file data, in extents
+ *
+ * The whole state of the file system is: the checkpoint in the active slot
+ * plus the journal transactions committed after it.  Free space is not
+ * stored: it is every data block that no extent maps.
+ *
+ * Superblock (one 4096-byte block; two copies, written alternately):
+ *
+ *    0  8  magic "tensorfs"
+ *    8  4  version (1)
+ *   12  4  block size (4096)
+ *   16  8  generation; copy (generation & 1) holds it; the valid copy with
+ *          the highest generation is the current one
+ *   24  8  device blocks (the size of the file system)
+ *   32  8  journal_start      40  8  journal_blocks
+ *   48  8  ckpt_start[0]      56  8  ckpt_start[1]
+ *   64  8  ckpt_blocks (per slot)
+ *   72  8  data_start
+ *   80  4  active checkpoint slot (0 or 1)
+ *   84  4  flags: 1 = CLEAN (unmounted cleanly; the journal is empty)
+ *   88  8  checkpoint length in bytes
+ *   96  4  checkpoint CRC-32C (over its whole length)
+ *  100  4  reserved (0)
+ *  104  8  ckpt_seq: sequence number of the first journal transaction
+ *          that follows the checkpoint
+ *  112 16  uuid
+ *  128  8  creation time, ns since the epoch
+ *  136  8  last write time of this superblock, ns since the epoch
+ *  144 ... zero
+ * 4092  4  CRC-32C of bytes 0..4091
+ *
+ * Checkpoint (ckpt_slot blocks hold one stream of "length" bytes):
+ *
+ *    0  8  magic "tfsckpt\0"
+ *    8  8  seq (equal to the superblock's ckpt_seq)
+ *   16  8  next inode number
+ *   24  8  used data blocks (what the extents add up to)
+ *   32  8  number of records that follow
+ *   40 24  zero
+ *   64 ... records (below) that rebuild the whole tree from nothing
+ *
+ * Journal transaction (starts on a block boundary; padded to one):
+ *
+ *    0  4  magic "tfsj"
+ *    4  4  payload length in bytes
+ *    8  8  seq: the checkpoint's ckpt_seq for the first transaction, then
+ *          one more for each; replay stops at the first block that is not
+ *          the next transaction
+ *   16  8  next inode number after this transaction
+ *   24  8  used data blocks after this transaction
+ *   32  4  number of records
+ *   36  4  CRC-32C of bytes 0..63 (with this field 0) and the payload
+ *   40 24  zero
+ *   64 ... payload: records
+ *
+ * Record: 4-byte type, 4-byte body length, body.  Bodies:
+ *
+ *   1 INODE      ino u64, mode u32, uid u32, gid u32, nlink u32, size u64,
+ *                atime, mtime, ctime (each sec s64, nsec u32), rdev u64,
+ *                parent u64 (directories: the parent's inode number)
+ *                (92 bytes).  Creates the inode or sets all its attributes.
+ *   2 FREE       ino u64.  The inode, its extents and xattrs are gone.
+ *   3 LINK       dir u64, ino u64, name (the rest).  Adds a directory entry.
+ *   4 UNLINK     dir u64, name (the rest).  Removes a directory entry.
+ *   5 EXTENT     ino u64, lblk u64, pblk u64, len u64, flags u32 (36 bytes).
+ *                Maps file blocks lblk.. to device blocks pblk..;
+ *                flags 1 = unwritten (reads as zeros).
+ *   6 PUNCH      ino u64, lblk u64, len u64.  Unmaps file blocks.
+ *   7 XATTR      ino u64, name length u32, name, value (the rest).
+ *   8 XATTR_DEL  ino u64, name (the rest).
+ *   9 SYMLINK    ino u64, target (the rest).
+ *
+ * Names are 1..255 bytes without '/' or NUL; xattr values up to 65536.
+ */
+#ifndef TFS_FORMAT_H
+#define TFS_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TFS_BLOCK_SIZE		4096u
+#define TFS_BLOCK_SHIFT		12
+#define TFS_VERSION		1u
+#define TFS_MAGIC		"tensorfs"
+#define TFS_CKPT_MAGIC		"tfsckpt"
+#define TFS_JOURNAL_MAGIC	0x6a736674u	/* "tfsj" */
+#define TFS_SB_CLEAN		0x1u
+#define TFS_HDR_SIZE		64u
+#define TFS_NAME_MAX		255u
+#define TFS_XATTR_VALUE_MAX	65536u
+#define TFS_XATTR_NAME_MAX	255u
+#define TFS_SYMLINK_MAX		4095u
+#define TFS_ROOT_INO		1u
+#define TFS_MIN_DEVICE_BYTES	(64ull << 20)
+
+enum tfs_rec_type {
+	TFS_REC_INODE = 1,
+	TFS_REC_FREE = 2,
+	TFS_REC_LINK = 3,
+	TFS_REC_UNLINK = 4,
+	TFS_REC_EXTENT = 5,
+	TFS_REC_PUNCH = 6,
+	TFS_REC_XATTR = 7,
+	TFS_REC_XATTR_DEL = 8,
+	TFS_REC_SYMLINK = 9,
+};
+
+#define TFS_REC_HDR		8u
+#define TFS_INODE_BODY		92u
+#define TFS_EXTENT_BODY		36u
+
+struct tfs_timespec {
+	int64_t sec;
+	uint32_t nsec;
+};
+
+/* The attributes an INODE record carries. */
+struct tfs_attr {
+	uint64_t ino;
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size;
+	struct tfs_timespec atime, mtime, ctime;
+	uint64_t rdev;
+	uint64_t parent;
+};
+
+/* A decoded superblock. */
+struct tfs_super {
+	uint64_t generation;
+	uint64_t dev_blocks;
+	uint64_t journal_start, journal_blocks;
+	uint64_t ckpt_start[2], ckpt_blocks;
+	uint64_t data_start;
+	uint32_t slot, flags;
+	uint64_t ckpt_len;
+	uint32_t ckpt_crc;
+	uint64_t ckpt_seq;
+	uint8_t uuid[16];
+	uint64_t ctime_ns, wtime_ns;
+};
+
+/* A decoded record.  Pointers point into the buffer it was decoded from
+ * (borrowed: valid while that buffer is). */
+struct tfs_rec {
+	uint32_t type;
+	struct tfs_attr attr;			/* INODE */
+	uint64_t ino;				/* all but INODE, LINK/UNLINK: dir */
+	uint64_t child;				/* LINK */
+	uint64_t lblk, pblk, len;		/* EXTENT, PUNCH */
+	uint32_t flags;				/* EXTENT */
+	const char *name;			/* LINK, UNLINK, XATTR*, SYMLINK */
+	size_t name_len;
+	const void *value;			/* XATTR */
+	size_t value_len;
+};
+
+/* A growable byte buffer; zero-initialised is empty. */
+struct tfs_buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+void tfs_buf_release(struct tfs_buf *b);
+/* Make room for n more bytes; 0 or -ENOMEM. */
+int tfs_buf_reserve(struct tfs_buf *b, size_t n);
+
+/* Encode one record at the end of b.  0 or -ENOMEM (b unchanged). */
+int tfs_rec_put_inode(struct tfs_buf *b, const struct tfs_attr *a);
+int tfs_rec_put_free(struct tfs_buf *b, uint64_t ino);
+int tfs_rec_put_link(struct tfs_buf *b, uint64_t dir, uint64_t ino,
+		     const char *name, size_t len);
+int tfs_rec_put_unlink(struct tfs_buf *b, uint64_t dir, const char *name,
+		       size_t len);
+int tfs_rec_put_extent(struct tfs_buf *b, uint64_t ino, uint64_t lblk,
+		       uint64_t pblk, uint64_t len, uint32_t flags);
+int tfs_rec_put_punch(struct tfs_buf *b, uint64_t ino, uint64_t lblk,
+		      uint64_t len);
+int tfs_rec_put_xattr(struct tfs_buf *b, uint64_t ino, const char *name,
+		      size_t nlen, const void *val, size_t vlen);
+int tfs_rec_put_xattr_del(struct tfs_buf *b, uint64_t ino, const char *name,
+			  size_t nlen);
+int tfs_rec_put_symlink(struct tfs_buf *b, uint64_t ino, const char *target,
+			size_t len);
+
+/* Bytes the encoded record takes, for space accounting. */
+size_t tfs_rec_size_link(size_t name_len);
+size_t tfs_rec_size_xattr(size_t nlen, size_t vlen);
+size_t tfs_rec_size_symlink(size_t len);
+#define TFS_REC_SIZE_INODE	(TFS_REC_HDR + TFS_INODE_BODY)
+#define TFS_REC_SIZE_EXTENT	(TFS_REC_HDR + TFS_EXTENT_BODY)
+
+/*
+ * Decode the record at *pos in [p, p + len) and advance *pos.  Returns 1
+ * for a record, 0 at the end, -EUCLEAN if the bytes are not a valid record
+ * (unknown type, wrong length, name too long or containing '/' or NUL).
+ */
+int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos,
+		 struct tfs_rec *r);
+
+/* Superblock: encode into a 4096-byte block (computing the CRC), decode
+ * and verify (-EUCLEAN: bad CRC or values; -EINVAL: not a tensorfs,
+ * i.e. no magic; -EPROTO: a version this build does not know). */
+void tfs_super_encode(const struct tfs_super *s, uint8_t *block);
+int tfs_super_decode(const uint8_t *block, struct tfs_super *s);
+
+/* Checkpoint and transaction headers (TFS_HDR_SIZE bytes). */
+struct tfs_hdr {
+	uint64_t seq, next_ino, used_blocks, nrec;
+	uint32_t payload_len, crc;
+};
+void tfs_ckpt_hdr_encode(const struct tfs_hdr *h, uint8_t *p);
+int tfs_ckpt_hdr_decode(const uint8_t *p, struct tfs_hdr *h);
+/* The journal header's CRC covers header and payload: encode computes it
+ * from the payload; decode checks only the magic (-EUCLEAN otherwise) and
+ * tfs_txn_verify() checks the CRC once the payload is read. */
+void tfs_txn_hdr_encode(const struct tfs_hdr *h, uint8_t *p,
+			const uint8_t *payload);
+int tfs_txn_hdr_decode(const uint8_t *p, struct tfs_hdr *h);
+int tfs_txn_verify(const uint8_t *p, const struct tfs_hdr *h,
+		   const uint8_t *payload);
+
+/* The layout mkfs gives a device of dev_blocks blocks: fills the layout
+ * fields of s.  -ENOSPC if the device is below TFS_MIN_DEVICE_BYTES. */
+int tfs_layout(uint64_t dev_blocks, struct tfs_super *s);
+
+/* Little-endian helpers. */
+static inline void tfs_put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void tfs_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint64_t tfs_get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+static inline uint32_t tfs_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * fs.h: the tensorfs file system, as a library.
+ *
+ * This is the API the FUSE daemon (fs/) and the tools (tools/) are built
+ * on.  It speaks inode numbers and POSIX semantics, never FUSE: every
+ * function returns 0 (or a byte count) on success and -errno on failure,
+ * with the errno POSIX specifies for the case.  Permission checks are the
+ * caller's (the daemon mounts with default_permissions, so the kernel
+ * makes them); ownership of new inodes comes from the caller's uid/gid.
+ *
+ * Thread safety: every function may be called from many threads at once.
+ * Metadata changes take one lock for a few microseconds; file data I/O
+ * runs outside it, under a per-inode reader/writer lock.
+ *
+ * Durability: changes live in memory and are committed to the device's
+ * journal every commit interval (default 5 s), on tfs_fsync() and at
+ * tfs_fs_close().  A change returns only once it is visible to every
+ * later call; tfs_fsync() returns once it is on the device.
+ */
+#ifndef TFS_FS_H
+#define TFS_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+struct tfs_fs;
+
+struct tfs_fs_opts {
+	unsigned int commit_interval_ms;	/* 0: default 5000 */
+	int readonly;				/* open read-only (fsck) */
+	int no_lock;				/* do not flock the device */
+	int no_recover;				/* load only: no orphan cleanup,
+						   no checkpoint (fsck -n) */
+};
+
+/*
+ * Open the file system on the device at path: load and, after a crash,
+ * recover it (replay the journal, free orphaned inodes, write a fresh
+ * checkpoint).  On failure returns -errno and a sentence for people in
+ * err: -EINVAL not a tensorfs, -EBUSY in use by another mount or tool,
+ * -EUCLEAN corrupted, -ENOENT, -EACCES ...  Caller closes with
+ * tfs_fs_close().
+ */
+int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
+		struct tfs_fs **out, char *err, size_t errlen);
+/* Start the background commit thread.  Call after any fork(). */
+int tfs_fs_start(struct tfs_fs *fs);
+/* Flush everything, write a clean checkpoint, close.  Returns 0 or the
+ * first error of the final flush (the file system is closed either way).
+ * Accepts NULL. */
+int tfs_fs_close(struct tfs_fs *fs);
+/* Commit all metadata and flush the device. */
+int tfs_fs_sync(struct tfs_fs *fs);
+
+/* Whether the last load replayed a journal (the file system had not been
+ * unmounted cleanly), and how many transactions. */
+uint64_t tfs_fs_replayed(const struct tfs_fs *fs);
+
+/* ===== names ===== */
+
+int tfs_lookup(struct tfs_fs *fs, uint64_t parent, const char *name,
+	       struct stat *st);
+int tfs_getattr(struct tfs_fs *fs, uint64_t ino, struct stat *st);
+
+#define TFS_SET_MODE		0x01
+#define TFS_SET_UID		0x02
+#define TFS_SET_GID		0x04
+#define TFS_SET_SIZE		0x08
+#define TFS_SET_ATIME		0x10
+#define TFS_SET_MTIME		0x20
+#define TFS_SET_ATIME_NOW	0x40
+#define TFS_SET_MTIME_NOW	0x80
+#define TFS_SET_CTIME		0x100
+/* Change the attributes named by 'set' to those in *in; *out (may be NULL)
+ * gets the result. */
+int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
+		int set, struct stat *out);
+
+/* Create a regular file, fifo, socket or device node (mode has the type;
+ * S_IFREG if none).  -EEXIST if the name is taken. */
+int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name,
+	      mode_t mode, dev_t rdev, uid_t uid, gid_t gid, struct stat *st);
+int tfs_mkdir(struct tfs_fs *fs, uint64_t parent, const char *name,
+	      mode_t mode, uid_t uid, gid_t gid, struct stat *st);
+int tfs_symlink(struct tfs_fs *fs, uint64_t parent, const char *name,
+		const char *target, uid_t uid, gid_t gid, struct stat *st);
+/* Copy the target into buf (not NUL-terminated); returns its length, or
+ * -ERANGE if buf is too small. */
+ssize_t tfs_readlink(struct tfs_fs *fs, uint64_t ino, char *buf, size_t len);
+int tfs_link(struct tfs_fs *fs, uint64_t ino, uint64_t newparent,
+	     const char *newname, struct stat *st);
+int tfs_unlink(struct tfs_fs *fs, uint64_t parent, const char *name);
+int tfs_rmdir(struct tfs_fs *fs, uint64_t parent, const char *name);
+
+#define TFS_RENAME_NOREPLACE	0x1	/* RENAME_NOREPLACE */
+#define TFS_RENAME_EXCHANGE	0x2	/* RENAME_EXCHANGE */
+int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
+	       uint64_t newparent, const char *newname, unsigned int flags);
+
+/*
+ * readdir: call fill for the entries after 'cookie' (0: from the start;
+ * "." and ".." first), each with the cookie to resume after it, until
+ * fill returns non-zero (its buffer is full) or the end.  Returns 0 or
+ * -errno.  fill runs under the metadata lock: it must only copy.
+ */
+typedef int (*tfs_fill_fn)(void *arg, const char *name, uint64_t ino,
+			   mode_t type, uint64_t next_cookie);
+int tfs_readdir(struct tfs_fs *fs, uint64_t ino, uint64_t cookie,
+		tfs_fill_fn fill, void *arg);
+/* -ENOTDIR unless ino is a directory. */
+int tfs_opendir(struct tfs_fs *fs, uint64_t ino);
+
+int tfs_statfs(struct tfs_fs *fs, struct statvfs *sv);
+
+/* ===== file data ===== */
+
+/* Open ino (flags as open(2): O_TRUNC truncates).  Every successful
+ * tfs_open() is paired with one tfs_release(); an unlinked file's data
+ * lives until its last release. */
+int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags);
+int tfs_release(struct tfs_fs *fs, uint64_t ino);
+
+/* Read up to len bytes at off into buf: returns the bytes read, short
+ * at end of file, 0 past it. */
+ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
+		 uint64_t off);
+/* The same, without a copy: *data points into a buffer of the calling
+ * thread, valid until its next call into this library. */
+ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
+		     uint64_t off, const void **data);
+/* Write len bytes at off: returns len (never a short write) or -errno
+ * (-ENOSPC, -EFBIG, -EIO ...). */
+ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
+		  size_t len, uint64_t off);
+int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync);
+/* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE;
+ * others -EOPNOTSUPP. */
+int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
+		  uint64_t len);
+
+/* ===== xattrs ===== */
+
+#define TFS_XATTR_CREATE	0x1	/* XATTR_CREATE */
+#define TFS_XATTR_REPLACE	0x2	/* XATTR_REPLACE */
+int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
+		 const void *value, size_t size, int flags);
+/* size 0: return the value's size; else copy it, -ERANGE if too small. */
+ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
+		     void *value, size_t size);
+ssize_t tfs_listxattr(struct tfs_fs *fs, uint64_t ino, char *list,
+		      size_t size);
+int tfs_removexattr(struct tfs_fs *fs, uint64_t ino, const char *name);
+
+/* ===== inspection (fsck, tools) ===== */
+
+struct tfs_fs_info {
+	uint64_t dev_bytes;		/* size of the file system */
+	uint64_t data_blocks;		/* blocks of the data area */
+	uint64_t free_blocks;		/* of those, free */
+	uint64_t free_extents;		/* pieces the free space is in */
+	uint64_t inodes;
+	uint64_t meta_bytes;		/* what a checkpoint takes */
+	uint64_t meta_capacity;		/* what a checkpoint slot holds */
+	uint64_t journal_bytes;
+	uint64_t generation;		/* superblock generation */
+	uint8_t uuid[16];
+};
+void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info);
+
+/* Number of extents of a regular file; -errno. */
+int64_t tfs_extent_count(struct tfs_fs *fs, uint64_t ino);
+
+/* ===== for lib/check.c only ===== */
+
+struct tfs_meta;
+struct tfs_alloc;
+/* The tree and the allocator, borrowed; call only with no other thread
+ * using fs (fsck). */
+struct tfs_meta *tfs_fs_meta(struct tfs_fs *fs);
+struct tfs_alloc *tfs_fs_alloc(struct tfs_fs *fs);
+/* The tree was changed behind the journal's back: the next sync writes a
+ * checkpoint of all of it. */
+void tfs_fs_mark_changed(struct tfs_fs *fs);
+
+#endif

@@ -1,0 +1,439 @@
+/*
+ * io.c: the backing device through io_uring.
+ *
+ * Design: one io_uring per thread, created on the thread's first request
+ * and torn down when the thread exits (a pthread key destructor).  A
+ * request is cut into pieces of at most block_size bytes; up to
+ * queue_depth pieces are in flight at once; each completion either ends
+ * its piece, or (a short transfer) resubmits the rest of it, or (an
+ * error) marks the request failed while the pieces in flight drain.
+ * Nothing is shared between threads but the device's file descriptor and
+ * its counters, so there is no lock here.
+ */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format.h"
+
+#define RING_ENTRIES 64u
+
+struct tfs_dev {
+	int fd;
+	int blockdev;
+	int direct;		/* opened with O_DIRECT */
+	uint64_t size;
+	size_t block_size;
+	unsigned int queue_depth;
+	uint64_t fail_from;	/* fault injection; UINT64_MAX = off */
+	int fail_err;
+	uint64_t st_reads, st_writes, st_rbytes, st_wbytes, st_flush, st_err;
+};
+
+/* ===== per-thread rings ===== */
+
+struct thread_ring {
+	struct io_uring ring;
+	int ok;
+};
+
+static pthread_key_t ring_key;
+static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
+
+static void ring_destroy(void *p)
+{
+	struct thread_ring *t = p;
+
+	if (t->ok)
+		io_uring_queue_exit(&t->ring);
+	free(t);
+}
+
+static void ring_key_init(void)
+{
+	(void)pthread_key_create(&ring_key, ring_destroy);
+}
+
+static struct io_uring *thread_ring(int *err)
+{
+	struct thread_ring *t;
+	int rc;
+
+	pthread_once(&ring_once, ring_key_init);
+	t = pthread_getspecific(ring_key);
+	if (t)
+		return &t->ring;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	rc = io_uring_queue_init(RING_ENTRIES, &t->ring, 0);
+	if (rc < 0) {
+		free(t);
+		*err = rc;
+		return NULL;
+	}
+	t->ok = 1;
+	pthread_setspecific(ring_key, t);
+	return &t->ring;
+}
+
+void tfs_io_thread_exit(void)
+{
+	struct thread_ring *t;
+
+	pthread_once(&ring_once, ring_key_init);
+	t = pthread_getspecific(ring_key);
+	if (!t)
+		return;
+	pthread_setspecific(ring_key, NULL);
+	ring_destroy(t);
+}
+
+/* ===== open and close ===== */
+
+int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
+{
+	struct tfs_dev *d;
+	struct stat st;
+	int oflags = (flags & TFS_DEV_RDONLY) ? O_RDONLY : O_RDWR;
+	int rc = 0;
+	const char *env;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->fd = -1;
+	d->block_size = 1u << 20;
+	d->queue_depth = 8;
+	d->fail_from = UINT64_MAX;
+	if (stat(path, &st) < 0) {
+		rc = -errno;
+		goto out_free;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		d->blockdev = 1;
+		if (!(flags & TFS_DEV_NOLOCK))
+			oflags |= O_EXCL;
+	} else if (!S_ISREG(st.st_mode)) {
+		rc = -ENOTBLK;
+		goto out_free;
+	}
+	d->fd = open(path, oflags | O_DIRECT | O_CLOEXEC);
+	if (d->fd >= 0) {
+		d->direct = 1;
+	} else if (errno == EINVAL) {
+		d->fd = open(path, oflags | O_CLOEXEC);
+	}
+	if (d->fd < 0) {
+		rc = -errno;
+		goto out_free;
+	}
+	if (!(flags & TFS_DEV_NOLOCK) && flock(d->fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto out_close;
+	}
+	if (d->blockdev) {
+		uint64_t bytes;
+
+		if (ioctl(d->fd, BLKGETSIZE64, &bytes) < 0) {
+			rc = -errno;
+			goto out_close;
+		}
+		d->size = bytes & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
+	} else {
+		d->size = (uint64_t)st.st_size & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
+	}
+	env = getenv("TFS_FAULT_WRITE_EIO_FROM");
+	if (env && *env) {
+		d->fail_from = strtoull(env, NULL, 0);
+		d->fail_err = EIO;
+	}
+	*out = d;
+	return 0;
+
+out_close:
+	close(d->fd);
+out_free:
+	free(d);
+	return rc;
+}
+
+void tfs_dev_close(struct tfs_dev *d)
+{
+	if (!d)
+		return;
+	close(d->fd);
+	free(d);
+}
+
+uint64_t tfs_dev_size(const struct tfs_dev *d)
+{
+	return d->size;
+}
+
+int tfs_dev_is_blockdev(const struct tfs_dev *d)
+{
+	return d->blockdev;
+}
+
+void tfs_dev_set_queue(struct tfs_dev *d, size_t block_size,
+		       unsigned int queue_depth)
+{
+	if (block_size >= TFS_BLOCK_SIZE)
+		d->block_size = block_size & ~(size_t)(TFS_BLOCK_SIZE - 1);
+	if (queue_depth >= 1)
+		d->queue_depth = queue_depth < RING_ENTRIES ? queue_depth
+							    : RING_ENTRIES;
+}
+
+void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)
+{
+	d->fail_from = err ? from : UINT64_MAX;
+	d->fail_err = err;
+}
+
+int tfs_dev_extend(struct tfs_dev *d, uint64_t size)
+{
+	if (d->blockdev)
+		return -ENOTTY;
+	if (ftruncate(d->fd, (off_t)size) < 0)
+		return -errno;
+	d->size = size & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
+	return 0;
+}
+
+/* ===== the I/O engine ===== */
+
+struct piece {
+	uint8_t *buf;
+	size_t len;
+	uint64_t off;
+};
+
+static void count(uint64_t *c, uint64_t n)
+{
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+/*
+ * Cut the batch into pieces of at most block_size, then keep up to
+ * queue_depth in flight until all are done.
+ */
+static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
+		  int n)
+{
+	struct io_uring *ring;
+	struct piece *pc = NULL;
+	size_t npc = 0, cap = 0, next = 0, done = 0;
+	unsigned int inflight = 0;
+	int err = 0, rc = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (v[i].off + v[i].len > d->size)
+			return -EIO;
+		if (write && d->fail_err && v[i].off + v[i].len > d->fail_from) {
+			count(&d->st_err, 1);
+			return -d->fail_err;
+		}
+	}
+	ring = thread_ring(&rc);
+	if (!ring)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		for (size_t o = 0; o < v[i].len; o += d->block_size) {
+			if (npc == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				struct piece *np = realloc(pc, nc * sizeof(*np));
+
+				if (!np) {
+					free(pc);
+					return -ENOMEM;
+				}
+				pc = np;
+				cap = nc;
+			}
+			pc[npc].buf = (uint8_t *)v[i].buf + o;
+			pc[npc].len = v[i].len - o < d->block_size ?
+					      v[i].len - o : d->block_size;
+			pc[npc].off = v[i].off + o;
+			npc++;
+		}
+	}
+	while (done < npc) {
+		struct io_uring_cqe *cqe;
+		struct piece *p;
+
+		while (!err && next < npc && inflight < d->queue_depth) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+			if (!sqe)
+				break;
+			p = &pc[next++];
+			if (write)
+				io_uring_prep_write(sqe, d->fd, p->buf,
+						    (unsigned)p->len, p->off);
+			else
+				io_uring_prep_read(sqe, d->fd, p->buf,
+						   (unsigned)p->len, p->off);
+			io_uring_sqe_set_data(sqe, p);
+			inflight++;
+		}
+		if (err && !inflight)
+			break;
+		rc = io_uring_submit_and_wait(ring, 1);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN) {
+			err = err ? err : rc;
+			if (!inflight)
+				break;
+		}
+		while (io_uring_peek_cqe(ring, &cqe) == 0) {
+			int res = cqe->res;
+			struct io_uring_sqe *sqe;
+
+			p = io_uring_cqe_get_data(cqe);
+			io_uring_cqe_seen(ring, cqe);
+			inflight--;
+			if (res == -EINTR || res == -EAGAIN)
+				res = 0;	/* retry the whole piece */
+			if (res < 0) {
+				err = err ? err : res;
+				count(&d->st_err, 1);
+				done++;
+				continue;
+			}
+			if (res == 0 && !write && p->len) {
+				/* a read at the end of the file: no data */
+				err = err ? err : -EIO;
+				done++;
+				continue;
+			}
+			count(write ? &d->st_wbytes : &d->st_rbytes,
+			      (uint64_t)res);
+			p->buf += res;
+			p->off += (uint64_t)res;
+			p->len -= (size_t)res;
+			if (!p->len) {
+				count(write ? &d->st_writes : &d->st_reads, 1);
+				done++;
+				continue;
+			}
+			if (err) {
+				done++;
+				continue;
+			}
+			/* short transfer: resubmit the rest */
+			sqe = io_uring_get_sqe(ring);
+			if (!sqe) {
+				io_uring_submit(ring);
+				sqe = io_uring_get_sqe(ring);
+			}
+			if (!sqe) {
+				err = -EBUSY;
+				done++;
+				continue;
+			}
+			if (write)
+				io_uring_prep_write(sqe, d->fd, p->buf,
+						    (unsigned)p->len, p->off);
+			else
+				io_uring_prep_read(sqe, d->fd, p->buf,
+						   (unsigned)p->len, p->off);
+			io_uring_sqe_set_data(sqe, p);
+			inflight++;
+		}
+	}
+	free(pc);
+	return err;
+}
+
+int tfs_dev_readv(struct tfs_dev *d, const struct tfs_iov *v, int n)
+{
+	return dev_rw(d, 0, v, n);
+}
+
+int tfs_dev_writev(struct tfs_dev *d, const struct tfs_iov *v, int n)
+{
+	return dev_rw(d, 1, v, n);
+}
+
+int tfs_dev_read(struct tfs_dev *d, void *buf, size_t len, uint64_t off)
+{
+	struct tfs_iov v = { buf, len, off };
+
+	return dev_rw(d, 0, &v, 1);
+}
+
+int tfs_dev_write(struct tfs_dev *d, const void *buf, size_t len,
+		  uint64_t off)
+{
+	struct tfs_iov v = { (void *)buf, len, off };
+
+	return dev_rw(d, 1, &v, 1);
+}
+
+int tfs_dev_flush(struct tfs_dev *d)
+{
+	struct io_uring *ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int rc = 0;
+
+	ring = thread_ring(&rc);
+	if (!ring)
+		return rc;
+	sqe = io_uring_get_sqe(ring);
+	if (!sqe)
+		return fdatasync(d->fd) < 0 ? -errno : 0;
+	io_uring_prep_fsync(sqe, d->fd, IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_data(sqe, NULL);
+	do {
+		rc = io_uring_submit_and_wait(ring, 1);
+	} while (rc == -EINTR);
+	if (rc < 0)
+		return rc;
+	rc = io_uring_wait_cqe(ring, &cqe);
+	if (rc < 0)
+		return rc;
+	rc = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	count(&d->st_flush, 1);
+	if (rc < 0)
+		count(&d->st_err, 1);
+	return rc < 0 ? rc : 0;
+}
+
+void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s)
+{
+	s->reads = __atomic_load_n(&d->st_reads, __ATOMIC_RELAXED);
+	s->writes = __atomic_load_n(&d->st_writes, __ATOMIC_RELAXED);
+	s->read_bytes = __atomic_load_n(&d->st_rbytes, __ATOMIC_RELAXED);
+	s->write_bytes = __atomic_load_n(&d->st_wbytes, __ATOMIC_RELAXED);
+	s->flushes = __atomic_load_n(&d->st_flush, __ATOMIC_RELAXED);
+	s->errors = __atomic_load_n(&d->st_err, __ATOMIC_RELAXED);
+}
+
+void *tfs_io_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, TFS_BLOCK_SIZE, len ? len : TFS_BLOCK_SIZE))
+		return NULL;
+	return p;
+}
+
+void tfs_io_free(void *p)
+{
+	free(p);
+}

@@ -1,0 +1,623 @@
+/*
+ * journal.c: format, load (recovery), commit and checkpoint.
+ *
+ * Load reads both superblock copies and takes the valid one with the
+ * higher generation; a torn superblock write therefore falls back to the
+ * previous one, whose checkpoint slot and journal were not yet touched.
+ * The checkpoint's CRC is checked before any of it is used.  Journal
+ * replay reads transactions from the start of the journal while each has
+ * the expected seq and a good CRC.  At the first one that does not, it
+ * looks further on for a valid transaction with a later seq: if there is
+ * one, the journal is damaged in the middle (not a torn tail) and load
+ * fails rather than silently dropping committed work.
+ *
+ * Checkpoint writes the tree in 1 MiB pieces straight from the record
+ * encoder into the inactive slot, so it needs no memory proportional to
+ * the tree.  Superblock generations alternate between the two copies.
+ */
+#include "journal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "crc32c.h"
+
+#define CHUNK (1u << 20)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void say(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t round_up(uint64_t x)
+{
+	return (x + TFS_BLOCK_SIZE - 1) & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
+}
+
+static int write_super(struct tfs_journal *j)
+{
+	uint8_t *b = j->iobuf;
+	int rc;
+
+	j->sb.generation++;
+	j->sb.wtime_ns = now_ns();
+	tfs_super_encode(&j->sb, b);
+	rc = tfs_dev_write(j->dev, b, TFS_BLOCK_SIZE,
+			   (j->sb.generation & 1) * TFS_BLOCK_SIZE);
+	if (rc)
+		return rc;
+	return tfs_dev_flush(j->dev);
+}
+
+/* ===== checkpoint ===== */
+
+struct ckpt_writer {
+	struct tfs_journal *j;
+	uint64_t base;		/* device offset of the slot */
+	uint64_t pos;		/* bytes written so far */
+	uint64_t limit;
+};
+
+/* Write the whole blocks of b to the slot, keep the tail in b. */
+static int ckpt_flush(struct tfs_buf *b, void *arg)
+{
+	struct ckpt_writer *w = arg;
+	size_t whole = b->len & ~(size_t)(TFS_BLOCK_SIZE - 1);
+	size_t done = 0;
+	int rc;
+
+	while (done < whole) {
+		size_t n = whole - done < w->j->iobuf_len ? whole - done
+							   : w->j->iobuf_len;
+
+		if (w->pos + n > w->limit)
+			return -ENOSPC;
+		memcpy(w->j->iobuf, b->p + done, n);
+		rc = tfs_dev_write(w->j->dev, w->j->iobuf, n, w->base + w->pos);
+		if (rc)
+			return rc;
+		w->pos += n;
+		done += n;
+	}
+	memmove(b->p, b->p + whole, b->len - whole);
+	b->len -= whole;
+	return 0;
+}
+
+static int write_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
+			    uint32_t slot, uint64_t seq, uint64_t *len,
+			    uint32_t *crc)
+{
+	struct ckpt_writer w = { j, j->sb.ckpt_start[slot] * TFS_BLOCK_SIZE,
+				 0, j->sb.ckpt_blocks * TFS_BLOCK_SIZE };
+	struct tfs_buf b = { 0 };
+	struct tfs_hdr h = { 0 };
+	uint64_t nrec = 0, total;
+	int rc;
+
+	if (tfs_meta_bytes(m) > w.limit)
+		return -ENOSPC;
+	rc = tfs_buf_reserve(&b, CHUNK + 2 * TFS_BLOCK_SIZE);
+	if (rc)
+		return rc;
+	/*
+	 * The header goes first but holds the record count, which is known
+	 * only at the end: write a placeholder, then rewrite block 0.
+	 */
+	memset(b.p, 0, TFS_HDR_SIZE);
+	b.len = TFS_HDR_SIZE;
+	rc = tfs_meta_write_records(m, &b, CHUNK, ckpt_flush, &w, &nrec);
+	if (rc)
+		goto out;
+	total = w.pos + b.len;
+	memset(b.p + b.len, 0, round_up(b.len) - b.len);
+	b.len = round_up(b.len);
+	if (w.pos + b.len > w.limit) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	/* Patch the header: the first block is in b if nothing was flushed,
+	 * otherwise re-read it, patch, rewrite. */
+	h.seq = seq;
+	h.next_ino = tfs_meta_next_ino(m);
+	h.used_blocks = tfs_meta_used_blocks(m);
+	h.nrec = nrec;
+	if (w.pos == 0) {
+		tfs_ckpt_hdr_encode(&h, b.p);
+	}
+	memcpy(j->iobuf, b.p, b.len);
+	rc = tfs_dev_write(j->dev, j->iobuf, b.len, w.base + w.pos);
+	if (rc)
+		goto out;
+	if (w.pos != 0) {
+		uint8_t *blk = j->iobuf;
+
+		rc = tfs_dev_read(j->dev, blk, TFS_BLOCK_SIZE, w.base);
+		if (rc)
+			goto out;
+		tfs_ckpt_hdr_encode(&h, blk);
+		rc = tfs_dev_write(j->dev, blk, TFS_BLOCK_SIZE, w.base);
+		if (rc)
+			goto out;
+	}
+	/* The CRC is computed over the final bytes, re-read in pieces. */
+	*crc = 0;
+	for (uint64_t off = 0; off < total; off += j->iobuf_len) {
+		size_t n = total - off < j->iobuf_len ? total - off
+						      : j->iobuf_len;
+
+		rc = tfs_dev_read(j->dev, j->iobuf, round_up(n), w.base + off);
+		if (rc)
+			goto out;
+		*crc = tfs_crc32c(*crc, j->iobuf, n);
+	}
+	*len = total;
+out:
+	tfs_buf_release(&b);
+	return rc;
+}
+
+int tfs_journal_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
+			   uint32_t flags)
+{
+	uint32_t slot = j->sb.slot ^ 1, crc = 0;
+	uint64_t len = 0;
+	int rc;
+
+	rc = write_checkpoint(j, m, slot, j->seq, &len, &crc);
+	if (rc)
+		return rc;
+	rc = tfs_dev_flush(j->dev);
+	if (rc)
+		return rc;
+	j->sb.slot = slot;
+	j->sb.ckpt_len = len;
+	j->sb.ckpt_crc = crc;
+	j->sb.ckpt_seq = j->seq;
+	j->sb.flags = flags;
+	rc = write_super(j);
+	if (rc)
+		return rc;
+	j->head = 0;
+	return 0;
+}
+
+uint64_t tfs_journal_slot_bytes(const struct tfs_journal *j)
+{
+	return j->sb.ckpt_blocks * TFS_BLOCK_SIZE;
+}
+
+int tfs_journal_set_flags(struct tfs_journal *j, uint32_t flags)
+{
+	j->sb.flags = flags;
+	return write_super(j);
+}
+
+/* ===== format ===== */
+
+static int journal_init(struct tfs_journal *j, struct tfs_dev *dev)
+{
+	memset(j, 0, sizeof(*j));
+	j->dev = dev;
+	j->iobuf_len = CHUNK;
+	j->iobuf = tfs_io_alloc(CHUNK);
+	return j->iobuf ? 0 : -ENOMEM;
+}
+
+void tfs_journal_release(struct tfs_journal *j)
+{
+	tfs_io_free(j->iobuf);
+	j->iobuf = NULL;
+}
+
+int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
+		       uint32_t gid)
+{
+	struct tfs_journal j;
+	struct tfs_meta *m = NULL;
+	struct tfs_attr root = { 0 };
+	struct timespec ts;
+	int rc;
+
+	rc = journal_init(&j, dev);
+	if (rc)
+		return rc;
+	if (bytes > tfs_dev_size(dev))
+		bytes = tfs_dev_size(dev);
+	rc = tfs_layout(bytes / TFS_BLOCK_SIZE, &j.sb);
+	if (rc)
+		goto out;
+	if (getrandom(j.sb.uuid, sizeof(j.sb.uuid), 0) != sizeof(j.sb.uuid))
+		memset(j.sb.uuid, 0x5a, sizeof(j.sb.uuid));
+	j.sb.ctime_ns = now_ns();
+	m = tfs_meta_new();
+	if (!m) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	root.ino = TFS_ROOT_INO;
+	root.mode = S_IFDIR | 0755;
+	root.uid = uid;
+	root.gid = gid;
+	root.nlink = 2;
+	root.parent = TFS_ROOT_INO;
+	root.atime.sec = root.mtime.sec = root.ctime.sec = ts.tv_sec;
+	root.atime.nsec = root.mtime.nsec = root.ctime.nsec =
+		(uint32_t)ts.tv_nsec;
+	if (!tfs_meta_add(m, &root)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* Wipe the old superblocks and the journal's first block, so no
+	 * earlier file system can be read through a stale block. */
+	memset(j.iobuf, 0, 2 * TFS_BLOCK_SIZE);
+	rc = tfs_dev_write(dev, j.iobuf, 2 * TFS_BLOCK_SIZE, 0);
+	if (!rc)
+		rc = tfs_dev_write(dev, j.iobuf, TFS_BLOCK_SIZE,
+				   j.sb.journal_start * TFS_BLOCK_SIZE);
+	if (rc)
+		goto out;
+	j.seq = 1;
+	/* slot 1 is "active" before, so the checkpoint lands in slot 0 */
+	j.sb.slot = 1;
+	j.sb.generation = 0;
+	rc = tfs_journal_checkpoint(&j, m, TFS_SB_CLEAN);
+	if (rc)
+		goto out;
+	/* Write the other copy too, so both are valid from the start. */
+	rc = write_super(&j);
+out:
+	tfs_meta_free(m);
+	tfs_journal_release(&j);
+	return rc;
+}
+
+/* ===== load ===== */
+
+static int apply_all(struct tfs_meta *m, const uint8_t *p, size_t len,
+		     uint64_t *count)
+{
+	struct tfs_rec r;
+	size_t pos = 0;
+	int rc;
+
+	while ((rc = tfs_rec_next(p, len, &pos, &r)) == 1) {
+		rc = tfs_meta_apply(m, &r, NULL, NULL);
+		if (rc)
+			return rc;
+		(*count)++;
+	}
+	return rc;
+}
+
+static int read_super(struct tfs_journal *j, char *err, size_t errlen)
+{
+	struct tfs_super s[2];
+	int rc[2];
+	uint8_t *b = j->iobuf;
+	int io;
+
+	io = tfs_dev_read(j->dev, b, 2 * TFS_BLOCK_SIZE, 0);
+	if (io) {
+		say(err, errlen, "cannot read the superblock: %s",
+		    strerror(-io));
+		return io;
+	}
+	rc[0] = tfs_super_decode(b, &s[0]);
+	rc[1] = tfs_super_decode(b + TFS_BLOCK_SIZE, &s[1]);
+	if (rc[0] && rc[1]) {
+		if (rc[0] == -EINVAL && rc[1] == -EINVAL) {
+			say(err, errlen, "not a tensorfs file system (no "
+					 "tensorfs superblock); format it "
+					 "with mkfs.tensorfs");
+			return -EINVAL;
+		}
+		if (rc[0] == -EPROTO || rc[1] == -EPROTO) {
+			say(err, errlen, "tensorfs format version not "
+					 "supported by this build");
+			return -EPROTO;
+		}
+		say(err, errlen, "both superblock copies are corrupted "
+				 "(bad checksum or layout)");
+		return -EUCLEAN;
+	}
+	if (rc[0])
+		j->sb = s[1];
+	else if (rc[1])
+		j->sb = s[0];
+	else
+		j->sb = s[0].generation >= s[1].generation ? s[0] : s[1];
+	if (j->sb.dev_blocks * TFS_BLOCK_SIZE > tfs_dev_size(j->dev)) {
+		say(err, errlen, "device is %llu bytes but the file system "
+				 "needs %llu: the image was truncated",
+		    (unsigned long long)tfs_dev_size(j->dev),
+		    (unsigned long long)(j->sb.dev_blocks * TFS_BLOCK_SIZE));
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
+			   char *err, size_t errlen)
+{
+	uint64_t base = j->sb.ckpt_start[j->sb.slot] * TFS_BLOCK_SIZE;
+	uint64_t len = j->sb.ckpt_len, nrec = 0;
+	struct tfs_hdr h;
+	uint32_t crc = 0;
+	uint8_t *all;
+	int rc;
+
+	/* The checkpoint is read whole: its records refer to each other. */
+	all = tfs_io_alloc(round_up(len));
+	if (!all)
+		return -ENOMEM;
+	rc = tfs_dev_read(j->dev, all, round_up(len), base);
+	if (rc) {
+		say(err, errlen, "cannot read the checkpoint: %s",
+		    strerror(-rc));
+		goto out;
+	}
+	crc = tfs_crc32c(0, all, len);
+	if (crc != j->sb.ckpt_crc || tfs_ckpt_hdr_decode(all, &h) ||
+	    h.seq != j->sb.ckpt_seq) {
+		say(err, errlen, "checkpoint in slot %u is corrupted "
+				 "(checksum mismatch)", j->sb.slot);
+		rc = -EUCLEAN;
+		goto out;
+	}
+	rc = apply_all(m, all + TFS_HDR_SIZE, len - TFS_HDR_SIZE, &nrec);
+	if (rc || nrec != h.nrec) {
+		say(err, errlen, "checkpoint records do not form a valid "
+				 "tree (record %llu)",
+		    (unsigned long long)nrec);
+		rc = rc == -ENOMEM ? rc : -EUCLEAN;
+		goto out;
+	}
+	if (!tfs_meta_get(m, TFS_ROOT_INO) ||
+	    !S_ISDIR(tfs_meta_get(m, TFS_ROOT_INO)->a.mode)) {
+		say(err, errlen, "checkpoint has no root directory");
+		rc = -EUCLEAN;
+		goto out;
+	}
+	if (h.next_ino > tfs_meta_next_ino(m))
+		tfs_meta_set_next_ino(m, h.next_ino);
+	if (h.used_blocks != tfs_meta_used_blocks(m)) {
+		say(err, errlen, "checkpoint extents add up to %llu blocks, "
+				 "its header says %llu",
+		    (unsigned long long)tfs_meta_used_blocks(m),
+		    (unsigned long long)h.used_blocks);
+		rc = -EUCLEAN;
+	}
+out:
+	tfs_io_free(all);
+	return rc;
+}
+
+/*
+ * Read the transaction at journal offset off with the expected seq.
+ * Returns its total size (> 0), 0 if there is no valid transaction there,
+ * or -errno.  The payload is left in j->iobuf.
+ */
+static int64_t read_txn(struct tfs_journal *j, uint64_t off, uint64_t seq,
+			struct tfs_hdr *h, uint8_t **payload,
+			uint8_t **spill)
+{
+	uint64_t jbytes = j->sb.journal_blocks * TFS_BLOCK_SIZE;
+	uint64_t base = j->sb.journal_start * TFS_BLOCK_SIZE;
+	uint64_t total;
+	uint8_t *p = j->iobuf;
+	int rc;
+
+	if (off + TFS_BLOCK_SIZE > jbytes)
+		return 0;
+	rc = tfs_dev_read(j->dev, p, TFS_BLOCK_SIZE, base + off);
+	if (rc)
+		return rc;
+	if (tfs_txn_hdr_decode(p, h) || h->seq != seq)
+		return 0;
+	total = round_up(TFS_HDR_SIZE + (uint64_t)h->payload_len);
+	if (off + total > jbytes)
+		return 0;
+	if (total > j->iobuf_len) {
+		uint8_t *big = tfs_io_alloc(total);
+
+		if (!big)
+			return -ENOMEM;
+		free(*spill);
+		*spill = big;
+		p = big;
+	}
+	rc = tfs_dev_read(j->dev, p, total, base + off);
+	if (rc)
+		return rc;
+	if (tfs_txn_verify(p, h, p + TFS_HDR_SIZE))
+		return 0;
+	*payload = p;
+	return (int64_t)total;
+}
+
+/*
+ * After a bad transaction: is there a valid one with a later seq?  The
+ * journal is scanned in big reads; candidates are verified one by one.
+ */
+static int later_txn_exists(struct tfs_journal *j, uint64_t off,
+			    uint64_t seq)
+{
+	uint64_t jbytes = j->sb.journal_blocks * TFS_BLOCK_SIZE;
+	uint64_t base = j->sb.journal_start * TFS_BLOCK_SIZE;
+	uint8_t *scan = tfs_io_alloc(CHUNK), *spill = NULL;
+	int found = 0;
+
+	if (!scan)
+		return 0;
+	for (uint64_t o = off + TFS_BLOCK_SIZE; o < jbytes && !found;
+	     o += CHUNK) {
+		size_t n = jbytes - o < CHUNK ? jbytes - o : CHUNK;
+
+		if (tfs_dev_read(j->dev, scan, n, base + o))
+			break;
+		for (size_t b = 0; b < n && !found; b += TFS_BLOCK_SIZE) {
+			struct tfs_hdr h;
+			uint8_t *payload;
+
+			if (tfs_txn_hdr_decode(scan + b, &h) || h.seq <= seq ||
+			    h.seq > seq + jbytes / TFS_BLOCK_SIZE)
+				continue;
+			if (read_txn(j, o + b, h.seq, &h, &payload, &spill) > 0)
+				found = 1;
+		}
+	}
+	tfs_io_free(scan);
+	free(spill);
+	return found;
+}
+
+int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
+		     struct tfs_meta *m, char *err, size_t errlen)
+{
+	uint8_t *spill = NULL;
+	int rc;
+
+	rc = journal_init(j, dev);
+	if (rc)
+		return rc;
+	if (tfs_dev_size(dev) < 2 * TFS_BLOCK_SIZE) {
+		say(err, errlen, "not a tensorfs file system (%llu bytes, "
+				 "too small to hold one); format it with "
+				 "mkfs.tensorfs",
+		    (unsigned long long)tfs_dev_size(dev));
+		rc = -EINVAL;
+		goto fail;
+	}
+	rc = read_super(j, err, errlen);
+	if (rc)
+		goto fail;
+	rc = load_checkpoint(j, m, err, errlen);
+	if (rc)
+		goto fail;
+	j->seq = j->sb.ckpt_seq;
+	j->head = 0;
+	for (;;) {
+		struct tfs_hdr h;
+		uint8_t *payload;
+		uint64_t n = 0;
+		int64_t got = read_txn(j, j->head, j->seq, &h, &payload, &spill);
+
+		if (got < 0) {
+			rc = (int)got;
+			say(err, errlen, "cannot read the journal: %s",
+			    strerror(-rc));
+			goto fail;
+		}
+		if (got == 0)
+			break;
+		rc = apply_all(m, payload + TFS_HDR_SIZE, h.payload_len, &n);
+		if (rc || n != h.nrec) {
+			say(err, errlen, "journal transaction %llu does not "
+					 "apply to the tree",
+			    (unsigned long long)j->seq);
+			rc = rc == -ENOMEM ? rc : -EUCLEAN;
+			goto fail;
+		}
+		if (h.next_ino > tfs_meta_next_ino(m))
+			tfs_meta_set_next_ino(m, h.next_ino);
+		if (h.used_blocks != tfs_meta_used_blocks(m)) {
+			say(err, errlen, "journal transaction %llu: extents "
+					 "add up to %llu blocks, it says %llu",
+			    (unsigned long long)j->seq,
+			    (unsigned long long)tfs_meta_used_blocks(m),
+			    (unsigned long long)h.used_blocks);
+			rc = -EUCLEAN;
+			goto fail;
+		}
+		j->head += (uint64_t)got;
+		j->seq++;
+		j->replayed++;
+	}
+	if (!(j->sb.flags & TFS_SB_CLEAN) &&
+	    later_txn_exists(j, j->head, j->seq)) {
+		say(err, errlen, "journal is corrupted at offset %llu "
+				 "(transaction %llu is damaged but later "
+				 "ones exist)",
+		    (unsigned long long)j->head, (unsigned long long)j->seq);
+		rc = -EUCLEAN;
+		goto fail;
+	}
+	free(spill);
+	return 0;
+fail:
+	free(spill);
+	tfs_journal_release(j);
+	return rc;
+}
+
+/* ===== commit ===== */
+
+uint64_t tfs_journal_free(const struct tfs_journal *j)
+{
+	return j->sb.journal_blocks * TFS_BLOCK_SIZE - j->head;
+}
+
+int tfs_journal_commit(struct tfs_journal *j, const uint8_t *p, size_t len,
+		       uint64_t nrec, uint64_t next_ino, uint64_t used_blocks,
+		       int flush_first)
+{
+	uint64_t total = round_up(TFS_HDR_SIZE + (uint64_t)len);
+	struct tfs_hdr h = { 0 };
+	uint8_t *buf = j->iobuf;
+	int rc;
+
+	if (total > tfs_journal_free(j) || len > UINT32_MAX)
+		return -ENOSPC;
+	if (flush_first) {
+		rc = tfs_dev_flush(j->dev);
+		if (rc)
+			return rc;
+	}
+	if (total > j->iobuf_len) {
+		buf = tfs_io_alloc(total);
+		if (!buf)
+			return -ENOMEM;
+	}
+	h.seq = j->seq;
+	h.next_ino = next_ino;
+	h.used_blocks = used_blocks;
+	h.nrec = nrec;
+	h.payload_len = (uint32_t)len;
+	memcpy(buf + TFS_HDR_SIZE, p, len);
+	memset(buf + TFS_HDR_SIZE + len, 0, total - TFS_HDR_SIZE - len);
+	tfs_txn_hdr_encode(&h, buf, buf + TFS_HDR_SIZE);
+	rc = tfs_dev_write(j->dev, buf, total,
+			   j->sb.journal_start * TFS_BLOCK_SIZE + j->head);
+	if (buf != j->iobuf)
+		tfs_io_free(buf);
+	if (rc)
+		return rc;
+	rc = tfs_dev_flush(j->dev);
+	if (rc)
+		return rc;
+	j->head += total;
+	j->seq++;
+	return 0;
+}

@@ -1,0 +1,154 @@
+/*
+ * meta.h: the metadata of a mounted tensorfs, in memory.
+ *
+ * The whole tree lives in RAM while mounted: an inode table, each
+ * directory's entries, each file's extent map, xattrs and symlink
+ * targets.  The device holds it as a checkpoint plus journal records
+ * (format.h); tfs_meta_apply() rebuilds it from those records and
+ * tfs_meta_write_records() turns it back into them, so the two are the
+ * same code path for mount, recovery, fsck and checkpoint.
+ *
+ * This is an internal module of lib/: struct tfs_inode is visible to
+ * lib/fs.c and lib/check.c, which own the policy (POSIX rules, locking,
+ * journaling); meta only keeps the structures consistent and counts the
+ * bytes a checkpoint of them takes.  Not thread safe: callers hold the
+ * file system's metadata lock.
+ */
+#ifndef TFS_META_H
+#define TFS_META_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extent.h"
+#include "format.h"
+
+struct tfs_meta;
+struct tfs_dir;
+
+struct tfs_xattr {
+	char *name;		/* NUL-terminated, owned */
+	void *value;		/* owned */
+	size_t nlen, vlen;
+};
+
+struct tfs_inode {
+	struct tfs_attr a;		/* ino, mode, size, times, ... */
+	struct tfs_extmap map;		/* regular files */
+	struct tfs_dir *dir;		/* directories */
+	char *symlink;			/* symlinks: target, NUL-terminated */
+	struct tfs_xattr *xattrs;
+	size_t nxattrs;
+
+	/* runtime state, never stored */
+	struct tfs_inode *hnext;	/* inode hash chain */
+	struct tfs_inode *dnext;	/* dirty list (fs.c) */
+	unsigned int dirty : 1;		/* attrs changed since last commit */
+	unsigned int orphan_seen : 1;	/* check.c scratch */
+	uint32_t opens;			/* open file handles */
+	uint32_t links_seen;		/* check.c scratch */
+	pthread_rwlock_t io_lock;	/* data I/O vs truncate (fs.c) */
+};
+
+struct tfs_dirent {
+	struct tfs_dirent *hnext;
+	uint64_t ino;
+	uint64_t cookie;		/* readdir offset, grows per insert */
+	uint16_t len;
+	char name[];			/* NUL-terminated */
+};
+
+struct tfs_meta *tfs_meta_new(void);
+void tfs_meta_free(struct tfs_meta *m);	/* accepts NULL */
+
+/* Inode numbers: next one to give out; set while loading. */
+uint64_t tfs_meta_next_ino(const struct tfs_meta *m);
+void tfs_meta_set_next_ino(struct tfs_meta *m, uint64_t next);
+/* Inodes in the table, and data blocks all extents map. */
+uint64_t tfs_meta_inodes(const struct tfs_meta *m);
+uint64_t tfs_meta_used_blocks(const struct tfs_meta *m);
+/* Bytes a checkpoint of the current tree takes. */
+uint64_t tfs_meta_bytes(const struct tfs_meta *m);
+
+/* The inode numbered ino, or NULL (borrowed). */
+struct tfs_inode *tfs_meta_get(const struct tfs_meta *m, uint64_t ino);
+/* Add an inode with attributes a (a->ino must be free); directories get
+ * an empty entry table.  Returns it, or NULL on ENOMEM or a taken ino. */
+struct tfs_inode *tfs_meta_add(struct tfs_meta *m, const struct tfs_attr *a);
+/* Remove and free an inode with its extents, xattrs and entries; the
+ * caller has released its blocks (tfs_meta_each_extent()). */
+void tfs_meta_remove(struct tfs_meta *m, struct tfs_inode *ip);
+/* Call fn for every inode; stops on a non-zero return, which it returns. */
+int tfs_meta_each(struct tfs_meta *m,
+		  int (*fn)(struct tfs_inode *ip, void *arg), void *arg);
+
+/* ===== directories ===== */
+
+/* The entry name[0..len) of dir, or NULL (borrowed). */
+struct tfs_dirent *tfs_dir_lookup(const struct tfs_inode *dir,
+				  const char *name, size_t len);
+/* Add an entry; -EEXIST if taken, -ENOMEM. */
+int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
+		size_t len, uint64_t ino);
+/* Remove an entry; -ENOENT if absent. */
+int tfs_dir_remove(struct tfs_meta *m, struct tfs_inode *dir,
+		   const char *name, size_t len);
+/* Number of entries. */
+uint64_t tfs_dir_count(const struct tfs_inode *dir);
+/* The first entry whose cookie is greater than 'after', in cookie order,
+ * or NULL at the end.  Cookies are stable while the directory changes:
+ * readdir resumes where it was, whatever was added or removed. */
+struct tfs_dirent *tfs_dir_next(const struct tfs_inode *dir, uint64_t after);
+
+/* ===== extents ===== */
+
+/* Map or unmap file blocks of ip (see extent.h), keeping the used-block
+ * and checkpoint-size counts; 'freed' gets the device ranges released. */
+int tfs_meta_map(struct tfs_meta *m, struct tfs_inode *ip, uint64_t lblk,
+		 uint64_t pblk, uint64_t len, uint32_t flags,
+		 void (*freed)(uint64_t pblk, uint64_t len, void *arg),
+		 void *arg);
+int tfs_meta_unmap(struct tfs_meta *m, struct tfs_inode *ip, uint64_t lblk,
+		   uint64_t len,
+		   void (*freed)(uint64_t pblk, uint64_t len, void *arg),
+		   void *arg);
+
+/* ===== xattrs and symlinks ===== */
+
+/* The xattr 'name' of ip, or NULL (borrowed). */
+struct tfs_xattr *tfs_xattr_find(const struct tfs_inode *ip,
+				 const char *name);
+/* Set (replace) or delete; -ENOMEM, -ENODATA (delete of a missing one). */
+int tfs_xattr_set(struct tfs_meta *m, struct tfs_inode *ip, const char *name,
+		  size_t nlen, const void *val, size_t vlen);
+int tfs_xattr_del(struct tfs_meta *m, struct tfs_inode *ip, const char *name,
+		  size_t nlen);
+int tfs_meta_set_symlink(struct tfs_meta *m, struct tfs_inode *ip,
+			 const char *target, size_t len);
+
+/* ===== records ===== */
+
+/*
+ * Apply one decoded record (replay of a checkpoint or journal).  Returns
+ * 0, -ENOMEM, or -EUCLEAN when the record does not fit the tree (an entry
+ * for a missing inode, an extent on a directory ...).  'freed' receives
+ * the device ranges an EXTENT or PUNCH record releases (may be NULL).
+ */
+int tfs_meta_apply(struct tfs_meta *m, const struct tfs_rec *r,
+		   void (*freed)(uint64_t pblk, uint64_t len, void *arg),
+		   void *arg);
+
+/*
+ * Encode the whole tree as records into b (inodes with their symlink,
+ * xattrs and extents first, then every directory entry), calling
+ * flush(b, arg) whenever b holds at least 'chunk' bytes; flush consumes
+ * the bytes (b->len = 0) or returns -errno to stop.  *nrec receives the
+ * number of records.  Returns 0 or the first error.
+ */
+int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b,
+			   size_t chunk,
+			   int (*flush)(struct tfs_buf *b, void *arg),
+			   void *arg, uint64_t *nrec);
+
+#endif
