@@ -32,6 +32,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "fs.h"
 #include "io.h"
 
@@ -39,9 +40,9 @@
 #define PR_SET_IO_FLUSHER 57
 #endif
 
-#define TIMEOUT 1.0	/* seconds the kernel may cache entries and attrs */
-
 static struct tfs_fs *g_fs;
+static struct tfs_config g_cfg;
+static double TIMEOUT = 1.0;	/* [mount] attr_timeout_ms, in seconds */
 static int g_foreground;
 
 static void logmsg(int prio, const char *fmt, ...)
@@ -559,6 +560,43 @@ static const struct fuse_lowlevel_ops ops = {
 
 /* ===== command line ===== */
 
+/*
+ * Take the settings (key=value with a known key) out of a -o list into
+ * g_cfg and leave the FUSE options in *opts (NULL if none are left).
+ */
+static int split_options(char **opts, char *err, size_t errlen)
+{
+	char *rest = malloc(strlen(*opts) + 1), *tok, *save = NULL;
+	size_t pos = 0;
+	int rc = 0;
+
+	if (!rest)
+		return -ENOMEM;
+	for (tok = strtok_r(*opts, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (eq) {
+			*eq = '\0';
+			if (tfs_config_is_key(tok)) {
+				rc = tfs_config_set(&g_cfg, tok, eq + 1, err,
+						    errlen);
+				continue;
+			}
+			*eq = '=';
+		}
+		pos += (size_t)sprintf(rest + pos, "%s%s", pos ? "," : "", tok);
+	}
+	free(*opts);
+	if (rc || pos == 0) {
+		free(rest);
+		*opts = NULL;
+		return rc;
+	}
+	*opts = rest;
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fputs(
@@ -569,9 +607,14 @@ static void usage(FILE *f)
 "offloaded by writing files there; point DeepSpeed's nvme_path at it.\n"
 "\n"
 "Options:\n"
-"  -c FILE.ini  read settings from FILE.ini (see conf/tensorfs.ini)\n"
-"  -o OPT,...   mount options, passed to FUSE: allow_other (the default when\n"
-"               run as root), ro, and the other options of mount.fuse3(8)\n"
+"  -c FILE.ini  read settings from FILE.ini (see conf/tensorfs.ini and\n"
+"               tensorfs.ini(5)); a bad key or value stops the mount\n"
+"  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
+"               overrides the file (-o commit_interval_ms=1000); others go\n"
+"               to FUSE: allow_other (the default when run as root), ro, and\n"
+"               the rest of mount.fuse3(8)\n"
+"  --print-config  print the effective configuration (defaults, -c, -o) as\n"
+"               an INI file and exit\n"
 "  -f           stay in the foreground; log to stderr instead of syslog\n"
 "  -d           debug: print every FUSE request (implies -f)\n"
 "  -h, --help   print this help and exit\n"
@@ -581,7 +624,7 @@ static void usage(FILE *f)
 "daemon SIGTERM: both write all data and leave a clean file system.\n"
 "\n"
 "Exit status: 0 after a clean unmount, 1 on an error (the message says what\n"
-"to do), 2 on a usage error.\n", f);
+"to do), 2 on a usage or configuration error.\n", f);
 }
 
 int main(int argc, char **argv)
@@ -589,6 +632,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "print-config", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -597,7 +641,7 @@ int main(int argc, char **argv)
 	struct tfs_fs_opts fo = { 0 };
 	char dev[PATH_MAX], mnt[PATH_MAX], err[512] = "", fsname[PATH_MAX + 128];
 	const char *conf = NULL;
-	int debug = 0, c, rc, ret = 1;
+	int debug = 0, c, rc, ret = 1, print_config = 0;
 	struct stat st;
 	char *fuseopts = NULL;
 
@@ -629,6 +673,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'P':
+			print_config = 1;
+			break;
 		case 'V':
 			printf("tensorfs %s (libfuse %d)\n", TFS_VERSION_STRING,
 			       fuse_version());
@@ -639,6 +686,19 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	tfs_config_defaults(&g_cfg);
+	if (conf && tfs_config_load(&g_cfg, conf, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s\n", err);
+		return 2;
+	}
+	if (fuseopts && split_options(&fuseopts, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: -o %s\n", err);
+		return 2;
+	}
+	if (print_config) {
+		tfs_config_print(&g_cfg, stdout);
+		return 0;
+	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "tensorfs: %s\n"
 			"Usage: tensorfs [-c FILE.ini] [-o OPT,...] [-f] [-d] "
@@ -648,12 +708,8 @@ int main(int argc, char **argv)
 					  : "too many arguments");
 		return 2;
 	}
-	g_foreground |= 0;
-	if (conf && access(conf, R_OK) < 0) {
-		fprintf(stderr, "tensorfs: cannot read config file '%s': %s\n",
-			conf, strerror(errno));
-		return 2;
-	}
+	fo.commit_interval_ms = (unsigned)g_cfg.mount_commit_interval_ms;
+	TIMEOUT = (double)g_cfg.mount_attr_timeout_ms / 1000.0;
 	if (!realpath(argv[optind], dev)) {
 		fprintf(stderr, "tensorfs: device '%s': %s\n", argv[optind],
 			strerror(errno));
@@ -733,8 +789,9 @@ int main(int argc, char **argv)
 	if (!cfg)
 		goto out_unmount;
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
-	fuse_loop_cfg_set_max_threads(cfg, 16);
-	fuse_loop_cfg_set_idle_threads(cfg, 8);
+	fuse_loop_cfg_set_max_threads(cfg, (unsigned)g_cfg.mount_max_threads);
+	fuse_loop_cfg_set_idle_threads(cfg,
+				       (unsigned)(g_cfg.mount_max_threads + 1) / 2);
 	rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	ret = rc < 0 ? 1 : 0;

@@ -1,0 +1,71 @@
+#!/bin/sh
+# setup.sh: from a fresh Debian 12 machine to a mounted tensorfs, in one go.
+#
+#   sudo tools/setup.sh [--image FILE] [--size SIZE] [--mount DIR] [--device DEV]
+#
+# It installs the missing Debian packages, builds tensorfs, installs it in
+# /usr/local, formats an image file (once: an existing one is kept) and
+# mounts it.  Defaults: --image /var/lib/tensorfs/nvme.img, --size half of
+# the free space where the image lives, --mount /local_nvme.  With
+# --device /dev/nvmeXnY it formats and mounts that device instead (it
+# refuses one that holds a file system; format it yourself with
+# mkfs.tensorfs -f to overwrite).  Run it again to remount after a reboot.
+#
+# Exit status: 0 mounted, 1 a step failed (its message says which), 2 usage.
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+image=/var/lib/tensorfs/nvme.img
+size=""
+mnt=/local_nvme
+device=""
+
+usage() { sed -n '2,15s/^# \{0,1\}//p' "$0"; }
+die() { echo "setup.sh: $*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--image) image=$2; shift 2 ;;
+	--size) size=$2; shift 2 ;;
+	--mount) mnt=$2; shift 2 ;;
+	--device) device=$2; shift 2 ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "setup.sh: unknown argument '$1'; see --help" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || die "run as root (sudo tools/setup.sh): it installs packages and mounts"
+
+"$top/tools/install-deps.sh" || die "installing packages failed"
+cmake -S "$top" -B "$top/build/release" -DCMAKE_BUILD_TYPE=Release >/dev/null ||
+	die "cmake configure failed"
+cmake --build "$top/build/release" -j"$(nproc)" || die "build failed"
+cmake --install "$top/build/release" --prefix /usr/local >/dev/null || die "install failed"
+
+if [ -n "$device" ]; then
+	target=$device
+	/usr/local/sbin/tensorfs-fsck "$target" >/dev/null 2>&1 ||
+		/usr/local/sbin/mkfs.tensorfs "$target" || die "mkfs.tensorfs $target failed"
+else
+	target=$image
+	if [ ! -e "$image" ]; then
+		mkdir -p "$(dirname "$image")"
+		if [ -z "$size" ]; then
+			# half of the free space of the file system that holds it
+			avail=$(df -Pk "$(dirname "$image")" | awk 'NR==2 {print $4}')
+			size=$((avail / 2 / 1048576))G
+			[ "$size" = 0G ] && size=1G
+		fi
+		/usr/local/sbin/mkfs.tensorfs -s "$size" "$image" || die "mkfs.tensorfs failed"
+	fi
+fi
+
+mkdir -p "$mnt"
+if mountpoint -q "$mnt"; then
+	echo "setup.sh: $mnt is already mounted"
+else
+	/usr/local/bin/tensorfs -c "$top/conf/tensorfs.ini" "$target" "$mnt" ||
+		die "mounting $target on $mnt failed"
+fi
+df -h "$mnt"
+echo "setup.sh: tensorfs is mounted on $mnt; set DeepSpeed's nvme_path to $mnt"
+echo "setup.sh: unmount with: fusermount3 -u $mnt"
