@@ -1424,10 +1424,11 @@ ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
 	uint64_t first, nblk, size;
 	uint8_t *b;
 	ssize_t rc = 0;
+	int err = 0;
 
-	ip = hold(fs, ino, (int *)&rc);
+	ip = hold(fs, ino, &err);
 	if (!ip)
-		return -ENOENT;
+		return err;
 	pthread_rwlock_rdlock(&ip->io_lock);
 	pthread_mutex_lock(&fs->lock);
 	if (S_ISDIR(ip->a.mode)) {

@@ -1,0 +1,30 @@
+#!/bin/bash
+# Description: the shipped conf/tensorfs.ini is exactly what the key table
+# prints, -o overrides -c, and bad settings stop the mount with exit 2.
+. "$(dirname "$0")/lib.sh"
+
+SHIPPED="$(cd "$(dirname "$0")/../.." && pwd)/conf/tensorfs.ini"
+out=$("$TENSORFS" --print-config) || tfs_fail "--print-config exited $?"
+diff <(printf '%s\n' "$out") "$SHIPPED" >&2 ||
+	tfs_fail "conf/tensorfs.ini differs from 'tensorfs --print-config'; regenerate it"
+
+got=$("$TENSORFS" -c "$SHIPPED" -o commit_interval_ms=250 --print-config |
+	awk -F' = ' '$1 == "commit_interval_ms" {print $2}')
+[ "$got" = 250 ] || tfs_fail "-o commit_interval_ms=250 over -c: expected 250, got '$got'"
+
+tfs_mkimg 256M
+"$TENSORFS" -f -o max_threds=4 "$IMG" "$MNT" 2>"$WORK/err"
+rc=$?
+[ "$rc" = 2 ] || tfs_fail "-o with a misspelt setting: expected exit 2, got $rc"
+mountpoint -q "$MNT" && tfs_fail "-o with a misspelt setting: expected no mount"
+
+"$TENSORFS" -f -o max_threads=0 "$IMG" "$MNT" 2>"$WORK/err"
+rc=$?
+[ "$rc" = 2 ] || tfs_fail "-o max_threads=0: expected exit 2, got $rc"
+grep -q "out of range" "$WORK/err" || tfs_fail "-o max_threads=0: expected 'out of range', got: $(cat "$WORK/err")"
+
+tfs_mount -o commit_interval_ms=100,max_threads=4
+echo data >"$MNT/f" || tfs_fail "write on a mount with -o settings failed"
+tfs_umount
+tfs_fsck_clean
+tfs_pass
