@@ -487,7 +487,7 @@ int tfs_alloc_get(struct tfs_alloc *a, uint64_t goal, uint64_t *start,
 		goto out;
 	}
 	/* Failure only narrows the choice (can_carve()), see the top. */
-	reserve_node(a);
+	(void)reserve_node(a);
 
 	e = find_le(a->root, goal);
 	if (e && goal - e->start < e->len) {

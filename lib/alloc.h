@@ -18,8 +18,10 @@
 
 struct tfs_alloc;
 
-/* A new allocator with [first, first + count) all free; NULL on ENOMEM.
- * Caller frees with tfs_alloc_free(). */
+/* A new allocator with [first, first + count) all free; NULL with errno
+ * ENOMEM, or EINVAL if first + count does not fit in 64 bits (UINT64_MAX
+ * must stay outside: it means "no goal").  Caller frees with
+ * tfs_alloc_free(). */
 struct tfs_alloc *tfs_alloc_new(uint64_t first, uint64_t count);
 void tfs_alloc_free(struct tfs_alloc *a);	/* accepts NULL */
 
@@ -33,7 +35,9 @@ void tfs_alloc_free(struct tfs_alloc *a);	/* accepts NULL */
  * or failing that at the largest free extent; the cursor then moves past
  * the run plus a gap of min(*count * 16, 16 MiB worth of blocks) so that
  * concurrent sequential writers start apart and stay contiguous.
- * Pass goal = UINT64_MAX for "no goal".
+ * Pass goal = UINT64_MAX for "no goal".  (Only when memory has run out,
+ * so that a free extent cannot be split, may the goal or the cursor be
+ * passed over for a run at the edge of a free extent.)
  *
  * On success returns 0, sets *start and sets *count to the blocks given
  * (1 <= *count <= requested).  Returns -ENOSPC when nothing is free,
@@ -44,12 +48,14 @@ int tfs_alloc_get(struct tfs_alloc *a, uint64_t goal, uint64_t *start,
 
 /* Return [start, start + count) to the free space, merging with neighbours.
  * Returns -EINVAL (and changes nothing) if any block of it is already free
- * or outside the allocator's range. */
+ * or outside the allocator's range, or if count is 0; -ENOMEM (and changes
+ * nothing) if it touches no free extent and memory for a new one ran out. */
 int tfs_alloc_put(struct tfs_alloc *a, uint64_t start, uint64_t count);
 
 /* Mark [start, start + count) used (at mount, for extents read from the
  * device).  Returns -EINVAL (and changes nothing) if any block of it is
- * not free or outside the range: two files claiming one block. */
+ * not free or outside the range: two files claiming one block; -ENOMEM
+ * (and changes nothing) if it splits a free extent and memory ran out. */
 int tfs_alloc_mark_used(struct tfs_alloc *a, uint64_t start, uint64_t count);
 
 /* Free blocks in all. */

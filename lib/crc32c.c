@@ -70,7 +70,7 @@ static uint32_t get_le32(const uint8_t *p)
 
 static uint32_t crc32c_sw(uint32_t crc, const uint8_t *p, size_t len)
 {
-	const uint32_t(*t)[256] = crc32c_table;
+	uint32_t (*t)[256] = crc32c_table;
 	uint32_t lo, hi;
 
 	for (; len >= 8; p += 8, len -= 8) {

@@ -187,11 +187,13 @@ static int replace(struct tfs_extmap *m, uint64_t lblk, uint64_t end,
 	struct tfs_extent rep[3], *e;
 	size_t ov_lo, ov_hi, lo, hi, nrep = 0, k, i;
 	uint64_t from, to;
-	int rc;
+	int rc = 0;
 
 	ov_lo = lo = first_ending_after(m, lblk);
 	ov_hi = hi = first_starting_from(m, end);
 
+	if (lo == hi && !nw)
+		goto out;	/* punching a hole: nothing to do */
 	if (lo < hi && m->ext[lo].lblk < lblk) {
 		rep[nrep] = m->ext[lo];
 		rep[nrep].len = lblk - m->ext[lo].lblk;

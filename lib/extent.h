@@ -49,7 +49,11 @@ int tfs_extmap_lookup(const struct tfs_extmap *m, uint64_t lblk,
  * whatever mapped any part of that range.  The device ranges that were
  * replaced are reported through 'freed' (may be NULL) so the caller can
  * release them; a range is reported only once, in ascending lblk order.
- * Returns 0 or -ENOMEM (map unchanged).
+ * Device blocks inside [pblk, pblk + len) are not reported: they stay
+ * with the file (an UNWRITTEN extent written in place).  'freed' runs
+ * before the map changes and must not use the map.
+ * Returns 0, -EINVAL (len is 0, a range wraps past 2^64 or flags has
+ * unknown bits; map unchanged) or -ENOMEM (map unchanged).
  */
 int tfs_extmap_set(struct tfs_extmap *m, uint64_t lblk, uint64_t pblk,
 		   uint64_t len, uint32_t flags,
@@ -57,9 +61,10 @@ int tfs_extmap_set(struct tfs_extmap *m, uint64_t lblk, uint64_t pblk,
 		   void *arg);
 
 /*
- * Unmap [lblk, lblk + len) (len = UINT64_MAX - lblk: to the end); the
- * device ranges it held are reported through 'freed'.  Returns 0 or
- * -ENOMEM (a split needed memory; map unchanged).
+ * Unmap [lblk, lblk + len) (len = UINT64_MAX - lblk, or more: to the end);
+ * the device ranges it held are reported through 'freed' as for
+ * tfs_extmap_set().  Returns 0 or -ENOMEM (a split needed memory; map
+ * unchanged).
  */
 int tfs_extmap_punch(struct tfs_extmap *m, uint64_t lblk, uint64_t len,
 		     void (*freed)(uint64_t pblk, uint64_t len, void *arg),

@@ -16,10 +16,14 @@
  * suffix are allowed.  Returns 0, -EINVAL (not a size) or -ERANGE (does
  * not fit in 64 bits).  *has_suffix (may be NULL) tells whether a unit
  * suffix was given, so a caller can read a bare number as elements.
+ * Leading and trailing spaces are ignored; on failure *out and
+ * *has_suffix are left alone.
  */
 int tfs_parse_size(const char *s, uint64_t *out, int *has_suffix);
 
-/* Format bytes as "1.5 GiB", "512 MiB", "4096 B" into buf; returns buf. */
+/* Format bytes as "1.5 GiB", "512 MiB", "4096 B" into buf; returns buf.
+ * Below 10 KiB in bytes, otherwise in the largest binary unit, whole or
+ * rounded to one decimal.  Truncates to len; 16 bytes always suffice. */
 char *tfs_format_size(uint64_t bytes, char *buf, size_t len);
 
 #endif
