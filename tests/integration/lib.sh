@@ -118,3 +118,200 @@ tfs_setup() {
 	tfs_mkimg "$sz"
 	tfs_mount "$@"
 }
+
+# ----- helpers for the POSIX-behaviour tests -----
+
+# the syscall helper built from tfs_sys.c (see its header for the commands)
+TFS_SYS="$TFS_TESTBIN/tfs_sys"
+
+# tfs_eq WHAT EXPECTED ACTUAL: fail unless ACTUAL is EXPECTED
+tfs_eq() {
+	[ "$2" = "$3" ] || tfs_fail "$1: expected '$2', got '$3'"
+}
+
+# tfs_errno EXPECTED CMD ARGS...: run the tfs_sys probe CMD and fail unless
+# it prints EXPECTED, which is OK or an errno name such as EEXIST
+tfs_errno() {
+	_want=$1
+	shift
+	_got=$("$TFS_SYS" "$@" 2>&1)
+	[ "$_got" = "$_want" ] || tfs_fail "tfs_sys $*: expected $_want, got '$_got'"
+}
+
+# tfs_free_bytes: free bytes of the mounted file system (f_bfree * f_frsize)
+tfs_free_bytes() {
+	read -r _free _frsize < <(stat -f -c '%f %S' "$MNT") || return 1
+	echo $((_free * _frsize))
+}
+
+# tfs_wait_for SECONDS CMD...: rerun CMD every 0.1 s until it succeeds;
+# return 1 when it still fails after SECONDS (the kernel sends FUSE
+# RELEASE and FORGET asynchronously, so freed space can show up late)
+tfs_wait_for() {
+	_tries=$(($1 * 10))
+	shift
+	until "$@"; do
+		_tries=$((_tries - 1))
+		[ "$_tries" -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+# ----- helpers for the lifecycle and robustness tests -----
+
+# tfs_at_exit CMD: eval CMD on exit, before the standard cleanup; for the
+# extra mounts, daemons or loop devices a test makes itself
+TFS_AT_EXIT=""
+tfs_at_exit() {
+	TFS_AT_EXIT="$TFS_AT_EXIT$1
+"
+	trap 'eval "$TFS_AT_EXIT"; tfs_cleanup' EXIT
+}
+
+# tfs_kill_strays: SIGTERM, then SIGKILL, every process whose command line
+# names this test's work directory (daemons started without -f)
+tfs_kill_strays() {
+	local _p
+	[ -n "$WORK" ] || return 0
+	_p=$(pgrep -f -- "$WORK/") || return 0
+	kill -TERM $_p 2>/dev/null
+	sleep 0.5
+	_p=$(pgrep -f -- "$WORK/") && kill -KILL $_p 2>/dev/null
+	return 0
+}
+
+# tfs_expect_exit CODES WHAT CMD...: run CMD under timeout 30 (stdout in
+# $WORK/out, stderr in $WORK/err, exit code in TFS_RC) and fail unless it
+# exits with one of CODES ("0", "4|8").  A hang, a death by a signal or a
+# sanitizer report fails whatever CODES says.
+tfs_expect_exit() {
+	local _codes=$1 _what=$2
+	shift 2
+	timeout -k 5 30 "$@" >"$WORK/out" 2>"$WORK/err"
+	TFS_RC=$?
+	[ "$TFS_RC" != 124 ] || tfs_fail "$_what: expected exit $_codes, got no exit within 30 s (hang)"
+	if grep -qE 'Sanitizer|runtime error:' "$WORK/err"; then
+		cat "$WORK/err" >&2
+		tfs_fail "$_what: expected exit $_codes, got a sanitizer report"
+	fi
+	if [ "$TFS_RC" -ge 128 ]; then
+		cat "$WORK/err" >&2
+		tfs_fail "$_what: expected exit $_codes, got death by signal $((TFS_RC - 128))"
+	fi
+	case "|$_codes|" in
+	*"|$TFS_RC|"*) ;;
+	*)
+		cat "$WORK/out" "$WORK/err" >&2
+		tfs_fail "$_what: expected exit $_codes, got $TFS_RC"
+		;;
+	esac
+}
+
+# tfs_expect_words WHAT FILE WORD...: FILE holds every WORD (ignoring case)
+tfs_expect_words() {
+	local _what=$1 _f=$2 _w
+	shift 2
+	for _w in "$@"; do
+		grep -qiF -- "$_w" "$_f" ||
+			tfs_fail "$_what: expected '$_w' in the message, got '$(head -c 500 "$_f")'"
+	done
+}
+
+# tfs_expect_some_word WHAT FILE WORD...: FILE holds at least one WORD
+tfs_expect_some_word() {
+	local _what=$1 _f=$2 _w
+	shift 2
+	for _w in "$@"; do
+		grep -qiF -- "$_w" "$_f" && return 0
+	done
+	tfs_fail "$_what: expected one of$(printf " '%s'" "$@") in the message, got '$(head -c 500 "$_f")'"
+}
+
+# tfs_wait_gone PID [SECONDS]: wait (10 s by default) for a process that is
+# not a child of this shell to exit; return 1 if it is still there
+tfs_wait_gone() {
+	local _
+	for _ in $(seq $((${2:-10} * 10))); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# tfs_expect_unmounted WHAT DIR: fail (after unmounting it) if DIR is a mount
+tfs_expect_unmounted() {
+	if mountpoint -q "$2" 2>/dev/null; then
+		fusermount3 -u "$2" 2>/dev/null || umount -l "$2" 2>/dev/null
+		tfs_fail "$1: expected '$2' not to be mounted, got a mount left behind"
+	fi
+}
+
+# tfs_try_mount DEVICE MOUNTPOINT [ARGS...]: run "tensorfs -f ARGS DEVICE
+# MOUNTPOINT", for a mount that should fail.  Sets TFS_RC to its exit code,
+# or to "mounted" if the mount came up (it is unmounted again at once), or
+# to "hang" if it neither mounted nor exited within 30 s; its stdout and
+# stderr are in $WORK/out and $WORK/err.
+tfs_try_mount() {
+	local _dev=$1 _mp=$2 _pid _
+	shift 2
+	"$TENSORFS" -f "$@" "$_dev" "$_mp" >"$WORK/out" 2>"$WORK/err" &
+	_pid=$!
+	TFS_RC=hang
+	for _ in $(seq 300); do
+		if mountpoint -q "$_mp" 2>/dev/null; then
+			TFS_RC=mounted
+			break
+		fi
+		if ! kill -0 "$_pid" 2>/dev/null; then
+			wait "$_pid"
+			TFS_RC=$?
+			return 0
+		fi
+		sleep 0.1
+	done
+	fusermount3 -u "$_mp" 2>/dev/null || umount -l "$_mp" 2>/dev/null
+	kill -TERM "$_pid" 2>/dev/null
+	tfs_wait_gone "$_pid" 5 || kill -KILL "$_pid" 2>/dev/null
+	wait "$_pid" 2>/dev/null
+	return 0
+}
+
+# tfs_expect_mount_refused WHAT DEVICE MOUNTPOINT [WORD...]: "tensorfs -f
+# DEVICE MOUNTPOINT" must exit 1 with a message on stderr holding every
+# WORD, without a crash, a hang, a sanitizer report or a mount left behind
+tfs_expect_mount_refused() {
+	local _what=$1 _dev=$2 _mp=$3
+	shift 3
+	tfs_try_mount "$_dev" "$_mp"
+	case $TFS_RC in
+	mounted) tfs_fail "$_what: expected exit 1, got a live mount" ;;
+	hang) tfs_fail "$_what: expected exit 1, got no exit within 30 s (hang)" ;;
+	esac
+	if grep -qE 'Sanitizer|runtime error:' "$WORK/err"; then
+		cat "$WORK/err" >&2
+		tfs_fail "$_what: expected exit 1, got a sanitizer report"
+	fi
+	[ "$TFS_RC" -lt 128 ] || tfs_fail "$_what: expected exit 1, got death by signal $((TFS_RC - 128))"
+	[ "$TFS_RC" = 1 ] || { cat "$WORK/err" >&2; tfs_fail "$_what: expected exit 1, got $TFS_RC"; }
+	[ -s "$WORK/err" ] || tfs_fail "$_what: expected a message on stderr, got none"
+	tfs_expect_words "$_what" "$WORK/err" "$@"
+	tfs_expect_unmounted "$_what" "$_mp"
+}
+
+# tfs_wait_unlocked [SECONDS]: wait (5 s by default) until nothing holds the
+# flock on $IMG; return 1 if something still does.  A daemon killed with
+# SIGKILL lets go of its device a few ms after it is reaped (the kernel
+# tears its io_uring down asynchronously), so a test that runs fsck or
+# mounts again right after tfs_kill9 calls this first.  Sets TFS_UNLOCK_MS.
+tfs_wait_unlocked() {
+	local _t0 _
+	_t0=$(date +%s%N)
+	for _ in $(seq $((${1:-5} * 100))); do
+		if flock -n -x "$IMG" true 2>/dev/null; then
+			TFS_UNLOCK_MS=$((($(date +%s%N) - _t0) / 1000000))
+			return 0
+		fi
+		sleep 0.01
+	done
+	return 1
+}

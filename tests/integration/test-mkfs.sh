@@ -1,0 +1,221 @@
+#!/bin/bash
+# Description: mkfs.tensorfs formats, sizes, extends and refuses images as its contract says
+#
+# Covers image files; test-mkfs-blockdev.sh covers block devices.  Checks:
+# a fresh image mounts and is clean; SIZE suffixes; a 1 TiB sparse image
+# formats within 20 s and stays small on disk; -s extends a smaller file;
+# an existing tensorfs is refused without -f (and left byte for byte as it
+# was) and replaced with -f; a mounted image is refused even with -f; below
+# 64 MiB is refused; -q is quiet; usage errors exit 2; --help exits 0.
+. "$(dirname "$0")/lib.sh"
+
+tfs_need fusermount3 mountpoint truncate du stat sha256sum cmp dd
+
+MIB=$((1024 * 1024))
+
+# size_of FILE: its apparent size in bytes
+size_of() { stat -c %s "$1"; }
+
+# fsck_clean DEVICE: tensorfs-fsck DEVICE must exit 0
+fsck_clean() {
+	tfs_expect_exit 0 "tensorfs-fsck '$1'" "$FSCK" "$1"
+}
+
+# fs_bytes: total bytes of the mounted file system (statfs f_blocks)
+fs_bytes() {
+	local _b _s
+	read -r _b _s < <(stat -f -c '%b %S' "$MNT")
+	echo $((_b * _s))
+}
+
+tfs_mkimg 128M
+
+# ===== a fresh image: right size, clean, mounts, keeps a file =====
+
+tfs_eq "size of 'mkfs.tensorfs -s 128M'" $((128 * MIB)) "$(size_of "$IMG")"
+tfs_fsck_clean
+tfs_mount
+head -c 300000 /dev/urandom >"$WORK/marker"
+cp "$WORK/marker" "$MNT/marker" || tfs_fail "cp to a fresh mount: expected success, got failure"
+tfs_umount
+tfs_fsck_clean
+tfs_mount
+cmp "$WORK/marker" "$MNT/marker" || tfs_fail "marker after remount: expected the bytes written, got others"
+tfs_umount
+
+# ===== SIZE suffixes: K M G T and KiB MiB GiB TiB are all binary (1T below) =====
+
+for spec in 65536K:$((64 * MIB)) 65536KiB:$((64 * MIB)) 100M:$((100 * MIB)) \
+	100MiB:$((100 * MIB)) 1G:$((1024 * MIB)) 1GiB:$((1024 * MIB)) \
+	1TiB:$((1024 * 1024 * MIB)); do
+	sz=${spec%%:*}
+	want=${spec#*:}
+	img="$WORK/size-$sz.img"
+	tfs_expect_exit 0 "mkfs.tensorfs -s $sz" "$MKFS" -s "$sz" "$img"
+	tfs_eq "size of 'mkfs.tensorfs -s $sz'" "$want" "$(size_of "$img")"
+	fsck_clean "$img"
+	rm -f "$img"
+done
+
+# ===== 1 TiB sparse: fast, small on disk, mounts with the full size =====
+
+BIG="$WORK/big.img"
+t0=$(date +%s%N)
+tfs_expect_exit 0 "mkfs.tensorfs -s 1T" "$MKFS" -s 1T "$BIG"
+ms=$((($(date +%s%N) - t0) / 1000000))
+tfs_log "formatting 1 TiB took $ms ms"
+[ "$ms" -le 20000 ] || tfs_fail "formatting a 1 TiB sparse image: expected <= 20000 ms, got $ms ms"
+tfs_eq "size of the 1 TiB image" $((1024 * 1024 * MIB)) "$(size_of "$BIG")"
+du_kib=$(du -k "$BIG" | cut -f1)
+tfs_log "1 TiB image uses $du_kib KiB on disk"
+[ "$du_kib" -le 65536 ] || tfs_fail "disk use of a fresh 1 TiB image: expected <= 64 MiB, got $du_kib KiB"
+fsck_clean "$BIG"
+SAVED_IMG=$IMG
+IMG=$BIG
+tfs_mount
+total=$(fs_bytes)
+[ "$total" -ge $((1024 * 1024 * MIB * 95 / 100)) ] && [ "$total" -le $((1024 * 1024 * MIB)) ] ||
+	tfs_fail "statfs size of the 1 TiB file system: expected 95..100% of 1 TiB, got $total bytes"
+cp "$WORK/marker" "$MNT/marker" || tfs_fail "cp to the 1 TiB mount: expected success, got failure"
+tfs_umount
+fsck_clean "$BIG"
+du_kib=$(du -k "$BIG" | cut -f1)
+[ "$du_kib" -le $((65536 + 1024)) ] ||
+	tfs_fail "disk use of the 1 TiB image after a mount and a 300 KB file: expected <= 65 MiB, got $du_kib KiB"
+rm -f "$BIG"
+IMG=$SAVED_IMG
+
+# ===== -s extends an existing smaller file =====
+
+EXT="$WORK/extend.img"
+dd if=/dev/urandom of="$EXT" bs=1M count=1 status=none
+truncate -s 70M "$EXT"
+tfs_expect_exit 0 "mkfs.tensorfs -s 256M on a 70 MiB file" "$MKFS" -s 256M "$EXT"
+tfs_eq "size after 'mkfs.tensorfs -s 256M' of a 70 MiB file" $((256 * MIB)) "$(size_of "$EXT")"
+fsck_clean "$EXT"
+du_kib=$(du -k "$EXT" | cut -f1)
+[ "$du_kib" -le 65536 ] || tfs_fail "disk use after extending to 256 MiB: expected <= 64 MiB, got $du_kib KiB"
+IMG=$EXT
+tfs_mount
+total=$(fs_bytes)
+[ "$total" -gt $((200 * MIB)) ] ||
+	tfs_fail "statfs size after extending to 256 MiB: expected > 200 MiB, got $total bytes"
+tfs_umount
+# and a formatted 128 MiB tensorfs grows to 512 MiB with -f -s 512M
+tfs_expect_exit 0 "mkfs.tensorfs -f -s 512M on a 256 MiB tensorfs" "$MKFS" -f -s 512M "$EXT"
+tfs_eq "size after 'mkfs.tensorfs -f -s 512M'" $((512 * MIB)) "$(size_of "$EXT")"
+fsck_clean "$EXT"
+tfs_mount
+total=$(fs_bytes)
+[ "$total" -gt $((400 * MIB)) ] ||
+	tfs_fail "statfs size after extending to 512 MiB: expected > 400 MiB, got $total bytes"
+tfs_umount
+rm -f "$EXT"
+IMG=$SAVED_IMG
+
+# ===== an existing tensorfs: refused without -f, replaced with -f =====
+
+before=$(sha256sum <"$IMG")
+tfs_expect_exit 1 "mkfs.tensorfs over a tensorfs without -f" "$MKFS" "$IMG"
+tfs_expect_words "mkfs.tensorfs over a tensorfs without -f" "$WORK/err" already -f
+tfs_expect_exit 1 "mkfs.tensorfs -s 128M over a tensorfs without -f" "$MKFS" -s 128M "$IMG"
+tfs_expect_words "mkfs.tensorfs -s 128M over a tensorfs without -f" "$WORK/err" already -f
+tfs_expect_exit 1 "mkfs.tensorfs -q over a tensorfs without -f" "$MKFS" -q "$IMG"
+tfs_expect_words "mkfs.tensorfs -q over a tensorfs without -f" "$WORK/err" already -f
+tfs_eq "image bytes after refused mkfs runs" "$before" "$(sha256sum <"$IMG")"
+tfs_mount
+cmp "$WORK/marker" "$MNT/marker" || tfs_fail "marker after a refused mkfs: expected it intact, got other bytes"
+tfs_umount
+
+tfs_expect_exit 0 "mkfs.tensorfs -f over a tensorfs" "$MKFS" -f "$IMG"
+tfs_eq "size after mkfs -f" $((128 * MIB)) "$(size_of "$IMG")"
+tfs_fsck_clean
+tfs_mount
+[ ! -e "$MNT/marker" ] || tfs_fail "after mkfs -f: expected an empty file system, got the old 'marker'"
+extra=$(find "$MNT" -mindepth 1 -maxdepth 1 ! -name '.*' | head -3)
+[ -z "$extra" ] || tfs_fail "after mkfs -f: expected an empty root, got '$extra'"
+cp "$WORK/marker" "$MNT/marker" || tfs_fail "cp after mkfs -f: expected success, got failure"
+
+# ===== a mounted image: refused, with -f too, and the mount goes on =====
+
+tfs_expect_exit 1 "mkfs.tensorfs -f on a mounted image" "$MKFS" -f "$IMG"
+tfs_expect_some_word "mkfs.tensorfs -f on a mounted image" "$WORK/err" "in use" mounted
+tfs_expect_exit 1 "mkfs.tensorfs -f -s 128M on a mounted image" "$MKFS" -f -s 128M "$IMG"
+tfs_expect_some_word "mkfs.tensorfs -f -s 128M on a mounted image" "$WORK/err" "in use" mounted
+tfs_expect_exit 1 "mkfs.tensorfs on a mounted image" "$MKFS" "$IMG"
+tfs_expect_some_word "mkfs.tensorfs on a mounted image" "$WORK/err" "in use" mounted already
+ln -s "$IMG" "$WORK/alias.img"
+tfs_expect_exit 1 "mkfs.tensorfs -f on a mounted image through a symlink" "$MKFS" -f "$WORK/alias.img"
+tfs_expect_some_word "mkfs.tensorfs -f through a symlink" "$WORK/err" "in use" mounted
+cmp "$WORK/marker" "$MNT/marker" || tfs_fail "marker after refused mkfs on the mount: expected intact, got other bytes"
+head -c 123457 /dev/urandom >"$WORK/second"
+cp "$WORK/second" "$MNT/second" || tfs_fail "cp after refused mkfs on the mount: expected success, got failure"
+tfs_umount
+tfs_fsck_clean
+tfs_mount
+cmp "$WORK/marker" "$MNT/marker" || tfs_fail "marker after remount: expected intact, got other bytes"
+cmp "$WORK/second" "$MNT/second" || tfs_fail "second file after remount: expected intact, got other bytes"
+tfs_umount
+
+# ===== below the 64 MiB minimum =====
+
+SMALL="$WORK/small.img"
+tfs_expect_exit 1 "mkfs.tensorfs -s 32M" "$MKFS" -s 32M "$SMALL"
+tfs_expect_words "mkfs.tensorfs -s 32M" "$WORK/err" "too small" minimum
+rm -f "$SMALL"
+truncate -s 32M "$SMALL"
+tfs_expect_exit 1 "mkfs.tensorfs on an existing 32 MiB file" "$MKFS" "$SMALL"
+tfs_expect_words "mkfs.tensorfs on an existing 32 MiB file" "$WORK/err" "too small" minimum
+rm -f "$SMALL"
+truncate -s $((64 * MIB - 4096)) "$SMALL"
+tfs_expect_exit 1 "mkfs.tensorfs on a file of 64 MiB - 4 KiB" "$MKFS" "$SMALL"
+tfs_expect_words "mkfs.tensorfs on a file of 64 MiB - 4 KiB" "$WORK/err" "too small" minimum
+rm -f "$SMALL"
+tfs_expect_exit 0 "mkfs.tensorfs -s 64M (exactly the minimum)" "$MKFS" -s 64M "$SMALL"
+fsck_clean "$SMALL"
+IMG=$SMALL
+tfs_mount
+cp "$WORK/second" "$MNT/second" || tfs_fail "cp to a 64 MiB file system: expected success, got failure"
+tfs_umount
+fsck_clean "$SMALL"
+IMG=$SAVED_IMG
+
+# ===== -q =====
+
+tfs_expect_exit 0 "mkfs.tensorfs -q -s 100M" "$MKFS" -q -s 100M "$WORK/quiet.img"
+[ ! -s "$WORK/out" ] && [ ! -s "$WORK/err" ] ||
+	tfs_fail "mkfs.tensorfs -q: expected no output, got '$(cat "$WORK/out" "$WORK/err" | head -c 300)'"
+fsck_clean "$WORK/quiet.img"
+rm -f "$WORK/quiet.img"
+
+# ===== operational errors =====
+
+tfs_expect_exit 1 "mkfs.tensorfs on a missing file without -s" "$MKFS" "$WORK/absent.img"
+[ -s "$WORK/err" ] || tfs_fail "mkfs.tensorfs on a missing file: expected a message on stderr, got none"
+[ ! -e "$WORK/absent.img" ] || tfs_fail "mkfs.tensorfs on a missing file without -s: expected no file created, got one"
+tfs_expect_exit 1 "mkfs.tensorfs -s 100M in a missing directory" "$MKFS" -s 100M "$WORK/nodir/x.img"
+[ -s "$WORK/err" ] || tfs_fail "mkfs.tensorfs in a missing directory: expected a message on stderr, got none"
+mkdir "$WORK/adir"
+tfs_expect_exit 1 "mkfs.tensorfs on a directory" "$MKFS" -f "$WORK/adir"
+[ -s "$WORK/err" ] || tfs_fail "mkfs.tensorfs on a directory: expected a message on stderr, got none"
+
+# ===== usage errors exit 2; --help exits 0 =====
+
+U="$WORK/usage.img"
+tfs_expect_exit 2 "mkfs.tensorfs without arguments" "$MKFS"
+[ -s "$WORK/err" ] || tfs_fail "mkfs.tensorfs without arguments: expected a message on stderr, got none"
+tfs_expect_exit 2 "mkfs.tensorfs with an unknown option" "$MKFS" -Z -s 100M "$U"
+[ -s "$WORK/err" ] || tfs_fail "mkfs.tensorfs -Z: expected a message on stderr, got none"
+tfs_expect_exit 2 "mkfs.tensorfs -s without its argument" "$MKFS" -s
+tfs_expect_exit 2 "mkfs.tensorfs with two devices" "$MKFS" -s 100M "$U" "$U.2"
+[ ! -e "$U" ] && [ ! -e "$U.2" ] || tfs_fail "usage errors: expected no image created, got one"
+# a malformed SIZE is a usage error or an error, but always named
+for bad in abc 12X 1.5.G -5M; do
+	tfs_expect_exit "1|2" "mkfs.tensorfs -s '$bad'" "$MKFS" -s "$bad" "$U"
+	tfs_expect_words "mkfs.tensorfs -s '$bad'" "$WORK/err" "$bad"
+	[ ! -e "$U" ] || tfs_fail "mkfs.tensorfs -s '$bad': expected no image created, got one"
+done
+tfs_expect_exit 0 "mkfs.tensorfs --help" "$MKFS" --help
+tfs_expect_words "mkfs.tensorfs --help" "$WORK/out" usage mkfs.tensorfs -s -f
+
+tfs_pass
