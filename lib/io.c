@@ -140,9 +140,21 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 		rc = -errno;
 		goto out_free;
 	}
-	if (!(flags & TFS_DEV_NOLOCK) && flock(d->fd, LOCK_EX | LOCK_NB) < 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		goto out_close;
+	if (!(flags & TFS_DEV_NOLOCK)) {
+		/*
+		 * A daemon that was just killed may hold the lock a little
+		 * longer: the kernel drops its file only when its io_uring,
+		 * torn down asynchronously, lets go.  Wait up to a second.
+		 */
+		for (int tries = 0;; tries++) {
+			if (flock(d->fd, LOCK_EX | LOCK_NB) == 0)
+				break;
+			if (errno != EWOULDBLOCK || tries == 50) {
+				rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+				goto out_close;
+			}
+			usleep(20000);
+		}
 	}
 	if (d->blockdev) {
 		uint64_t bytes;
@@ -241,7 +253,8 @@ static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 	int err = 0, rc = 0;
 
 	for (int i = 0; i < n; i++) {
-		if (v[i].off + v[i].len > d->size)
+		/* written so that off + len cannot wrap around */
+		if (v[i].len > d->size || v[i].off > d->size - v[i].len)
 			return -EIO;
 		if (write && d->fail_err && v[i].off + v[i].len > d->fail_from) {
 			count(&d->st_err, 1);

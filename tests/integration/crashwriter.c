@@ -28,9 +28,9 @@
  * one up to the file size) entirely pattern or entirely zero: a write that
  * would leave a block part pattern and part zero is widened to the block
  * boundary (the zero bytes of that block get their pattern too), and before
- * a file grows past a hole, its last block, if it is pattern, is filled up
- * to the block boundary.  The writer checks this of its model after every
- * step and aborts if it fails.
+ * a file is extended with a hole, its last block, if it holds pattern, is
+ * filled up to the block boundary.  The writer checks this of its model
+ * after every step and aborts if it fails.
  *
  * The manifest, a file outside DIR, gets one line per event, each written
  * with one write() and made durable with fdatasync() before the writer goes
@@ -57,7 +57,8 @@
  *     default it is counted and reported; --strict makes it a failure;
  *  4. if the manifest's last line for it is a record, it has exactly that
  *     size and SHA-256 (the file was fsync'd and not changed since);
- * and every name whose last line is a record must exist.
+ * and every name whose last line is a record must exist (a missing DIR
+ * counts as empty).
  * Exit 0 when all of it holds, 1 with one line per failure on stderr,
  * 2 on a usage error, 3 when the writer itself fails (a system call error:
  * expected once the file system under it is killed).
@@ -563,8 +564,9 @@ static void *xcalloc(size_t n, size_t size)
 static struct cw_file *file_new(const char *name, int known)
 {
 	struct cw_file *f = xcalloc(1, sizeof(*f));
+	size_t n = strnlen(name, sizeof(f->name) - 1);
 
-	snprintf(f->name, sizeof(f->name), "%s", name);
+	memcpy(f->name, name, n);
 	f->hash = fnv1a64(f->name);
 	f->known = known ? 1 : 0;
 	return f;
@@ -875,78 +877,62 @@ static int scan_manifest_line(char *line, unsigned long lineno, void *arg)
 	return 0;
 }
 
-static int write_main(const char *dir, const char *manifest,
-		      unsigned int nthreads, unsigned int seed)
+/* the writer cannot start: say why and exit */
+_Noreturn static void setup_failed(const char *what, const char *path, int e)
 {
+	fprintf(stderr, "crashwriter: %s '%s': %s\n", what, path, strerror(e));
+	_exit(EXIT_SYSCALL);
+}
+
+/* Set up, start the threads and wait for them: they never end, so this
+ * returns only by the process being killed, or exiting on an error. */
+static void write_main(const char *dir, const char *manifest,
+		       unsigned int nthreads, unsigned int seed)
+{
+	char parent[PATH_MAX];
 	struct scan sc;
-	struct cw_thread *threads;
+	struct cw_thread *threads;	/* live as long as the process */
 	off_t complete;
 	DIR *d;
 	struct dirent *de;
 	unsigned int i;
-	int rc;
+	int rc, fd;
 
 	g_dir = dir;
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		fprintf(stderr, "crashwriter: mkdir '%s': %s\n", dir,
-			strerror(errno));
-		return EXIT_SYSCALL;
-	}
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		setup_failed("mkdir", dir, errno);
 	g_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (g_dirfd < 0) {
-		fprintf(stderr, "crashwriter: open '%s': %s\n", dir,
-			strerror(errno));
-		return EXIT_SYSCALL;
-	}
-	{
-		/* make DIR's own entry durable */
-		char parent[PATH_MAX];
-		int pfd;
+	if (g_dirfd < 0)
+		setup_failed("open", dir, errno);
+	/* make DIR's own entry durable */
+	snprintf(parent, sizeof(parent), "%s/..", dir);
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd))
+		setup_failed("fsync", parent, errno);
+	close(fd);
 
-		snprintf(parent, sizeof(parent), "%s/..", dir);
-		pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (pfd < 0 || fsync(pfd)) {
-			fprintf(stderr, "crashwriter: fsync '%s': %s\n",
-				parent, strerror(errno));
-			return EXIT_SYSCALL;
-		}
-		close(pfd);
-	}
-
-	threads = calloc(nthreads, sizeof(*threads));
-	if (!threads)
-		return EXIT_SYSCALL;
+	threads = xcalloc(nthreads, sizeof(*threads));
 	for (i = 0; i < nthreads; i++) {
 		threads[i].tid = i;
 		threads[i].rng = mix64((uint64_t)seed * 1000003u + i);
-		threads[i].buf = malloc(CW_BUF);
-		if (!threads[i].buf)
-			return EXIT_SYSCALL;
+		threads[i].buf = xcalloc(1, CW_BUF);
 	}
 	sc.threads = threads;
 	sc.nthreads = nthreads;
 
 	rc = manifest_read(manifest, scan_manifest_line, &sc, &complete);
-	if (rc) {
-		fprintf(stderr, "crashwriter: read '%s': %s\n", manifest,
-			strerror(-rc));
-		return EXIT_SYSCALL;
-	}
+	if (rc)
+		setup_failed("read", manifest, -rc);
 	g_manifest = open(manifest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
 			  0644);
-	if (g_manifest < 0 || ftruncate(g_manifest, complete)) {
-		fprintf(stderr, "crashwriter: open '%s': %s\n", manifest,
-			strerror(errno));
-		return EXIT_SYSCALL;
-	}
+	if (g_manifest < 0 || ftruncate(g_manifest, complete))
+		setup_failed("open", manifest, errno);
 
 	/* adopt the files of earlier runs: they may only be deleted */
-	d = fdopendir(dup(g_dirfd));
-	if (!d) {
-		fprintf(stderr, "crashwriter: opendir '%s': %s\n", dir,
-			strerror(errno));
-		return EXIT_SYSCALL;
-	}
+	fd = dup(g_dirfd);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d)
+		setup_failed("opendir", dir, errno);
 	while ((de = readdir(d))) {
 		unsigned int tid;
 		uint64_t n;
@@ -968,15 +954,12 @@ static int write_main(const char *dir, const char *manifest,
 			seed, nthreads, (long)getpid());
 	for (i = 0; i < nthreads; i++) {
 		rc = pthread_create(&threads[i].th, NULL, writer, &threads[i]);
-		if (rc) {
-			fprintf(stderr, "crashwriter: pthread_create: %s\n",
-				strerror(rc));
-			return EXIT_SYSCALL;
-		}
+		if (rc)
+			setup_failed("pthread_create for", dir, rc);
 	}
 	for (i = 0; i < nthreads; i++)
 		pthread_join(threads[i].th, NULL);
-	return 0;
+	free(threads);	/* not reached */
 }
 
 /* ===== verify mode ===== */
@@ -1179,7 +1162,7 @@ static int verify_main(const char *dir, const char *manifest, int strict)
 	DIR *d;
 	struct dirent *de;
 	size_t i;
-	int rc;
+	int rc = EXIT_SYSCALL;
 
 	memset(&v, 0, sizeof(v));
 	v.strict = strict;
@@ -1188,30 +1171,33 @@ static int verify_main(const char *dir, const char *manifest, int strict)
 	v.buf = malloc(CW_MAX_PIECE);
 	v.pat = malloc(CW_MAX_PIECE);
 	if (!v.tab || !v.buf || !v.pat)
-		return EXIT_SYSCALL;
+		goto out_free;
 	rc = manifest_read(manifest, verify_manifest_line, &v, &complete);
-	if (rc == -EINVAL)
-		return EXIT_FAIL;
 	if (rc) {
-		fprintf(stderr, "crashwriter: verify: read '%s': %s\n",
-			manifest, strerror(-rc));
-		return EXIT_FAIL;
+		if (rc != -EINVAL)
+			fprintf(stderr, "crashwriter: verify: read '%s': %s\n",
+				manifest, strerror(-rc));
+		rc = EXIT_FAIL;
+		goto out_free;
 	}
+	/* a DIR that never reached the device holds no files */
 	d = opendir(dir);
-	if (!d) {
+	if (!d && errno != ENOENT) {
 		fprintf(stderr, "crashwriter: verify: opendir '%s': %s\n", dir,
 			strerror(errno));
-		return EXIT_FAIL;
+		rc = EXIT_FAIL;
+		goto out_free;
 	}
 	errno = 0;
-	while ((de = readdir(d))) {
+	while (d && (de = readdir(d))) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			verify_file(&v, dirfd(d), de->d_name);
 		errno = 0;
 	}
-	if (errno)
+	if (d && errno)
 		vfail(&v, "readdir '%s': %s", dir, strerror(errno));
-	closedir(d);
+	if (d)
+		closedir(d);
 	for (i = 0; i < v.cap; i++) {
 		struct expect *e = &v.tab[i];
 
@@ -1228,10 +1214,12 @@ static int verify_main(const char *dir, const char *manifest, int strict)
 	       " pattern, %" PRIu64 " zero, %" PRIu64 " mixed; %lu failures\n",
 	       dir, v.files, v.exact, v.blk_pattern, v.blk_zero, v.blk_mixed,
 	       v.failures);
+	rc = v.failures ? EXIT_FAIL : 0;
+out_free:
 	free(v.tab);
 	free(v.buf);
 	free(v.pat);
-	return v.failures ? EXIT_FAIL : 0;
+	return rc;
 }
 
 /* ===== main ===== */
@@ -1277,6 +1265,7 @@ int main(int argc, char **argv)
 			argv[4]);
 		return EXIT_USAGE;
 	}
-	return write_main(argv[1], argv[2], (unsigned int)nthreads,
-			  (unsigned int)seed);
+	write_main(argv[1], argv[2], (unsigned int)nthreads,
+		   (unsigned int)seed);
+	return EXIT_SYSCALL;	/* not reached: the writers never end */
 }

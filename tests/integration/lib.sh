@@ -300,9 +300,10 @@ tfs_expect_mount_refused() {
 
 # tfs_wait_unlocked [SECONDS]: wait (5 s by default) until nothing holds the
 # flock on $IMG; return 1 if something still does.  A daemon killed with
-# SIGKILL lets go of its device a few ms after it is reaped (the kernel
-# tears its io_uring down asynchronously), so a test that runs fsck or
-# mounts again right after tfs_kill9 calls this first.  Sets TFS_UNLOCK_MS.
+# SIGKILL can hold its device's flock for some ms after it is reaped (the
+# kernel may drop the last reference to the open file asynchronously, as
+# when it tears down an io_uring), so a test that runs fsck or mounts again
+# right after tfs_kill9 calls this first.  Sets TFS_UNLOCK_MS.
 tfs_wait_unlocked() {
 	local _t0 _
 	_t0=$(date +%s%N)

@@ -104,7 +104,7 @@ for i in $(seq "$ITERS"); do
 		head -20 "$WORK/shell-verify.bad" >&2
 		tfs_fail "iteration $i: fsync'd files checked with sha256sum: expected all exact, got the differences above"
 	}
-	tfs_log "iteration $i: crash after $ms ms; lock gone after $TFS_UNLOCK_MS ms; fsck clean; $(tail -1 "$WORK/verify.log" | sed 's/^crashwriter: verify .*: //')"
+	tfs_log "iteration $i: crash after $ms ms; lock gone after $TFS_UNLOCK_MS ms; fsck clean; $(tail -1 "$WORK/verify.log" | sed "s/^crashwriter: verify '[^']*': //")"
 done
 tfs_log "$ITERS crashes in $(($(date +%s) - t_start)) s"
 

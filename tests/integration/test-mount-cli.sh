@@ -2,7 +2,8 @@
 # Description: tensorfs command line: errors and exit codes, daemon mode, SIGTERM flush, double mount
 #
 # Every refused mount must exit 1 with the contract's words and leave no
-# mount; usage errors exit 2; --help exits 0 on stdout.  Without -f the
+# mount; usage and configuration errors exit 2 (a missing -c file, an
+# unknown key, with FILE:LINE); --help exits 0 on stdout.  Without -f the
 # parent exits 0 only once the mount is live, and the daemon (found with
 # pgrep by the image path) lets go of the caller's cwd and stdio, and exits
 # after fusermount3 -u.  SIGTERM, to the foreground or the daemonised
@@ -25,7 +26,7 @@ head -c 777 /dev/urandom >"$WORK/small"
 daemon_of() {
 	pid=$(pgrep -f -- "$1")
 	[ "$(echo "$pid" | wc -w)" = 1 ] ||
-		tfs_fail "daemon of '$1': expected one process, got '$(echo $pid)'"
+		tfs_fail "daemon of '$1': expected one process, got '${pid//$'\n'/ }'"
 }
 
 # put_files DIR: write the reference files into DIR without syncing them
