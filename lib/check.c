@@ -186,6 +186,18 @@ static int pass_reach(struct ctx *c)
 	return 0;
 }
 
+/* Is the entry name of dir one that pass 1 found bad (to be removed)? */
+static int entry_to_remove(const struct ctx *c, uint64_t dir,
+			   const char *name)
+{
+	for (size_t i = 0; i < c->nfix; i++)
+		if (c->fixes[i].dir == dir && !strcmp(c->fixes[i].name, name))
+			return 1;
+	return 0;
+}
+
+/* Subdirectories of dp that count for its link count: not the entries
+ * that are a directory's second name or name the root. */
 static uint64_t subdirs(struct ctx *c, struct tfs_inode *dp)
 {
 	struct tfs_dirent *e = NULL;
@@ -195,7 +207,8 @@ static uint64_t subdirs(struct ctx *c, struct tfs_inode *dp)
 		struct tfs_inode *ip = tfs_meta_get(c->m, e->ino);
 
 		cookie = e->cookie;
-		if (ip && S_ISDIR(ip->a.mode))
+		if (ip && S_ISDIR(ip->a.mode) &&
+		    !entry_to_remove(c, dp->a.ino, e->name))
 			n++;
 	}
 	return n;
@@ -380,12 +393,13 @@ int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
 	tfs_fs_get_info(fs, &info);
 	if (tfs_alloc_check(a))
 		problem(&c, "free-space index is inconsistent");
-	if (tfs_alloc_free_blocks(a) + tfs_meta_used_blocks(c.m) !=
-	    info.data_blocks)
+	/* info.free_blocks counts blocks freed but not yet committed (not
+	 * yet back in the allocator) as free, as statfs does */
+	if (info.free_blocks + tfs_meta_used_blocks(c.m) != info.data_blocks)
 		problem(&c, "space does not add up: %llu used + %llu free "
 			    "!= %llu data blocks",
 			(unsigned long long)tfs_meta_used_blocks(c.m),
-			(unsigned long long)tfs_alloc_free_blocks(a),
+			(unsigned long long)info.free_blocks,
 			(unsigned long long)info.data_blocks);
 	if (flags & TFS_CHECK_REPAIR) {
 		apply_fixes(&c);

@@ -321,6 +321,8 @@ int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos,
 		r->ino = tfs_get64(b);
 		r->name = (const char *)b + 8;
 		r->name_len = blen - 8;
+		if (memchr(r->name, '\0', r->name_len))
+			return -EUCLEAN;
 		break;
 	default:
 		return -EUCLEAN;

@@ -169,6 +169,8 @@ static int meta_room(struct tfs_fs *fs, uint64_t more)
 	return 0;
 }
 
+/* A name for an entry: -EEXIST for "." and "..", which always exist
+ * (the kernel never sends them; the library may be called with them). */
 static int check_name(const char *name, size_t *len)
 {
 	*len = strlen(name);
@@ -178,6 +180,8 @@ static int check_name(const char *name, size_t *len)
 		return -ENAMETOOLONG;
 	if (strchr(name, '/'))
 		return -EINVAL;
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return -EEXIST;
 	return 0;
 }
 
@@ -336,14 +340,16 @@ static int fs_commit(struct tfs_fs *fs)
 	for (size_t i = 0; i < fs->ndirty; i++) {
 		struct tfs_inode *ip = tfs_meta_get(fs->m, fs->dirty[i]);
 
-		if (ip && ip->dirty) {
-			ip->dirty = 0;
-			if (tfs_rec_put_inode(&fs->txn, &ip->a)) {
-				fs->need_ckpt = 1;
-				break;
-			}
+		if (!ip || !ip->dirty)
+			continue;
+		ip->dirty = 0;
+		/* after a failure the checkpoint below covers the rest */
+		if (fs->need_ckpt)
+			continue;
+		if (tfs_rec_put_inode(&fs->txn, &ip->a))
+			fs->need_ckpt = 1;
+		else
 			fs->txn_nrec++;
-		}
 	}
 	fs->ndirty = 0;
 	if (fs->need_ckpt) {
@@ -417,7 +423,9 @@ static void *commit_thread(void *arg)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&fs->cond, &fs->lock, &ts);
+		/* a kick sent while we were committing is not lost */
+		if (fs->txn.len <= TXN_KICK)
+			pthread_cond_timedwait(&fs->cond, &fs->lock, &ts);
 		if (fs->stop)
 			break;
 		pthread_mutex_unlock(&fs->lock);
@@ -604,6 +612,12 @@ int tfs_fs_close(struct tfs_fs *fs)
 	}
 	if (!fs->opts.readonly) {
 		pthread_mutex_lock(&fs->jlock);
+		/*
+		 * Commit to the journal first: should the superblock of the
+		 * final checkpoint ever be unreadable, the previous one plus
+		 * the journal still hold everything.
+		 */
+		(void)fs_commit(fs);
 		pthread_mutex_lock(&fs->lock);
 		rc = checkpoint_locked(fs, TFS_SB_CLEAN);
 		pthread_mutex_unlock(&fs->lock);
@@ -672,6 +686,9 @@ static void free_inode(struct tfs_fs *fs, struct tfs_inode *ip)
 
 static void maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
 {
+	/* a file system opened for inspection changes nothing */
+	if (fs->opts.readonly || fs->opts.no_recover)
+		return;
 	if (ip->a.nlink == 0 && ip->opens == 0)
 		free_inode(fs, ip);
 }
@@ -1037,6 +1054,10 @@ int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 	dp = sp ? get_dir(fs, newparent, &rc) : NULL;
 	if (!dp)
 		goto out;
+	if (dp->a.nlink == 0) {
+		rc = -ENOENT;		/* removed while open */
+		goto out;
+	}
 	se = tfs_dir_lookup(sp, name, slen);
 	sip = se ? tfs_meta_get(fs->m, se->ino) : NULL;
 	if (!sip) {
@@ -1966,9 +1987,13 @@ int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		rc = -ENODATA;
 		goto out;
 	}
-	rc = meta_room(fs, tfs_rec_size_xattr(nlen, size));
-	if (rc)
-		goto out;
+	if (!x || size > x->vlen) {
+		rc = meta_room(fs, tfs_rec_size_xattr(nlen, size) -
+					   (x ? tfs_rec_size_xattr(nlen, x->vlen)
+					      : 0));
+		if (rc)
+			goto out;
+	}
 	rc = tfs_xattr_set(fs->m, ip, name, nlen, value, size);
 	if (rc)
 		goto out;

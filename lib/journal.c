@@ -278,7 +278,14 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 				   j.sb.journal_start * TFS_BLOCK_SIZE);
 	if (rc)
 		goto out;
-	j.seq = 1;
+	/*
+	 * Start the sequence at a random point: the journal of a file system
+	 * this one replaces is not wiped, and its transactions must never
+	 * carry a sequence number the new one expects.
+	 */
+	if (getrandom(&j.seq, sizeof(j.seq), 0) != sizeof(j.seq))
+		j.seq = (uint64_t)now_ns();
+	j.seq = (j.seq >> 2) | 1;
 	/* slot 1 is "active" before, so the checkpoint lands in slot 0 */
 	j.sb.slot = 1;
 	j.sb.generation = 0;

@@ -1,0 +1,432 @@
+/*
+ * test_io.c: device access through io_uring (lib/io.h).
+ * Description: open and its errors (locking, file types, read-only),
+ * reads and writes split into pieces and batched, reads past the end
+ * (-EIO, also when the file shrinks under us), write fault injection
+ * (by call and by environment), counters, and one ring per thread.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "io.h"
+#include "testimg.h"
+
+#define IMG_BYTES (16 * MiB)
+
+struct fix {
+	char path[64];
+	struct tfs_dev *d;
+};
+
+static int setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+
+	if (!f || img_make(f->path, IMG_BYTES))
+		return -1;
+	if (tfs_dev_open(f->path, 0, &f->d)) {
+		unlink(f->path);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	tfs_dev_close(f->d);
+	unlink(f->path);
+	free(f);
+	tfs_io_thread_exit();
+	return 0;
+}
+
+static void *xalloc(size_t len)
+{
+	void *p = tfs_io_alloc(len);
+
+	assert_non_null(p);
+	return p;
+}
+
+static void test_io_alloc_is_block_aligned(void **state)
+{
+	(void)state;
+	for (size_t len = 0; len <= 3 * 4096; len += 1000) {
+		void *p = xalloc(len);
+
+		assert_int_equal((uintptr_t)p % TFS_BLOCK_SIZE, 0);
+		tfs_io_free(p);
+	}
+	tfs_io_free(NULL);
+}
+
+static void test_io_size_is_rounded_down_to_blocks(void **state)
+{
+	char path[64];
+	struct tfs_dev *d;
+
+	(void)state;
+	assert_int_equal(img_make(path, MiB + 100), 0);
+	assert_int_equal(tfs_dev_open(path, 0, &d), 0);
+	assert_int_equal(tfs_dev_size(d), MiB);
+	assert_int_equal(tfs_dev_is_blockdev(d), 0);
+	tfs_dev_close(d);
+	tfs_dev_close(NULL);
+	unlink(path);
+}
+
+static void test_io_open_errors(void **state)
+{
+	struct tfs_dev *d = NULL;
+
+	(void)state;
+	assert_int_equal(tfs_dev_open("/tmp/tfs-ut-does-not-exist", 0, &d),
+			 -ENOENT);
+	assert_int_equal(tfs_dev_open("/tmp", 0, &d), -ENOTBLK);
+	assert_int_equal(tfs_dev_open("/dev/null", 0, &d), -ENOTBLK);
+	assert_null(d);
+}
+
+static void test_io_second_open_is_ebusy(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_dev *d2 = NULL;
+
+	assert_int_equal(tfs_dev_open(f->path, 0, &d2), -EBUSY);
+	assert_int_equal(tfs_dev_open(f->path, TFS_DEV_RDONLY, &d2), -EBUSY);
+	/* without the lock (tests, fsck -n of an image) it opens */
+	assert_int_equal(tfs_dev_open(f->path, TFS_DEV_NOLOCK, &d2), 0);
+	tfs_dev_close(d2);
+	/* once the holder closes, the lock is free again */
+	tfs_dev_close(f->d);
+	f->d = NULL;
+	assert_int_equal(tfs_dev_open(f->path, 0, &f->d), 0);
+}
+
+static void test_io_write_read_roundtrip(void **state)
+{
+	struct fix *f = *state;
+	size_t len = 3 * MiB + 8 * 4096;
+	uint8_t *w = xalloc(len), *r = xalloc(len);
+
+	fill_pat(w, len, 0, 1);
+	assert_int_equal(tfs_dev_write(f->d, w, len, 4096), 0);
+	memset(r, 0, len);
+	assert_int_equal(tfs_dev_read(f->d, r, len, 4096), 0);
+	assert_memory_equal(r, w, len);
+	/* the bytes are where the offsets say, seen from outside too */
+	assert_int_equal(img_pread(f->path, 4096 + 12345, r, 100), 0);
+	assert_memory_equal(r, w + 12345, 100);
+	/* a zero-length request is a no-op */
+	assert_int_equal(tfs_dev_read(f->d, r, 0, 0), 0);
+	assert_int_equal(tfs_dev_write(f->d, w, 0, 0), 0);
+	assert_int_equal(tfs_dev_flush(f->d), 0);
+	tfs_io_free(w);
+	tfs_io_free(r);
+}
+
+static void test_io_small_pieces_and_shallow_queue(void **state)
+{
+	struct fix *f = *state;
+	size_t len = MiB;
+	uint8_t *w = xalloc(len), *r = xalloc(len);
+	struct tfs_dev_stats s0, s1;
+
+	/* one block per piece, one in flight: 256 requests */
+	tfs_dev_set_queue(f->d, 4096, 1);
+	fill_pat(w, len, 0, 2);
+	tfs_dev_get_stats(f->d, &s0);
+	assert_int_equal(tfs_dev_write(f->d, w, len, 2 * MiB), 0);
+	tfs_dev_get_stats(f->d, &s1);
+	assert_int_equal(s1.writes - s0.writes, 256);
+	assert_int_equal(s1.write_bytes - s0.write_bytes, len);
+	/* odd piece size (rounded down to blocks), deep queue (capped) */
+	tfs_dev_set_queue(f->d, 3 * 4096 + 100, 1000);
+	memset(r, 0, len);
+	assert_int_equal(tfs_dev_read(f->d, r, len, 2 * MiB), 0);
+	assert_memory_equal(r, w, len);
+	tfs_dev_get_stats(f->d, &s0);
+	assert_int_equal(s0.reads - s1.reads, (len + 3 * 4096 - 1) /
+						      (3 * 4096));
+	assert_int_equal(s0.read_bytes - s1.read_bytes, len);
+	/* nonsense settings are ignored */
+	tfs_dev_set_queue(f->d, 100, 0);
+	assert_int_equal(tfs_dev_read(f->d, r, len, 2 * MiB), 0);
+	assert_memory_equal(r, w, len);
+	tfs_io_free(w);
+	tfs_io_free(r);
+}
+
+static void test_io_batches_scatter_and_gather(void **state)
+{
+	struct fix *f = *state;
+	enum { N = 40 };
+	struct tfs_iov v[N];
+	uint8_t *w = xalloc(N * 8192), *r = xalloc(N * 8192);
+
+	tfs_dev_set_queue(f->d, 4096, 4);
+	fill_pat(w, N * 8192, 0, 3);
+	for (int i = 0; i < N; i++) {
+		/* pieces in reverse order and apart on the device */
+		v[i].buf = w + i * 8192;
+		v[i].len = 8192;
+		v[i].off = (uint64_t)(N - i) * 65536;
+	}
+	assert_int_equal(tfs_dev_writev(f->d, v, N), 0);
+	memset(r, 0, N * 8192);
+	for (int i = 0; i < N; i++)
+		v[i].buf = r + i * 8192;
+	assert_int_equal(tfs_dev_readv(f->d, v, N), 0);
+	assert_memory_equal(r, w, N * 8192);
+	/* one piece at a time agrees */
+	assert_int_equal(tfs_dev_read(f->d, r, 8192, 65536), 0);
+	assert_memory_equal(r, w + (N - 1) * 8192, 8192);
+	assert_int_equal(tfs_dev_readv(f->d, v, 0), 0);
+	tfs_io_free(w);
+	tfs_io_free(r);
+}
+
+static void test_io_short_reads_past_end_are_eio(void **state)
+{
+	struct fix *f = *state;
+	uint8_t *b = xalloc(2 * MiB);
+	uint64_t size = tfs_dev_size(f->d);
+	struct tfs_iov v[2] = { { b, 4096, 0 }, { b + 4096, 8192, size - 4096 } };
+
+	assert_int_equal(size, IMG_BYTES);
+	assert_int_equal(tfs_dev_read(f->d, b, 4096, size - 4096), 0);
+	assert_int_equal(tfs_dev_read(f->d, b, 8192, size - 4096), -EIO);
+	assert_int_equal(tfs_dev_read(f->d, b, 4096, size), -EIO);
+	assert_int_equal(tfs_dev_read(f->d, b, 4096, 1ull << 40), -EIO);
+	assert_int_equal(tfs_dev_write(f->d, b, 8192, size - 4096), -EIO);
+	/* one piece of a batch past the end fails the batch */
+	assert_int_equal(tfs_dev_readv(f->d, v, 2), -EIO);
+
+	/*
+	 * The image shrinks behind our back (another program truncates
+	 * it): a read that reaches past the new end gets a short read and
+	 * then end of file from the kernel, which must be -EIO too, not a
+	 * success with stale bytes or a hang.
+	 */
+	assert_int_equal(truncate(f->path, 4 * MiB + 4096), 0);
+	tfs_dev_set_queue(f->d, MiB, 8);
+	assert_int_equal(tfs_dev_read(f->d, b, MiB, 3 * MiB), 0);
+	assert_int_equal(tfs_dev_read(f->d, b, 2 * MiB, 3 * MiB), -EIO);
+	assert_int_equal(tfs_dev_read(f->d, b, 4096, 8 * MiB), -EIO);
+	tfs_io_free(b);
+}
+
+static void test_io_offset_overflow_is_eio(void **state)
+{
+	struct fix *f = *state;
+	uint8_t *b = xalloc(8192);
+	uint64_t off = UINT64_MAX & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
+
+	/* off + len wraps around to a small number: still past the end */
+	assert_int_equal(tfs_dev_read(f->d, b, 8192, off), -EIO);
+	assert_int_equal(tfs_dev_write(f->d, b, 8192, off), -EIO);
+	tfs_io_free(b);
+}
+
+static void test_io_injected_write_error_is_returned(void **state)
+{
+	struct fix *f = *state;
+	uint8_t *b = xalloc(8192), *r = xalloc(8192);
+	struct tfs_dev_stats s0, s1;
+
+	fill_pat(b, 8192, 0, 4);
+	assert_int_equal(tfs_dev_write(f->d, b, 8192, MiB), 0);
+	tfs_dev_fail_writes(f->d, MiB, EIO);
+	tfs_dev_get_stats(f->d, &s0);
+	/* before 'from': fine; at, after, or reaching past it: the error */
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, MiB - 4096), 0);
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, MiB), -EIO);
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, 2 * MiB), -EIO);
+	assert_int_equal(tfs_dev_write(f->d, b, 8192, MiB - 4096), -EIO);
+	tfs_dev_get_stats(f->d, &s1);
+	assert_int_equal(s1.errors - s0.errors, 3);
+	/* nothing was written by a failed request */
+	memset(r, 0, 8192);
+	assert_int_equal(tfs_dev_read(f->d, r, 8192, MiB), 0);
+	assert_memory_equal(r, b, 8192);
+	/* reads are not affected; another errno is passed through */
+	tfs_dev_fail_writes(f->d, 0, ENOSPC);
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, 0), -ENOSPC);
+	assert_int_equal(tfs_dev_read(f->d, r, 4096, 0), 0);
+	/* err 0 turns it off */
+	tfs_dev_fail_writes(f->d, 0, 0);
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, MiB), 0);
+	tfs_io_free(b);
+	tfs_io_free(r);
+}
+
+static void test_io_fault_from_environment(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_dev *d;
+	uint8_t *b = xalloc(4096);
+
+	memset(b, 1, 4096);
+	tfs_dev_close(f->d);
+	f->d = NULL;
+	assert_int_equal(setenv("TFS_FAULT_WRITE_EIO_FROM", "0x2000", 1), 0);
+	assert_int_equal(tfs_dev_open(f->path, 0, &d), 0);
+	unsetenv("TFS_FAULT_WRITE_EIO_FROM");
+	assert_int_equal(tfs_dev_write(d, b, 4096, 4096), 0);
+	assert_int_equal(tfs_dev_write(d, b, 4096, 8192), -EIO);
+	tfs_dev_close(d);
+	/* an empty value is off */
+	assert_int_equal(setenv("TFS_FAULT_WRITE_EIO_FROM", "", 1), 0);
+	assert_int_equal(tfs_dev_open(f->path, 0, &f->d), 0);
+	unsetenv("TFS_FAULT_WRITE_EIO_FROM");
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, 8192), 0);
+	tfs_io_free(b);
+}
+
+static void test_io_readonly_device_refuses_writes(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_dev *d;
+	uint8_t *b = xalloc(4096);
+
+	memset(b, 7, 4096);
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, 0), 0);
+	tfs_dev_close(f->d);
+	f->d = NULL;
+	assert_int_equal(tfs_dev_open(f->path, TFS_DEV_RDONLY, &d), 0);
+	assert_int_equal(tfs_dev_read(d, b, 4096, 0), 0);
+	assert_int_equal(b[100], 7);
+	assert_true(tfs_dev_write(d, b, 4096, 0) < 0);
+	tfs_dev_close(d);
+	assert_int_equal(tfs_dev_open(f->path, 0, &f->d), 0);
+	tfs_io_free(b);
+}
+
+static void test_io_extend_grows_the_image(void **state)
+{
+	struct fix *f = *state;
+	uint8_t *b = xalloc(4096);
+	struct stat st;
+
+	assert_int_equal(tfs_dev_read(f->d, b, 4096, IMG_BYTES), -EIO);
+	assert_int_equal(tfs_dev_extend(f->d, IMG_BYTES + MiB + 10), 0);
+	assert_int_equal(tfs_dev_size(f->d), IMG_BYTES + MiB);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(st.st_size, IMG_BYTES + MiB + 10);
+	memset(b, 9, 4096);
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, IMG_BYTES), 0);
+	assert_int_equal(tfs_dev_read(f->d, b, 4096, IMG_BYTES + MiB - 4096),
+			 0);
+	assert_int_equal(b[0], 0);
+	tfs_io_free(b);
+}
+
+struct worker {
+	struct tfs_dev *d;
+	int id;
+	int rc;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	size_t len = 256 * 1024;
+	uint8_t *b = tfs_io_alloc(len), *r = tfs_io_alloc(len);
+	uint64_t base = (uint64_t)w->id * MiB;
+
+	w->rc = !b || !r ? -ENOMEM : 0;
+	for (int round = 0; round < 20 && !w->rc; round++) {
+		uint64_t off = base + (uint64_t)(round % 4) * len;
+
+		fill_pat(b, len, off, (unsigned int)round);
+		w->rc = tfs_dev_write(w->d, b, len, off);
+		if (!w->rc)
+			w->rc = tfs_dev_read(w->d, r, len, off);
+		if (!w->rc && memcmp(b, r, len))
+			w->rc = -EILSEQ;
+		if (!w->rc && round % 5 == 4)
+			w->rc = tfs_dev_flush(w->d);
+	}
+	tfs_io_free(b);
+	tfs_io_free(r);
+	return NULL;	/* the thread's ring goes with it */
+}
+
+static void test_io_threads_each_get_a_ring(void **state)
+{
+	struct fix *f = *state;
+	enum { T = 6 };
+	pthread_t t[T];
+	struct worker w[T];
+	struct tfs_dev_stats s;
+
+	for (int i = 0; i < T; i++) {
+		w[i].d = f->d;
+		w[i].id = i;
+		w[i].rc = -1;
+		assert_int_equal(pthread_create(&t[i], NULL, worker_main,
+						&w[i]), 0);
+	}
+	for (int i = 0; i < T; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].rc, 0);
+	}
+	tfs_dev_get_stats(f->d, &s);
+	assert_true(s.write_bytes >= T * 20ull * 256 * 1024);
+	assert_true(s.flushes >= T * 4);
+	assert_int_equal(s.errors, 0);
+}
+
+static void test_io_thread_exit_then_next_request_works(void **state)
+{
+	struct fix *f = *state;
+	uint8_t *b = xalloc(4096);
+
+	memset(b, 3, 4096);
+	assert_int_equal(tfs_dev_write(f->d, b, 4096, 0), 0);
+	tfs_io_thread_exit();
+	tfs_io_thread_exit();	/* no ring: harmless */
+	assert_int_equal(tfs_dev_read(f->d, b, 4096, 0), 0);
+	assert_int_equal(b[4095], 3);
+	assert_int_equal(tfs_dev_flush(f->d), 0);
+	tfs_io_free(b);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_io_alloc_is_block_aligned),
+		cmocka_unit_test(test_io_size_is_rounded_down_to_blocks),
+		cmocka_unit_test(test_io_open_errors),
+		T(test_io_second_open_is_ebusy),
+		T(test_io_write_read_roundtrip),
+		T(test_io_small_pieces_and_shallow_queue),
+		T(test_io_batches_scatter_and_gather),
+		T(test_io_short_reads_past_end_are_eio),
+		T(test_io_offset_overflow_is_eio),
+		T(test_io_injected_write_error_is_returned),
+		T(test_io_fault_from_environment),
+		T(test_io_readonly_device_refuses_writes),
+		T(test_io_extend_grows_the_image),
+		T(test_io_threads_each_get_a_ring),
+		T(test_io_thread_exit_then_next_request_works),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

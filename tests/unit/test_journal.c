@@ -1,0 +1,949 @@
+/*
+ * test_journal.c: format, load (recovery), commit and checkpoint.
+ * Description: on a 64 MiB image file, transactions committed with
+ * tfs_journal_commit() come back at load; a torn last transaction is
+ * dropped quietly, damage followed by later transactions is -EUCLEAN;
+ * checkpoints switch slots and superblock copies so that a crash (or a
+ * lost superblock write) at any point leaves one complete state; the
+ * load errors (-EINVAL, -EUCLEAN, -EPROTO) come with a message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "crc32c.h"
+#include "format.h"
+#include "io.h"
+#include "journal.h"
+#include "meta.h"
+#include "testimg.h"
+
+#define IMG_BYTES (64 * MiB)
+
+struct fix {
+	char path[64];
+	struct tfs_dev *d;
+	struct tfs_journal j;
+	struct tfs_meta *m;
+	int loaded;
+	uint64_t used;		/* data blocks the committed extents map */
+	uint64_t pblk;		/* next made-up data block */
+	char err[256];
+};
+
+static int setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+
+	if (!f || img_make(f->path, IMG_BYTES))
+		return -1;
+	if (tfs_dev_open(f->path, 0, &f->d) ||
+	    tfs_journal_format(f->d, IMG_BYTES, 1000, 1000)) {
+		unlink(f->path);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static void unload(struct fix *f)
+{
+	if (f->loaded)
+		tfs_journal_release(&f->j);
+	f->loaded = 0;
+	tfs_meta_free(f->m);
+	f->m = NULL;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	unload(f);
+	tfs_dev_close(f->d);
+	unlink(f->path);
+	free(f);
+	tfs_io_thread_exit();
+	return 0;
+}
+
+/* (Re)load the journal into a fresh tree; returns tfs_journal_load(). */
+static int load(struct fix *f)
+{
+	int rc;
+
+	unload(f);
+	f->m = tfs_meta_new();
+	assert_non_null(f->m);
+	f->err[0] = '\0';
+	rc = tfs_journal_load(&f->j, f->d, f->m, f->err, sizeof(f->err));
+	f->loaded = rc == 0;
+	return rc;
+}
+
+/* Load as a mount does: then mark the file system in use (not CLEAN). */
+static void mount(struct fix *f)
+{
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+}
+
+/*
+ * Commit a transaction that creates regular file ino named name in the
+ * root, mapping 'blocks' data blocks, plus 'pad' bytes of xattr on it to
+ * make it longer.  Returns the journal offset it went to, or -errno.
+ */
+static int64_t commit_file_pad(struct fix *f, uint64_t ino, const char *name,
+			       uint64_t blocks, size_t pad)
+{
+	struct tfs_buf b = { 0 };
+	struct tfs_attr a = { 0 };
+	uint64_t nrec = 2, off = f->j.head;
+	int rc;
+
+	a.ino = ino;
+	a.mode = S_IFREG | 0644;
+	a.nlink = 1;
+	a.size = blocks * TFS_BLOCK_SIZE;
+	assert_int_equal(tfs_rec_put_inode(&b, &a), 0);
+	assert_int_equal(tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name,
+					  strlen(name)), 0);
+	if (blocks) {
+		uint64_t start = f->j.sb.data_start + f->pblk;
+
+		assert_int_equal(tfs_rec_put_extent(&b, ino, 0, start, blocks,
+						    0), 0);
+		nrec++;
+	}
+	while (pad) {
+		size_t n = pad < 60000 ? pad : 60000;
+		char xn[32];
+		uint8_t *v = malloc(n);
+
+		assert_non_null(v);
+		memset(v, 0x77, n);
+		snprintf(xn, sizeof(xn), "user.pad%zu", pad);
+		assert_int_equal(tfs_rec_put_xattr(&b, ino, xn, strlen(xn), v,
+						   n), 0);
+		free(v);
+		nrec++;
+		pad -= n;
+	}
+	rc = tfs_journal_commit(&f->j, b.p, b.len, nrec, ino + 1,
+				f->used + blocks, 0);
+	tfs_buf_release(&b);
+	if (rc)
+		return rc;
+	f->used += blocks;
+	f->pblk += blocks;
+	return (int64_t)off;
+}
+
+static int64_t commit_file(struct fix *f, uint64_t ino, const char *name)
+{
+	return commit_file_pad(f, ino, name, 1, 0);
+}
+
+/* Device offset of journal byte off. */
+static uint64_t jdev(const struct fix *f, uint64_t off)
+{
+	return f->j.sb.journal_start * TFS_BLOCK_SIZE + off;
+}
+
+static struct tfs_inode *root(const struct fix *f)
+{
+	return tfs_meta_get(f->m, TFS_ROOT_INO);
+}
+
+static int has(const struct fix *f, const char *name)
+{
+	return tfs_dir_lookup(root(f), name, strlen(name)) != NULL;
+}
+
+/* ===== format ===== */
+
+static void test_journal_format_then_load_gives_empty_root(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_inode *r;
+	struct tfs_super sb;
+	int copy;
+
+	assert_int_equal(load(f), 0);
+	r = root(f);
+	assert_non_null(r);
+	assert_int_equal(r->a.mode, S_IFDIR | 0755);
+	assert_int_equal(r->a.uid, 1000);
+	assert_int_equal(r->a.gid, 1000);
+	assert_int_equal(r->a.nlink, 2);
+	assert_int_equal(r->a.parent, TFS_ROOT_INO);
+	assert_true(r->a.mtime.sec > 1600000000);
+	assert_int_equal(tfs_dir_count(r), 0);
+	assert_int_equal(tfs_meta_inodes(f->m), 1);
+	assert_int_equal(tfs_meta_used_blocks(f->m), 0);
+	assert_int_equal(f->j.replayed, 0);
+	assert_int_equal(f->j.head, 0);
+	assert_int_equal(f->j.sb.flags, TFS_SB_CLEAN);
+	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(f->j.sb.dev_blocks, IMG_BYTES / TFS_BLOCK_SIZE);
+	assert_int_equal(f->j.sb.ckpt_seq, f->j.seq);
+	assert_int_equal(tfs_journal_free(&f->j),
+			 f->j.sb.journal_blocks * TFS_BLOCK_SIZE);
+	assert_int_equal(tfs_journal_slot_bytes(&f->j),
+			 f->j.sb.ckpt_blocks * TFS_BLOCK_SIZE);
+	/* both superblock copies are valid from the start */
+	{
+		uint8_t b[2][TFS_BLOCK_SIZE];
+		struct tfs_super s0, s1;
+
+		assert_int_equal(img_pread(f->path, 0, b, sizeof(b)), 0);
+		assert_int_equal(tfs_super_decode(b[0], &s0), 0);
+		assert_int_equal(tfs_super_decode(b[1], &s1), 0);
+		assert_int_equal(s0.slot, s1.slot);
+		assert_int_equal(s0.ckpt_crc, s1.ckpt_crc);
+		assert_memory_equal(s0.uuid, s1.uuid, 16);
+		/* the copy (generation & 1) holds that generation */
+		assert_int_equal(s0.generation & 1, 0);
+		assert_int_equal(s1.generation & 1, 1);
+	}
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	assert_int_equal(sb.generation, f->j.sb.generation);
+}
+
+static void test_journal_format_rejects_small_device(void **state)
+{
+	char path[64];
+	struct tfs_dev *d;
+
+	(void)state;
+	assert_int_equal(img_make(path, 32 * MiB), 0);
+	assert_int_equal(tfs_dev_open(path, 0, &d), 0);
+	assert_int_equal(tfs_journal_format(d, 32 * MiB, 0, 0), -ENOSPC);
+	tfs_dev_close(d);
+	unlink(path);
+}
+
+static void test_journal_format_uses_only_the_bytes_asked(void **state)
+{
+	char path[64];
+	struct fix g = { 0 };
+
+	(void)state;
+	assert_int_equal(img_make(path, 100 * MiB), 0);
+	strcpy(g.path, path);
+	assert_int_equal(tfs_dev_open(path, 0, &g.d), 0);
+	assert_int_equal(tfs_journal_format(g.d, 70 * MiB, 0, 0), 0);
+	assert_int_equal(load(&g), 0);
+	assert_int_equal(g.j.sb.dev_blocks, 70 * MiB / TFS_BLOCK_SIZE);
+	unload(&g);
+	/* more than the device has: the device's size */
+	assert_int_equal(tfs_journal_format(g.d, 1ull << 40, 0, 0), 0);
+	assert_int_equal(load(&g), 0);
+	assert_int_equal(g.j.sb.dev_blocks, 100 * MiB / TFS_BLOCK_SIZE);
+	unload(&g);
+	tfs_dev_close(g.d);
+	unlink(path);
+}
+
+/* ===== load errors ===== */
+
+static void test_journal_load_rejects_non_tensorfs(void **state)
+{
+	struct fix *f = *state;
+	uint8_t zero[2 * TFS_BLOCK_SIZE] = { 0 };
+	char path[64];
+	struct fix g = { 0 };
+
+	assert_int_equal(img_pwrite(f->path, 0, zero, sizeof(zero)), 0);
+	assert_int_equal(load(f), -EINVAL);
+	assert_non_null(strstr(f->err, "not a tensorfs"));
+	assert_non_null(strstr(f->err, "mkfs.tensorfs"));
+	/* too small to hold a superblock at all */
+	assert_int_equal(img_make(path, 4096), 0);
+	assert_int_equal(tfs_dev_open(path, 0, &g.d), 0);
+	assert_int_equal(load(&g), -EINVAL);
+	assert_non_null(strstr(g.err, "not a tensorfs"));
+	unload(&g);
+	tfs_dev_close(g.d);
+	unlink(path);
+}
+
+static void test_journal_load_rejects_truncated_image(void **state)
+{
+	struct fix *f = *state;
+
+	tfs_dev_close(f->d);
+	assert_int_equal(truncate(f->path, IMG_BYTES - MiB), 0);
+	assert_int_equal(tfs_dev_open(f->path, 0, &f->d), 0);
+	assert_int_equal(load(f), -EUCLEAN);
+	assert_non_null(strstr(f->err, "truncated"));
+}
+
+static void test_journal_unknown_version_is_eproto(void **state)
+{
+	struct fix *f = *state;
+	uint8_t b[TFS_BLOCK_SIZE];
+
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(img_pread(f->path, (uint64_t)c * TFS_BLOCK_SIZE,
+					   b, sizeof(b)), 0);
+		tfs_put32(b + 8, TFS_VERSION + 1);
+		tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
+		assert_int_equal(img_pwrite(f->path, (uint64_t)c *
+						     TFS_BLOCK_SIZE, b,
+					    sizeof(b)), 0);
+	}
+	assert_int_equal(load(f), -EPROTO);
+	assert_non_null(strstr(f->err, "version"));
+}
+
+static void test_journal_both_superblocks_corrupt_is_euclean(void **state)
+{
+	struct fix *f = *state;
+
+	assert_int_equal(img_flip(f->path, 200), 0);
+	assert_int_equal(img_flip(f->path, TFS_BLOCK_SIZE + 300), 0);
+	assert_int_equal(load(f), -EUCLEAN);
+	assert_non_null(strstr(f->err, "superblock"));
+}
+
+static void test_journal_corrupt_checkpoint_is_euclean(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_super sb;
+	int copy;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	assert_int_equal(load(f), 0);	/* commit does not touch f->m */
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, TFS_SB_CLEAN), 0);
+	unload(f);
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	assert_int_equal(sb.slot, 1);
+	/* a byte in the middle of the records of the active slot */
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[1] * TFS_BLOCK_SIZE +
+					   sb.ckpt_len / 2), 0);
+	assert_int_equal(load(f), -EUCLEAN);
+	assert_non_null(strstr(f->err, "checkpoint"));
+	/* bytes of the slot past the checkpoint's length do not matter */
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[1] * TFS_BLOCK_SIZE +
+					   sb.ckpt_len / 2), 0);
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[1] * TFS_BLOCK_SIZE +
+					   sb.ckpt_len + 10), 0);
+	assert_int_equal(load(f), 0);
+	assert_true(has(f, "a"));
+}
+
+static void test_journal_transaction_that_does_not_apply_is_euclean(
+	void **state)
+{
+	struct fix *f = *state;
+	struct tfs_buf b = { 0 };
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	/* a valid transaction (good CRC) linking a missing inode */
+	assert_int_equal(tfs_rec_put_link(&b, TFS_ROOT_INO, 99, "ghost", 5), 0);
+	assert_int_equal(tfs_journal_commit(&f->j, b.p, b.len, 1, 100, f->used,
+					    0), 0);
+	tfs_buf_release(&b);
+	assert_int_equal(load(f), -EUCLEAN);
+	assert_non_null(strstr(f->err, "does not apply"));
+}
+
+static void test_journal_record_count_mismatch_is_euclean(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_buf b = { 0 };
+	struct tfs_attr a = { 0 };
+
+	mount(f);
+	a.ino = 2;
+	a.mode = S_IFREG;
+	assert_int_equal(tfs_rec_put_inode(&b, &a), 0);
+	assert_int_equal(tfs_journal_commit(&f->j, b.p, b.len, 2, 3, 0, 0), 0);
+	tfs_buf_release(&b);
+	assert_int_equal(load(f), -EUCLEAN);
+}
+
+static void test_journal_used_blocks_mismatch_is_euclean(void **state)
+{
+	struct fix *f = *state;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	f->used += 5;		/* the next header claims 5 blocks too many */
+	assert_true(commit_file(f, 3, "b") >= 0);
+	assert_int_equal(load(f), -EUCLEAN);
+	assert_non_null(strstr(f->err, "blocks"));
+}
+
+/* ===== replay ===== */
+
+static void test_journal_replays_committed_transactions(void **state)
+{
+	struct fix *f = *state;
+	uint64_t seq0, head;
+
+	mount(f);
+	seq0 = f->j.seq;
+	assert_int_equal(commit_file(f, 2, "a"), 0);
+	assert_int_equal(commit_file(f, 3, "b"), TFS_BLOCK_SIZE);
+	assert_int_equal(commit_file_pad(f, 4, "c", 3, 10000),
+			 2 * TFS_BLOCK_SIZE);
+	head = f->j.head;
+	assert_int_equal(head, 2 * TFS_BLOCK_SIZE + 3 * TFS_BLOCK_SIZE);
+	assert_int_equal(f->j.seq, seq0 + 3);
+
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 3);
+	assert_int_equal(f->j.head, head);
+	assert_int_equal(f->j.seq, seq0 + 3);
+	assert_true(has(f, "a") && has(f, "b") && has(f, "c"));
+	assert_int_equal(tfs_meta_used_blocks(f->m), 5);
+	assert_int_equal(tfs_meta_get(f->m, 4)->nxattrs, 1);
+	assert_true(tfs_meta_next_ino(f->m) >= 5);
+	/* commits go on after the replayed ones */
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	assert_int_equal(commit_file(f, 5, "d"), (int64_t)head);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 4);
+	assert_true(has(f, "d"));
+}
+
+static void test_journal_next_ino_comes_from_the_headers(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_buf b = { 0 };
+	struct tfs_attr a = { 0 };
+
+	mount(f);
+	a.ino = 2;
+	a.mode = S_IFREG;
+	a.nlink = 0;
+	assert_int_equal(tfs_rec_put_inode(&b, &a), 0);
+	/* inode 2 was made, numbers up to 4999 were given out and freed */
+	assert_int_equal(tfs_journal_commit(&f->j, b.p, b.len, 1, 5000, 0, 1),
+			 0);
+	tfs_buf_release(&b);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_meta_next_ino(f->m), 5000);
+	/* and from the checkpoint header */
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_meta_next_ino(f->m), 5000);
+}
+
+static void test_journal_ignores_torn_tail(void **state)
+{
+	struct fix *f = *state;
+	int64_t off;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	assert_true(commit_file(f, 3, "b") >= 0);
+	off = commit_file(f, 4, "c");
+	assert_true(off >= 0);
+	/* the last write was torn: one byte of its payload is wrong */
+	assert_int_equal(img_flip(f->path, jdev(f, (uint64_t)off) + 100), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 2);
+	assert_true(has(f, "a") && has(f, "b"));
+	assert_false(has(f, "c"));
+	assert_int_equal(tfs_meta_used_blocks(f->m), 2);
+	/* the next commit takes the torn one's place */
+	assert_int_equal(f->j.head, (uint64_t)off);
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	f->used = 2;
+	assert_int_equal(commit_file(f, 5, "e"), off);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 3);
+	assert_true(has(f, "e"));
+	assert_false(has(f, "c"));
+}
+
+static void test_journal_ignores_torn_multiblock_tail(void **state)
+{
+	struct fix *f = *state;
+	uint8_t zero[TFS_BLOCK_SIZE] = { 0 };
+	int64_t off;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	off = commit_file_pad(f, 3, "big", 1, 5 * TFS_BLOCK_SIZE);
+	assert_true(off >= 0);
+	assert_int_equal(f->j.head - (uint64_t)off, 6 * TFS_BLOCK_SIZE);
+	/* only the first blocks reached the device: the rest is zeros */
+	assert_int_equal(img_pwrite(f->path, jdev(f, f->j.head) -
+						     TFS_BLOCK_SIZE, zero,
+				    sizeof(zero)), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 1);
+	assert_true(has(f, "a"));
+	assert_false(has(f, "big"));
+}
+
+static void test_journal_detects_corruption_in_the_middle(void **state)
+{
+	struct fix *f = *state;
+	int64_t off;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	off = commit_file(f, 3, "b");
+	assert_true(off >= 0);
+	assert_true(commit_file(f, 4, "c") >= 0);
+	assert_true(commit_file(f, 5, "d") >= 0);
+	/* damage to transaction 2 of 4: committed work would be lost */
+	assert_int_equal(img_flip(f->path, jdev(f, (uint64_t)off) + 70), 0);
+	assert_int_equal(load(f), -EUCLEAN);
+	assert_non_null(strstr(f->err, "journal is corrupted"));
+	/* a damaged header (its seq) is caught the same way */
+	assert_int_equal(img_flip(f->path, jdev(f, (uint64_t)off) + 70), 0);
+	assert_int_equal(img_flip(f->path, jdev(f, (uint64_t)off) + 8), 0);
+	assert_int_equal(load(f), -EUCLEAN);
+	assert_non_null(strstr(f->err, "journal is corrupted"));
+}
+
+static void test_journal_large_transaction_beyond_scratch_buffer(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_buf b = { 0 };
+	uint64_t n = 0;
+	char name[32];
+
+	mount(f);
+	/* 1.5 MiB of records: more than the 1 MiB scratch buffer */
+	for (uint64_t ino = 2; b.len < 3 * MiB / 2; ino++) {
+		struct tfs_attr a = { 0 };
+		int k = snprintf(name, sizeof(name), "f%llu",
+				 (unsigned long long)ino);
+
+		a.ino = ino;
+		a.mode = S_IFREG | 0600;
+		a.nlink = 1;
+		assert_int_equal(tfs_rec_put_inode(&b, &a), 0);
+		assert_int_equal(tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name,
+						  (size_t)k), 0);
+		n++;
+	}
+	assert_int_equal(tfs_journal_commit(&f->j, b.p, b.len, 2 * n, n + 2, 0,
+					    1), 0);
+	tfs_buf_release(&b);
+	assert_true(commit_file(f, n + 2, "after") >= 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 2);
+	assert_int_equal(tfs_dir_count(root(f)), n + 1);
+	assert_true(has(f, "f2") && has(f, "after"));
+}
+
+static void test_journal_commit_when_full_is_enospc(void **state)
+{
+	struct fix *f = *state;
+	uint64_t jbytes, head;
+	int count = 0, rc;
+
+	mount(f);
+	jbytes = f->j.sb.journal_blocks * TFS_BLOCK_SIZE;
+	for (;;) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%d", count);
+		head = f->j.head;
+		rc = (int)commit_file_pad(f, 2 + (uint64_t)count, name, 0,
+					  200000);
+		if (rc < 0)
+			break;
+		count++;
+	}
+	assert_int_equal(rc, -ENOSPC);
+	assert_true(count > 5);
+	/* nothing moved: the transaction was not written */
+	assert_int_equal(f->j.head, head);
+	assert_int_equal(tfs_journal_free(&f->j), jbytes - head);
+	assert_true(tfs_journal_free(&f->j) < 200000 + 2 * TFS_BLOCK_SIZE);
+	/* a small one still fits */
+	if (tfs_journal_free(&f->j) >= TFS_BLOCK_SIZE)
+		assert_true(commit_file_pad(f, 1000, "small", 0, 0) >= 0);
+	assert_int_equal(load(f), 0);
+	assert_true(f->j.replayed >= (uint64_t)count);
+	assert_int_equal(tfs_dir_count(root(f)), f->j.replayed);
+	/* a checkpoint empties the journal */
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_int_equal(tfs_journal_free(&f->j), jbytes);
+}
+
+/* ===== checkpoints ===== */
+
+static void test_journal_checkpoint_switches_slot(void **state)
+{
+	struct fix *f = *state;
+	uint64_t gen, seq;
+	struct tfs_super sb;
+	int copy;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	assert_true(commit_file(f, 3, "b") >= 0);
+	assert_true(commit_file(f, 4, "c") >= 0);
+	assert_int_equal(load(f), 0);
+	gen = f->j.sb.generation;
+	seq = f->j.seq;
+	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_int_equal(f->j.sb.slot, 1);
+	assert_int_equal(f->j.sb.generation, gen + 1);
+	assert_int_equal(f->j.sb.ckpt_seq, seq);
+	assert_int_equal(f->j.head, 0);
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	assert_int_equal(sb.slot, 1);
+	assert_int_equal(sb.generation, gen + 1);
+	assert_int_equal(copy, (int)((gen + 1) & 1));
+
+	/* the checkpoint alone holds the tree now */
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 0);
+	assert_true(has(f, "a") && has(f, "b") && has(f, "c"));
+	assert_int_equal(tfs_meta_used_blocks(f->m), 3);
+
+	/* new transactions overwrite the old ones from the start; the old
+	 * ones further on have lower seqs: neither replayed nor taken for
+	 * damage */
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	assert_int_equal(commit_file(f, 5, "d"), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 1);
+	assert_true(has(f, "d") && has(f, "a"));
+
+	/* and back to slot 0 */
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, TFS_SB_CLEAN), 0);
+	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.sb.flags, TFS_SB_CLEAN);
+	assert_int_equal(f->j.replayed, 0);
+	assert_int_equal(tfs_dir_count(root(f)), 4);
+}
+
+static void test_journal_checkpoint_larger_than_a_chunk(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_inode *r;
+	char name[32];
+
+	mount(f);
+	r = root(f);
+	/* about 2.6 MiB of records: written in several 1 MiB pieces */
+	for (uint64_t ino = 2; ino < 20002; ino++) {
+		struct tfs_attr a = { 0 };
+		struct tfs_inode *ip;
+		int k = snprintf(name, sizeof(name), "file-%llu",
+				 (unsigned long long)ino);
+
+		a.ino = ino;
+		a.mode = S_IFREG | 0644;
+		a.nlink = 1;
+		a.size = 4096;
+		ip = tfs_meta_add(f->m, &a);
+		assert_non_null(ip);
+		assert_int_equal(tfs_dir_add(f->m, r, name, (size_t)k, ino), 0);
+		assert_int_equal(tfs_meta_map(f->m, ip, 0,
+					      f->j.sb.data_start + ino, 1, 0,
+					      NULL, NULL), 0);
+	}
+	assert_true(tfs_meta_bytes(f->m) > 2 * MiB);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_int_equal(f->j.sb.ckpt_len, tfs_meta_bytes(f->m));
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_meta_inodes(f->m), 20001);
+	assert_int_equal(tfs_meta_used_blocks(f->m), 20000);
+	assert_int_equal(tfs_dir_count(root(f)), 20000);
+	assert_true(has(f, "file-2") && has(f, "file-20001"));
+	assert_int_equal(tfs_meta_get(f->m, 12345)->map.ext[0].pblk,
+			 f->j.sb.data_start + 12345);
+}
+
+static void test_journal_checkpoint_too_big_is_enospc(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_inode *r;
+	uint64_t gen;
+	struct tfs_super sb;
+	int copy;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "kept") >= 0);
+	assert_int_equal(load(f), 0);
+	gen = f->j.sb.generation;
+	r = root(f);
+	for (uint64_t ino = 10; tfs_meta_bytes(f->m) <=
+				tfs_journal_slot_bytes(&f->j); ino++) {
+		struct tfs_attr a = { 0 };
+		char name[32];
+		int k = snprintf(name, sizeof(name), "n%llu",
+				 (unsigned long long)ino);
+
+		a.ino = ino;
+		a.mode = S_IFREG;
+		a.nlink = 1;
+		assert_non_null(tfs_meta_add(f->m, &a));
+		assert_int_equal(tfs_dir_add(f->m, r, name, (size_t)k, ino), 0);
+	}
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), -ENOSPC);
+	/* the superblock did not move */
+	assert_int_equal(f->j.sb.generation, gen);
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	assert_int_equal(sb.generation, gen);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_dir_count(root(f)), 1);
+	assert_true(has(f, "kept"));
+}
+
+/* The two superblock copies, for putting back. */
+static void save_supers(const struct fix *f, uint8_t b[2][TFS_BLOCK_SIZE])
+{
+	assert_int_equal(img_pread(f->path, 0, b, 2 * TFS_BLOCK_SIZE), 0);
+}
+
+static void restore_supers(const struct fix *f, uint8_t b[2][TFS_BLOCK_SIZE])
+{
+	assert_int_equal(img_pwrite(f->path, 0, b, 2 * TFS_BLOCK_SIZE), 0);
+}
+
+static void test_journal_lost_superblock_write_keeps_previous_state(
+	void **state)
+{
+	struct fix *f = *state;
+	static uint8_t old[2][TFS_BLOCK_SIZE];
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	assert_true(commit_file(f, 3, "b") >= 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	save_supers(f, old);
+	/*
+	 * A crash after the checkpoint reached the other slot but before
+	 * its superblock did: the old superblock still points at the old
+	 * slot and the journal after it, both untouched.
+	 */
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	restore_supers(f, old);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(f->j.replayed, 2);
+	assert_true(has(f, "a") && has(f, "b"));
+}
+
+static void test_journal_torn_superblock_falls_back_to_other_copy(
+	void **state)
+{
+	struct fix *f = *state;
+	struct tfs_super sb;
+	uint64_t gen;
+	int copy;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	assert_true(commit_file(f, 3, "b") >= 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	gen = f->j.sb.generation;
+	unload(f);
+	/* the newest copy (the checkpoint's) is torn */
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	assert_int_equal(sb.generation, gen);
+	assert_int_equal(img_flip(f->path, (uint64_t)copy * TFS_BLOCK_SIZE + 90),
+			 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.sb.generation, gen - 1);
+	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(f->j.replayed, 2);
+	assert_true(has(f, "a") && has(f, "b"));
+	unload(f);
+	/* the older copy torn instead: the newest is used */
+	assert_int_equal(img_flip(f->path, (uint64_t)copy * TFS_BLOCK_SIZE + 90),
+			 0);
+	assert_int_equal(img_flip(f->path, (uint64_t)(copy ^ 1) *
+						   TFS_BLOCK_SIZE + 90), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.sb.generation, gen);
+	assert_int_equal(f->j.sb.slot, 1);
+	assert_int_equal(f->j.replayed, 0);
+	assert_true(has(f, "a") && has(f, "b"));
+}
+
+static void test_journal_failed_checkpoint_write_keeps_previous_state(
+	void **state)
+{
+	struct fix *f = *state;
+	uint64_t gen;
+	int rc;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	gen = f->j.sb.generation;
+	/* the device fails inside the inactive slot */
+	tfs_dev_fail_writes(f->d, f->j.sb.ckpt_start[1] * TFS_BLOCK_SIZE, EIO);
+	rc = tfs_journal_checkpoint(&f->j, f->m, 0);
+	tfs_dev_fail_writes(f->d, 0, 0);
+	assert_int_equal(rc, -EIO);
+	assert_int_equal(f->j.sb.generation, gen);
+	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(f->j.replayed, 1);
+	assert_true(has(f, "a"));
+}
+
+static void test_journal_commit_io_error_is_returned_and_retried(
+	void **state)
+{
+	struct fix *f = *state;
+	uint64_t head, seq;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	head = f->j.head;
+	seq = f->j.seq;
+	tfs_dev_fail_writes(f->d, jdev(f, 0), EIO);
+	assert_int_equal(commit_file(f, 3, "b"), -EIO);
+	tfs_dev_fail_writes(f->d, 0, 0);
+	assert_int_equal(f->j.head, head);
+	assert_int_equal(f->j.seq, seq);
+	/* the retry goes to the same place with the same seq */
+	assert_int_equal(commit_file(f, 3, "b"), (int64_t)head);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 2);
+	assert_true(has(f, "a") && has(f, "b"));
+}
+
+static void test_journal_set_flags_alternates_copies(void **state)
+{
+	struct fix *f = *state;
+	uint8_t b[2][TFS_BLOCK_SIZE];
+	struct tfs_super s0, s1;
+	uint64_t gen;
+
+	assert_int_equal(load(f), 0);
+	gen = f->j.sb.generation;
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	assert_int_equal(f->j.sb.generation, gen + 1);
+	assert_int_equal(img_pread(f->path, 0, b, sizeof(b)), 0);
+	assert_int_equal(tfs_super_decode(b[0], &s0), 0);
+	assert_int_equal(tfs_super_decode(b[1], &s1), 0);
+	/* the new generation went to its copy, the other one is intact */
+	if ((gen + 1) & 1) {
+		assert_int_equal(s1.generation, gen + 1);
+		assert_int_equal(s1.flags, 0);
+		assert_int_equal(s0.generation, gen);
+		assert_int_equal(s0.flags, TFS_SB_CLEAN);
+	} else {
+		assert_int_equal(s0.generation, gen + 1);
+		assert_int_equal(s1.generation, gen);
+	}
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.sb.flags, 0);
+	assert_int_equal(f->j.sb.generation, gen + 1);
+}
+
+/* ===== reformatting a used image ===== */
+
+/*
+ * mkfs over an image that held a file system with a busy journal: the
+ * new file system starts its transactions at seq 1 again, and must not
+ * replay, or mistake for damage, the old one's transactions that are
+ * still in the journal area.
+ */
+static void fill_old_journal(struct fix *f)
+{
+	mount(f);
+	assert_int_equal(commit_file(f, 2, "old1"), 0);
+	assert_true(commit_file(f, 3, "old2") >= 0);
+	assert_true(commit_file(f, 4, "old3") >= 0);
+	assert_true(commit_file(f, 5, "old4") >= 0);
+	assert_true(commit_file(f, 6, "old5") >= 0);
+	unload(f);
+	f->used = f->pblk = 0;
+	assert_int_equal(tfs_journal_format(f->d, IMG_BYTES, 0, 0), 0);
+	mount(f);
+	assert_int_equal(tfs_dir_count(root(f)), 0);
+}
+
+static void test_journal_reformat_does_not_replay_old_transactions(
+	void **state)
+{
+	struct fix *f = *state;
+
+	fill_old_journal(f);
+	/* the new file system's first transaction, the same size as the
+	 * old one's; then a crash (no checkpoint) */
+	assert_int_equal(commit_file(f, 2, "new1"), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 1);
+	assert_true(has(f, "new1"));
+	assert_false(has(f, "old2"));
+	assert_int_equal(tfs_dir_count(root(f)), 1);
+}
+
+static void test_journal_reformat_then_crash_is_not_corruption(void **state)
+{
+	struct fix *f = *state;
+
+	fill_old_journal(f);
+	/* a first transaction of two blocks, then a crash */
+	assert_int_equal(commit_file_pad(f, 2, "new1", 0, 5000), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 1);
+	assert_true(has(f, "new1"));
+	assert_int_equal(tfs_dir_count(root(f)), 1);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_journal_format_then_load_gives_empty_root),
+		cmocka_unit_test(test_journal_format_rejects_small_device),
+		cmocka_unit_test(test_journal_format_uses_only_the_bytes_asked),
+		T(test_journal_load_rejects_non_tensorfs),
+		T(test_journal_load_rejects_truncated_image),
+		T(test_journal_unknown_version_is_eproto),
+		T(test_journal_both_superblocks_corrupt_is_euclean),
+		T(test_journal_corrupt_checkpoint_is_euclean),
+		T(test_journal_transaction_that_does_not_apply_is_euclean),
+		T(test_journal_record_count_mismatch_is_euclean),
+		T(test_journal_used_blocks_mismatch_is_euclean),
+		T(test_journal_replays_committed_transactions),
+		T(test_journal_next_ino_comes_from_the_headers),
+		T(test_journal_ignores_torn_tail),
+		T(test_journal_ignores_torn_multiblock_tail),
+		T(test_journal_detects_corruption_in_the_middle),
+		T(test_journal_large_transaction_beyond_scratch_buffer),
+		T(test_journal_commit_when_full_is_enospc),
+		T(test_journal_checkpoint_switches_slot),
+		T(test_journal_checkpoint_larger_than_a_chunk),
+		T(test_journal_checkpoint_too_big_is_enospc),
+		T(test_journal_lost_superblock_write_keeps_previous_state),
+		T(test_journal_torn_superblock_falls_back_to_other_copy),
+		T(test_journal_failed_checkpoint_write_keeps_previous_state),
+		T(test_journal_commit_io_error_is_returned_and_retried),
+		T(test_journal_set_flags_alternates_copies),
+		T(test_journal_reformat_does_not_replay_old_transactions),
+		T(test_journal_reformat_then_crash_is_not_corruption),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
