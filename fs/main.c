@@ -93,7 +93,9 @@ static void op_init(void *data, struct fuse_conn_info *conn)
 	(void)data;
 	conn->max_write = 1u << 20;
 	conn->max_read = 0;
-	conn->max_readahead = 1u << 20;
+	/* the kernel offers what tune_bdi() set; ask for all of it */
+	if (g_cfg.mount_read_ahead_kb)
+		conn->max_readahead = (unsigned)g_cfg.mount_read_ahead_kb * 1024;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC |
@@ -558,6 +560,52 @@ static const struct fuse_lowlevel_ops ops = {
 	.fallocate = op_fallocate,
 };
 
+/* ===== kernel tuning ===== */
+
+/*
+ * Raise the mount's readahead and dirty-page share (as root).  The bdi is
+ * found through /proc/self/mountinfo: stat() of the mount point would
+ * ask this daemon, which does not serve requests yet.
+ */
+static void tune_bdi(const char *mnt)
+{
+	char line[8192], dev[64] = "", path[128];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char d[64], m[4096];
+
+		/* id parent major:minor root mountpoint ... */
+		if (sscanf(line, "%*s %*s %63s %*s %4095s", d, m) == 2 &&
+		    !strcmp(m, mnt))
+			snprintf(dev, sizeof(dev), "%s", d);
+	}
+	fclose(f);
+	if (!*dev)
+		return;
+	for (int i = 0; i < 2; i++) {
+		uint64_t v = i ? g_cfg.mount_bdi_max_ratio
+			       : g_cfg.mount_read_ahead_kb;
+		const char *knob = i ? "max_ratio" : "read_ahead_kb";
+
+		if (!v)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/bdi/%s/%s", dev, knob);
+		f = fopen(path, "w");
+		if (f) {
+			int ok = fprintf(f, "%llu\n", (unsigned long long)v) > 0;
+
+			if (fclose(f) == 0 && ok)
+				continue;
+		}
+		if (geteuid() == 0)
+			logmsg(LOG_WARNING, "cannot set %s to %llu: %s", path,
+			       (unsigned long long)v, strerror(errno));
+	}
+}
+
 /* ===== command line ===== */
 
 /*
@@ -769,6 +817,7 @@ int main(int argc, char **argv)
 			"there, and fusermount3 installed?)\n", mnt);
 		goto out_signals;
 	}
+	tune_bdi(mnt);
 	/* fork keeps only this thread: no ring may cross it */
 	tfs_io_thread_exit();
 	if (fuse_daemonize(g_foreground)) {

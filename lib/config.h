@@ -27,7 +27,18 @@
 	  "mount changes its files, so longer is safe; 0 asks every time.")   \
 	X(mount, max_threads, UINT, "16", 1, 1024, "count",                   \
 	  "FUSE worker threads, each serving one request at a time.  Each "   \
-	  "costs a 1 MiB request buffer and a 1 MiB I/O buffer.")
+	  "costs a 1 MiB request buffer and a 1 MiB I/O buffer.")              \
+	X(mount, read_ahead_kb, UINT, "4096", 0, 1048576, "KiB",              \
+	  "Kernel readahead for buffered reads of this mount, set in "         \
+	  "/sys/class/bdi when mounted as root (the kernel's default is 128). " \
+	  "Readahead pages are kernel page cache, not tensorfs memory.  0 "    \
+	  "leaves the kernel's value.")                                       \
+	X(mount, bdi_max_ratio, UINT, "40", 0, 100, "percent",                 \
+	  "Share of the kernel's dirty page limit that buffered writes and "   \
+	  "mmap of this mount may use before writers are throttled, set in "  \
+	  "/sys/class/bdi as root; FUSE mounts start at 1.  That page cache "  \
+	  "is kernel memory, outside tensorfs's own bound.  0 leaves the "     \
+	  "kernel's value.")
 
 enum tfs_cfg_type { TFS_CFG_BOOL, TFS_CFG_UINT, TFS_CFG_SIZE };
 
