@@ -34,6 +34,61 @@ const struct tfs_cfg_key *tfs_config_keys(size_t *n)
 	return keys;
 }
 
+static const struct {
+	const char *name;
+	size_t size;
+} dtypes[] = {
+	{ "fp16", 2 }, { "bf16", 2 }, { "fp32", 4 }, { "fp64", 8 },
+	{ "fp8_e4m3", 1 }, { "fp8_e5m2", 1 }, { "int8", 1 }, { "uint8", 1 },
+	{ "int16", 2 }, { "int32", 4 }, { "int64", 8 }, { "bool", 1 },
+};
+
+#define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
+
+const char *tfs_dtype_name(unsigned int i)
+{
+	return i < NDTYPES ? dtypes[i].name : "?";
+}
+
+size_t tfs_dtype_size(unsigned int i)
+{
+	return i < NDTYPES ? dtypes[i].size : 0;
+}
+
+int tfs_dtype_lookup(const char *name)
+{
+	for (unsigned int i = 0; i < NDTYPES; i++)
+		if (!strcasecmp(dtypes[i].name, name))
+			return (int)i;
+	return -EINVAL;
+}
+
+/* a * b, or UINT64_MAX if that does not fit */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+uint64_t tfs_config_bytes(const struct tfs_config *c, uint64_t v)
+{
+	if (v & TFS_CFG_BYTES)
+		return v & ~TFS_CFG_BYTES;
+	return mul_sat(v, tfs_dtype_size((unsigned)c->offload_param_dtype));
+}
+
+uint64_t tfs_config_cache_bytes(const struct tfs_config *c)
+{
+	return tfs_config_bytes(c, c->offload_param_max_in_cpu);
+}
+
+uint64_t tfs_config_pool_bytes(const struct tfs_config *c)
+{
+	return mul_sat(c->offload_param_buffer_count,
+		       tfs_config_bytes(c, c->offload_param_buffer_size));
+}
+
 static uint64_t *field(struct tfs_config *c, const struct tfs_cfg_key *k)
 {
 	return (uint64_t *)((char *)c + k->offset);
@@ -71,11 +126,34 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v,
 			      "false", k->section, k->name, v);
 		return -EINVAL;
 	}
+	if (k->type == TFS_CFG_DTYPE) {
+		rc = tfs_dtype_lookup(v);
+		if (rc < 0) {
+			say(err, len, "%s.%s = '%s' is not a tensor type; use one "
+				      "of fp16, bf16, fp32, fp64, fp8_e4m3, "
+				      "fp8_e5m2, int8, uint8, int16, int32, "
+				      "int64, bool", k->section, k->name, v);
+			return -EINVAL;
+		}
+		*out = (uint64_t)rc;
+		return 0;
+	}
 	rc = tfs_parse_size(v, out, &has_suffix);
+	if (!rc && k->type == TFS_CFG_ELEMS && has_suffix) {
+		if (*out & TFS_CFG_BYTES) {
+			say(err, len, "%s.%s = '%s' is too large", k->section,
+			    k->name, v);
+			return -EINVAL;
+		}
+		*out |= TFS_CFG_BYTES;
+		return 0;
+	}
 	if (rc || (k->type == TFS_CFG_UINT && has_suffix)) {
 		say(err, len, "%s.%s = '%s' is not %s", k->section, k->name, v,
-		    k->type == TFS_CFG_UINT ? "a whole number (e.g. 8 or 1e8)"
-					    : "a size (e.g. 1048576 or 1MiB)");
+		    k->type == TFS_CFG_UINT ? "a whole number (e.g. 8 or 1e8)" :
+		    k->type == TFS_CFG_ELEMS ? "a number of elements (e.g. 1e8) "
+					       "or of bytes (e.g. 256MiB)"
+					     : "a size (e.g. 1048576 or 1MiB)");
 		return -EINVAL;
 	}
 	if (*out < k->min || *out > k->max) {
@@ -169,6 +247,17 @@ static int on_key(void *user, const char *sec, const char *name,
 
 	if (l->failed)
 		return 1;	/* keep the first error only */
+	if (!strcmp(sec, "aio") && !strcmp(name, "thread_count")) {
+		/* DeepSpeed's old name, which its code now ignores */
+		size_t used = strlen(l->c->warnings);
+
+		snprintf(l->c->warnings + used, sizeof(l->c->warnings) - used,
+			 "[aio] thread_count is the old name of "
+			 "intra_op_parallelism (DeepSpeed ignores it); "
+			 "tensorfs reads it as intra_op_parallelism = %s\n",
+			 value);
+		name = "intra_op_parallelism";
+	}
 	if (!section_known(sec)) {
 		near = nearest(sec, 1);
 		snprintf(msg, sizeof(msg), "unknown section [%s]%s%s%s", sec,
@@ -299,9 +388,64 @@ static void print_doc(FILE *f, const char *doc)
 	}
 }
 
+/* A size written exactly, in the largest binary unit that divides it. */
+static const char *exact_size(uint64_t v, char *buf, size_t len)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	while (u < 4 && v && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%llu%s", (unsigned long long)v,
+		 u ? unit[u] : "");
+	return buf;
+}
+
+/* 1000000000 as DeepSpeed writes it, 1e9; other numbers as they are. */
+static const char *deepspeed_number(uint64_t v, char *buf, size_t len)
+{
+	uint64_t m = v;
+	int e = 0;
+
+	while (m && m % 10 == 0) {
+		m /= 10;
+		e++;
+	}
+	if (v >= 1000000 && m < 1000)
+		snprintf(buf, len, "%llue%d", (unsigned long long)m, e);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+int tfs_config_validate(const struct tfs_config *c, char *err, size_t errlen)
+{
+	uint64_t bs = c->aio_block_size;
+	uint64_t pool = tfs_config_pool_bytes(c);
+
+	if (bs % 4096) {
+		say(err, errlen, "aio.block_size = %llu is not a multiple of "
+				 "4 KiB (4096); device I/O is 4 KiB aligned",
+		    (unsigned long long)bs);
+		return -EINVAL;
+	}
+	if (pool / bs < 2) {
+		say(err, errlen, "the write-back pool (buffer_count x "
+				 "buffer_size = %llu bytes) holds fewer than "
+				 "two aio.block_size blocks of %llu; raise "
+				 "buffer_size or lower block_size",
+		    (unsigned long long)pool, (unsigned long long)bs);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void tfs_config_print(const struct tfs_config *c, FILE *f)
 {
 	const char *sec = NULL;
+	char buf[32];
 
 	fprintf(f, "; tensorfs configuration: each key with its meaning, unit and\n"
 		   "; default.  Pass it to tensorfs with -c FILE.ini.\n");
@@ -318,6 +462,18 @@ void tfs_config_print(const struct tfs_config *c, FILE *f)
 		fprintf(f, "; unit: %s; default: %s\n", k->unit, k->def);
 		if (k->type == TFS_CFG_BOOL)
 			fprintf(f, "%s = %s\n", k->name, v ? "true" : "false");
+		else if (k->type == TFS_CFG_DTYPE)
+			fprintf(f, "%s = %s\n", k->name,
+				tfs_dtype_name((unsigned)v));
+		else if (k->type == TFS_CFG_ELEMS && v & TFS_CFG_BYTES)
+			fprintf(f, "%s = %s\n", k->name,
+				exact_size(v & ~TFS_CFG_BYTES, buf, sizeof(buf)));
+		else if (k->type == TFS_CFG_ELEMS)
+			fprintf(f, "%s = %s\n", k->name,
+				deepspeed_number(v, buf, sizeof(buf)));
+		else if (k->type == TFS_CFG_SIZE)
+			fprintf(f, "%s = %s\n", k->name,
+				exact_size(v, buf, sizeof(buf)));
 		else
 			fprintf(f, "%s = %llu\n", k->name, (unsigned long long)v);
 	}

@@ -1,0 +1,34 @@
+/*
+ * memcheck.h: will a memory budget fit this machine?
+ *
+ * The mount refuses a cache plus write-back pool that the machine cannot
+ * give it, rather than letting the kernel's OOM killer or swap decide
+ * later.  "Available" is the smaller of /proc/meminfo's MemAvailable and,
+ * inside a cgroup v2 with a limit, memory.max minus memory.current.
+ */
+#ifndef TFS_MEMCHECK_H
+#define TFS_MEMCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tfs_mem_limits {
+	uint64_t mem_available;	/* MemAvailable, bytes */
+	uint64_t cgroup_free;	/* memory.max - memory.current, or UINT64_MAX */
+	uint64_t memlock;	/* RLIMIT_MEMLOCK soft limit, or UINT64_MAX */
+	char cgroup[512];	/* the cgroup's path, "" if none */
+};
+
+/* Read the limits of this process.  Returns 0 or -errno. */
+int tfs_mem_limits(struct tfs_mem_limits *l);
+
+/*
+ * Check that cache + pool bytes fit in the available memory with 'spare'
+ * bytes to spare, and that a pinned pool fits RLIMIT_MEMLOCK.  Returns 0,
+ * or -ENOMEM / -EPERM with err giving the numbers and the key to lower.
+ */
+int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
+		  uint64_t pool, int pinned, uint64_t spare, char *err,
+		  size_t errlen);
+
+#endif
