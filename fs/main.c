@@ -35,6 +35,7 @@
 #include "config.h"
 #include "fs.h"
 #include "io.h"
+#include "memcheck.h"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
@@ -58,6 +59,43 @@ static void logmsg(int prio, const char *fmt, ...)
 		vsyslog(prio, fmt, ap);
 	}
 	va_end(ap);
+}
+
+static void log_fs(const char *msg)
+{
+	logmsg(LOG_ERR, "%s", msg);
+}
+
+/*
+ * The data path's settings, and whether they fit this machine: the cache
+ * and the pool must fit in available memory with MOUNT_SPARE to spare,
+ * and a pinned arena in RLIMIT_MEMLOCK.  0, or 1 with a message.
+ */
+#define MOUNT_SPARE (64ull << 20)
+
+static int data_path_opts(struct tfs_fs_opts *fo)
+{
+	struct tfs_mem_limits lim;
+	char err[1024];
+
+	fo->cache_bytes = tfs_config_cache_bytes(&g_cfg);
+	fo->pool_bytes = tfs_config_pool_bytes(&g_cfg);
+	fo->block_size = (size_t)g_cfg.aio_block_size;
+	fo->queue_depth = (unsigned)g_cfg.aio_queue_depth;
+	fo->io_threads = (unsigned)g_cfg.aio_intra_op_parallelism;
+	fo->pin = (int)g_cfg.offload_param_pin_memory;
+	fo->single_submit = (int)g_cfg.aio_single_submit;
+	fo->no_overlap = !g_cfg.aio_overlap_events;
+	fo->log = log_fs;
+	if (!g_cfg.mount_memory_check)
+		return 0;
+	tfs_mem_limits(&lim);
+	if (tfs_mem_check(&lim, fo->cache_bytes, fo->pool_bytes, fo->pin,
+			  MOUNT_SPARE, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s\n", err);
+		return 1;
+	}
+	return 0;
 }
 
 /* ===== replies ===== */
@@ -355,9 +393,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 static void op_flush(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
-	(void)ino;
+	/* each close(): start the write-back, report an earlier failure */
 	(void)fi;
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, -tfs_flush(g_fs, ino));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -743,6 +781,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tensorfs: -o %s\n", err);
 		return 2;
 	}
+	if (g_cfg.warnings[0])
+		fprintf(stderr, "tensorfs: %s", g_cfg.warnings);
+	if (tfs_config_validate(&g_cfg, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s%s%s\n", conf ? conf : "",
+			conf ? ": " : "", err);
+		return 2;
+	}
 	if (print_config) {
 		tfs_config_print(&g_cfg, stdout);
 		return 0;
@@ -780,6 +825,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if (data_path_opts(&fo))
+		return 1;
 	rc = tfs_fs_open(dev, &fo, &g_fs, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
@@ -830,8 +877,7 @@ int main(int argc, char **argv)
 	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
 	rc = tfs_fs_start(g_fs);
 	if (rc) {
-		logmsg(LOG_ERR, "cannot start the commit thread: %s",
-		       strerror(-rc));
+		logmsg(LOG_ERR, "cannot start: %s", strerror(-rc));
 		goto out_unmount;
 	}
 	cfg = fuse_loop_cfg_create();

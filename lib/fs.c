@@ -51,6 +51,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "format.h"
 #include "io.h"
 #include "journal.h"
@@ -61,7 +62,9 @@
 #define META_RESERVE	(64u << 10)	/* checkpoint slot headroom */
 #define TXN_KICK	(4u << 20)	/* commit early past this size */
 #define MAX_LINKS	65000u
+#define NO_TAG		UINT64_MAX	/* release_pending(): nothing */
 #define VXATTR_EXTENTS	"user.tensorfs.extents"
+#define VXATTR_CACHED	"user.tensorfs.cached"
 
 struct pending {
 	uint64_t pblk, len, tag;
@@ -74,6 +77,8 @@ struct tfs_fs {
 	struct tfs_journal j;
 	struct tfs_meta *m;
 	struct tfs_alloc *alloc;
+	struct tfs_cache *cache;
+	size_t cs;			/* cache chunk size */
 	struct tfs_fs_opts opts;
 	uint64_t data_start, data_blocks;
 	uint64_t replayed;
@@ -89,6 +94,8 @@ struct tfs_fs {
 	size_t npend, cappend;
 	uint64_t pend_blocks;
 	uint64_t data_writes;		/* since the last flush */
+	uint64_t wb_errors;		/* write-backs that failed */
+	uint64_t app_read_bytes, app_write_bytes;	/* atomics */
 
 	/* commit thread */
 	pthread_t thr;
@@ -96,6 +103,8 @@ struct tfs_fs {
 	pthread_cond_t cond;
 	unsigned int interval_ms;
 };
+
+static int open_cache(struct tfs_fs *fs, char *err, size_t errlen);
 
 /* ===== small helpers ===== */
 
@@ -306,22 +315,45 @@ static void txn_reset(struct tfs_fs *fs)
 	fs->ndirty = 0;
 }
 
-/* Checkpoint under fs->lock (and jlock): everything in memory becomes
- * the new committed state. */
-static int checkpoint_locked(struct tfs_fs *fs, uint32_t flags)
+/*
+ * Checkpoint under fs->lock (and jlock): everything in memory becomes
+ * the new committed state.  The blocks freed up to *tag may be reused
+ * once release_pending() says so.
+ */
+static int checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
+			     uint64_t *tag)
 {
-	uint64_t tag = fs->tag++;
-	int rc = tfs_journal_checkpoint(&fs->j, fs->m, flags);
+	int rc;
 
+	*tag = fs->tag++;
+	rc = tfs_journal_checkpoint(&fs->j, fs->m, flags);
 	if (rc) {
+		*tag = NO_TAG;
 		fs->need_ckpt = 1;
 		return rc;
 	}
 	txn_reset(fs);
 	fs->need_ckpt = 0;
 	fs->data_writes = 0;
-	pend_release(fs, tag);
 	return 0;
+}
+
+/*
+ * Give the allocator the blocks freed by committed transactions up to
+ * tag.  A write-back that mapped such a block before it was freed may
+ * still be writing to it: wait for those first (the barrier), so a new
+ * owner's data is never overwritten by an old one's.  Caller holds
+ * neither lock (the write-back needs fs->lock to finish).
+ */
+static void release_pending(struct tfs_fs *fs, uint64_t tag)
+{
+	if (tag == NO_TAG)
+		return;
+	if (fs->cache)
+		tfs_cache_barrier(fs->cache);
+	pthread_mutex_lock(&fs->lock);
+	pend_release(fs, tag);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* Commit the running transaction.  Caller holds jlock, not lock. */
@@ -333,8 +365,9 @@ static int fs_commit(struct tfs_fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	if (fs->need_ckpt) {
-		rc = checkpoint_locked(fs, 0);
+		rc = checkpoint_locked(fs, 0, &tag);
 		pthread_mutex_unlock(&fs->lock);
+		release_pending(fs, tag);
 		return rc;
 	}
 	for (size_t i = 0; i < fs->ndirty; i++) {
@@ -353,8 +386,9 @@ static int fs_commit(struct tfs_fs *fs)
 	}
 	fs->ndirty = 0;
 	if (fs->need_ckpt) {
-		rc = checkpoint_locked(fs, 0);
+		rc = checkpoint_locked(fs, 0, &tag);
 		pthread_mutex_unlock(&fs->lock);
+		release_pending(fs, tag);
 		return rc;
 	}
 	if (fs->txn_nrec == 0 && fs->data_writes == 0) {
@@ -381,13 +415,13 @@ static int fs_commit(struct tfs_fs *fs)
 	pthread_mutex_lock(&fs->lock);
 	if (rc == -ENOSPC || rc == -ENOMEM) {
 		/* no room in the journal: the checkpoint includes t */
-		rc = checkpoint_locked(fs, 0);
+		rc = checkpoint_locked(fs, 0, &tag);
 	} else if (rc) {
 		fs->need_ckpt = 1;
-	} else {
-		pend_release(fs, tag);
+		tag = NO_TAG;
 	}
 	pthread_mutex_unlock(&fs->lock);
+	release_pending(fs, tag);
 	return rc;
 }
 
@@ -405,6 +439,7 @@ int tfs_fs_sync(struct tfs_fs *fs)
 {
 	if (fs->opts.readonly)
 		return 0;
+	tfs_cache_sync_all(fs->cache);
 	return commit(fs);
 }
 
@@ -547,20 +582,26 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	if (!fs->opts.readonly) {
 		/* Recovery ends with a checkpoint, so that the replayed state
 		 * is the committed one and the journal starts empty. */
+		uint64_t tag = NO_TAG;
+
 		pthread_mutex_lock(&fs->jlock);
 		pthread_mutex_lock(&fs->lock);
 		if (fs->replayed || norphans || !(fs->j.sb.flags & TFS_SB_CLEAN))
-			rc = checkpoint_locked(fs, 0);
+			rc = checkpoint_locked(fs, 0, &tag);
 		else
 			rc = tfs_journal_set_flags(&fs->j, 0);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_mutex_unlock(&fs->jlock);
+		release_pending(fs, tag);
 		if (rc) {
 			say(err, errlen, "cannot write to '%s': %s", path,
 			    strerror(-rc));
 			goto fail_journal;
 		}
 	}
+	rc = open_cache(fs, err, errlen);
+	if (rc)
+		goto fail_journal;
 	*out = fs;
 	return 0;
 
@@ -570,6 +611,7 @@ fail_dev:
 	tfs_dev_close(fs->dev);
 	fs->dev = NULL;
 fail:
+	tfs_cache_free(fs->cache);
 	tfs_alloc_free(fs->alloc);
 	tfs_meta_free(fs->m);
 	pthread_mutex_destroy(&fs->lock);
@@ -585,6 +627,9 @@ int tfs_fs_start(struct tfs_fs *fs)
 
 	if (fs->opts.readonly || fs->thr_started)
 		return 0;
+	rc = tfs_cache_start(fs->cache);
+	if (rc)
+		return rc;
 	rc = pthread_create(&fs->thr, NULL, commit_thread, fs);
 	if (rc)
 		return -rc;
@@ -603,6 +648,8 @@ int tfs_fs_close(struct tfs_fs *fs)
 
 	if (!fs)
 		return 0;
+	if (!fs->opts.readonly)
+		tfs_cache_sync_all(fs->cache);
 	if (fs->thr_started) {
 		pthread_mutex_lock(&fs->lock);
 		fs->stop = 1;
@@ -617,12 +664,15 @@ int tfs_fs_close(struct tfs_fs *fs)
 		 * final checkpoint ever be unreadable, the previous one plus
 		 * the journal still hold everything.
 		 */
+		uint64_t tag;
+
 		(void)fs_commit(fs);
 		pthread_mutex_lock(&fs->lock);
-		rc = checkpoint_locked(fs, TFS_SB_CLEAN);
+		rc = checkpoint_locked(fs, TFS_SB_CLEAN, &tag);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_mutex_unlock(&fs->jlock);
 	}
+	tfs_cache_free(fs->cache);
 	tfs_journal_release(&fs->j);
 	tfs_dev_close(fs->dev);
 	tfs_alloc_free(fs->alloc);
@@ -677,6 +727,10 @@ static void free_inode(struct tfs_fs *fs, struct tfs_inode *ip)
 {
 	struct freectx c = { fs, 0, 0 };
 
+	/* write-backs still in flight finish before release_pending()
+	 * lets anyone reuse these blocks */
+	if (fs->cache)
+		tfs_cache_forget(fs->cache, ip->a.ino);
 	for (size_t i = 0; i < ip->map.n; i++)
 		on_freed(ip->map.ext[i].pblk, ip->map.ext[i].len, &c);
 	rec(fs, tfs_rec_put_free(&fs->txn, ip->a.ino));
@@ -1351,99 +1405,355 @@ static int pending_blocks(struct tfs_fs *fs)
 	return fs->npend != 0;
 }
 
-/* Per-thread aligned bounce buffer. */
-static pthread_key_t bounce_key;
-static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
+/* ===== per-thread buffers ===== */
 
-struct bounce {
-	void *p;
-	size_t len;
+/* Aligned buffers of the calling thread: TB_DEV for device I/O that
+ * cannot go straight to the caller's memory, TB_OUT for what
+ * tfs_read_ref() returns. */
+enum { TB_DEV, TB_OUT, TB_N };
+
+static pthread_key_t tbuf_key;
+static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
+
+struct tbuf {
+	void *p[TB_N];
+	size_t len[TB_N];
 };
 
-static void bounce_free(void *arg)
+static void tbuf_free(void *arg)
 {
-	struct bounce *b = arg;
+	struct tbuf *b = arg;
 
-	tfs_io_free(b->p);
+	for (int i = 0; i < TB_N; i++)
+		tfs_io_free(b->p[i]);
 	free(b);
 }
 
-static void bounce_init(void)
+static void tbuf_init(void)
 {
-	(void)pthread_key_create(&bounce_key, bounce_free);
+	(void)pthread_key_create(&tbuf_key, tbuf_free);
 }
 
-static uint8_t *bounce_get(size_t len)
+static uint8_t *tbuf_get(int which, size_t len)
 {
-	struct bounce *b;
+	struct tbuf *b;
 
-	pthread_once(&bounce_once, bounce_init);
-	b = pthread_getspecific(bounce_key);
+	pthread_once(&tbuf_once, tbuf_init);
+	b = pthread_getspecific(tbuf_key);
 	if (!b) {
 		b = calloc(1, sizeof(*b));
 		if (!b)
 			return NULL;
-		pthread_setspecific(bounce_key, b);
+		pthread_setspecific(tbuf_key, b);
 	}
-	if (b->len < len) {
+	if (b->len[which] < len) {
 		void *p = tfs_io_alloc(len);
 
 		if (!p)
 			return NULL;
-		tfs_io_free(b->p);
-		b->p = p;
-		b->len = len;
+		tfs_io_free(b->p[which]);
+		b->p[which] = p;
+		b->len[which] = len;
 	}
-	return b->p;
+	return b->p[which];
 }
 
-/* Read the device blocks of the written pieces of v into buf (which
- * holds block v->s[0].lblk at offset 0); zero the rest. */
-static int read_segs(struct tfs_fs *fs, struct segs *v, uint8_t *buf)
+/* ===== the device side of the cache ===== */
+
+static int bit(const uint64_t *b, uint64_t i)
 {
+	return (int)((b[i / 64] >> (i % 64)) & 1);
+}
+
+/*
+ * Read blocks [first, first + n) of ip into buf (block first at offset
+ * 0), only those set in want (bit i: block first + i; NULL: all); zeros
+ * where the file has no written data.  Caller holds ip's io_lock, so no
+ * truncate gives the blocks away meanwhile.
+ */
+static int read_blocks(struct tfs_fs *fs, struct tfs_inode *ip,
+		       uint64_t first, uint64_t n, const uint64_t *want,
+		       uint8_t *buf)
+{
+	struct segs v = { 0 };
 	struct tfs_iov iov[64];
-	uint64_t base = v->n ? v->s[0].lblk : 0;
-	int n = 0, rc = 0;
+	int niov = 0, rc;
 
-	for (size_t i = 0; i < v->n && !rc; i++) {
-		struct seg *s = &v->s[i];
-		uint8_t *p = buf + (s->lblk - base) * BS;
+	pthread_mutex_lock(&fs->lock);
+	rc = map_range(ip, first, n, &v);
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < v.n && !rc; i++) {
+		struct seg *s = &v.s[i];
+		uint64_t b = s->lblk, end = s->lblk + s->len;
 
-		if (s->kind != SEG_WRITTEN) {
-			memset(p, 0, s->len * BS);
-			continue;
-		}
-		iov[n].buf = p;
-		iov[n].len = s->len * BS;
-		iov[n].off = s->pblk * BS;
-		if (++n == 64) {
-			rc = tfs_dev_readv(fs->dev, iov, n);
-			n = 0;
+		while (b < end && !rc) {
+			uint64_t e = b + 1;
+			uint8_t *p = buf + (b - first) * BS;
+
+			if (want && !bit(want, b - first)) {
+				b++;
+				continue;
+			}
+			while (e < end && (!want || bit(want, e - first)))
+				e++;
+			if (s->kind != SEG_WRITTEN) {
+				memset(p, 0, (e - b) * BS);
+			} else {
+				iov[niov].buf = p;
+				iov[niov].len = (e - b) * BS;
+				iov[niov].off = (s->pblk + (b - s->lblk)) * BS;
+				if (++niov == 64) {
+					rc = tfs_dev_readv(fs->dev, iov, niov);
+					niov = 0;
+				}
+			}
+			b = e;
 		}
 	}
-	if (!rc && n)
-		rc = tfs_dev_readv(fs->dev, iov, n);
+	if (!rc && niov)
+		rc = tfs_dev_readv(fs->dev, iov, niov);
+	free(v.s);
 	return rc;
 }
 
-ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
-		 uint64_t off)
-{
-	const void *data;
-	ssize_t n = tfs_read_ref(fs, ino, len, off, &data);
-
-	if (n > 0)
-		memcpy(buf, data, (size_t)n);
-	return n;
-}
-
-ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
-		     uint64_t off, const void **data)
+static struct tfs_inode *get_inode(struct tfs_fs *fs, uint64_t ino)
 {
 	struct tfs_inode *ip;
-	struct segs v = { 0 };
-	uint64_t first, nblk, size;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return ip;
+}
+
+/* Cache callback: fill sectors of a chunk (the caller holds the inode). */
+static int cb_fill(void *ctx, uint64_t ino, uint64_t idx, void *buf,
+		   const uint64_t *want, unsigned int nsect)
+{
+	struct tfs_fs *fs = ctx;
+	struct tfs_inode *ip = get_inode(fs, ino);
+
+	if (!ip)
+		return -ESTALE;
+	return read_blocks(fs, ip, idx * (fs->cs / BS), nsect, want, buf);
+}
+
+/* Cache callback: a read the cache has no room for. */
+static int cb_read_direct(void *ctx, uint64_t ino, uint64_t off, void *dst,
+			  size_t len)
+{
+	struct tfs_fs *fs = ctx;
+	struct tfs_inode *ip = get_inode(fs, ino);
+	uint64_t first = off / BS, n = (off + len + BS - 1) / BS - first;
 	uint8_t *b;
+	int rc;
+
+	if (!ip)
+		return -ESTALE;
+	b = tbuf_get(TB_DEV, n * BS);
+	if (!b)
+		return -ENOMEM;
+	rc = read_blocks(fs, ip, first, n, NULL, b);
+	if (!rc)
+		memcpy(dst, b + off % BS, len);
+	return rc;
+}
+
+/* One run of dirty blocks of a chunk, where it goes on the device. */
+struct wrun {
+	uint64_t lblk, pblk, len;
+	int unwritten, io;
+};
+
+struct wbatch {
+	struct tfs_iov *iov;
+	struct wrun *run;
+	size_t n, cap;
+};
+
+static int wbatch_add(struct wbatch *w, uint8_t *buf, uint64_t lblk,
+		      uint64_t pblk, uint64_t len, int unwritten, int io)
+{
+	if (w->n == w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 64;
+		struct tfs_iov *ni = realloc(w->iov, nc * sizeof(*ni));
+		struct wrun *nr;
+
+		if (!ni)
+			return -ENOMEM;
+		w->iov = ni;
+		nr = realloc(w->run, nc * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		w->run = nr;
+		w->cap = nc;
+	}
+	w->iov[w->n] = (struct tfs_iov){ buf, len * BS, pblk * BS };
+	w->run[w->n] = (struct wrun){ lblk, pblk, len, unwritten, io };
+	w->n++;
+	return 0;
+}
+
+/* The runs of io's dirty blocks, mapped.  Caller holds fs->lock. */
+static int map_dirty(struct tfs_fs *fs, struct tfs_inode *ip,
+		     struct tfs_cache_io *io, int i, struct wbatch *w)
+{
+	uint64_t spc = fs->cs / BS, base = io->idx * spc;
+	struct segs v = { 0 };
+	int rc = map_range(ip, base, spc, &v);
+
+	for (size_t k = 0; k < v.n && !rc; k++) {
+		struct seg *s = &v.s[k];
+		uint64_t b = s->lblk, end = s->lblk + s->len;
+
+		while (b < end && !rc) {
+			uint64_t e = b + 1;
+
+			if (!bit(io->dirty, b - base)) {
+				b++;
+				continue;
+			}
+			while (e < end && bit(io->dirty, e - base))
+				e++;
+			if (s->kind == SEG_HOLE)
+				rc = -EIO;	/* the write allocated them */
+			else
+				rc = wbatch_add(w, (uint8_t *)io->buf +
+						   (b - base) * BS, b,
+						s->pblk + (b - s->lblk), e - b,
+						s->kind == SEG_UNWRITTEN, i);
+			b = e;
+		}
+	}
+	free(v.s);
+	return rc;
+}
+
+static void log_error(struct tfs_fs *fs, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!fs->opts.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fs->opts.log(msg);
+}
+
+/*
+ * Cache callback, on a flusher thread: write the dirty blocks of a batch
+ * of chunks in one go (up to queue_depth requests in flight), then map
+ * the blocks that were unwritten as written.  A failed chunk's error is
+ * kept on its inode for the next write, fsync or close to return.
+ */
+static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
+{
+	struct tfs_fs *fs = ctx;
+	struct wbatch w = { 0 };
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	for (int i = 0; i < n; i++) {
+		struct tfs_inode *ip = tfs_meta_get(fs->m, ios[i].ino);
+
+		if (ip)	/* else the file is gone: nothing to keep */
+			ios[i].result = map_dirty(fs, ip, &ios[i], i, &w);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	rc = tfs_dev_writev(fs->dev, w.iov, (int)w.n);
+	if (rc) {
+		/* which chunks failed?  try each on its own */
+		for (size_t k = 0; k < w.n;) {
+			size_t e = k;
+			int i = w.run[k].io;
+
+			while (e < w.n && w.run[e].io == i)
+				e++;
+			if (!ios[i].result)
+				ios[i].result = tfs_dev_writev(fs->dev,
+							       w.iov + k,
+							       (int)(e - k));
+			k = e;
+		}
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (int i = 0; i < n; i++) {
+		struct tfs_inode *ip = tfs_meta_get(fs->m, ios[i].ino);
+
+		if (!ios[i].result || !ip)
+			continue;
+		fs->wb_errors++;
+		if (!ip->wb_err)
+			ip->wb_err = ios[i].result;
+		log_error(fs, "write-back of inode %llu bytes %llu..%llu "
+			      "failed: %s; the next write, fsync or close of "
+			      "the file reports it",
+			  (unsigned long long)ios[i].ino,
+			  (unsigned long long)(ios[i].idx * fs->cs),
+			  (unsigned long long)((ios[i].idx + 1) * fs->cs - 1),
+			  strerror(-ios[i].result));
+	}
+	for (size_t k = 0; k < w.n; k++) {
+		struct wrun *r = &w.run[k];
+		struct tfs_inode *ip;
+		struct freectx c = { fs, r->pblk, r->len };
+
+		if (ios[r->io].result || !r->unwritten)
+			continue;
+		ip = tfs_meta_get(fs->m, ios[r->io].ino);
+		if (!ip)
+			continue;
+		if (tfs_meta_map(fs->m, ip, r->lblk, r->pblk, r->len, 0,
+				 on_freed, &c)) {
+			/* no memory for the map: the next commit is a
+			 * checkpoint, which fails loudly */
+			fs->need_ckpt = 1;
+			continue;
+		}
+		rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, r->lblk,
+					   r->pblk, r->len, 0));
+	}
+	if (w.n)
+		fs->data_writes++;
+	pthread_mutex_unlock(&fs->lock);
+	free(w.iov);
+	free(w.run);
+}
+
+static int open_cache(struct tfs_fs *fs, char *err, size_t errlen)
+{
+	static const struct tfs_cache_ops ops = {
+		.fill = cb_fill,
+		.write = cb_write,
+		.read_direct = cb_read_direct,
+	};
+	const struct tfs_fs_opts *o = &fs->opts;
+	struct tfs_cache_opts co = { 0 };
+
+	fs->cs = o->block_size ? o->block_size : 1u << 20;
+	co.chunk_size = fs->cs;
+	co.cache_chunks = (size_t)(o->cache_bytes / fs->cs);
+	co.pool_chunks = o->pool_bytes ? (size_t)(o->pool_bytes / fs->cs) : 16;
+	if (!co.pool_chunks)
+		co.pool_chunks = 1;
+	co.flushers = o->io_threads ? o->io_threads : 1;
+	co.batch = o->queue_depth ? o->queue_depth : 8;
+	co.pin = o->pin;
+	tfs_dev_set_queue(fs->dev, fs->cs, co.batch);
+	tfs_dev_set_submit(fs->dev, o->single_submit, !o->no_overlap);
+	return tfs_cache_new(&co, &ops, fs, &fs->cache, err, errlen);
+}
+
+/* ===== reads and writes ===== */
+
+/* Read into buf, or (buf NULL) into this thread's buffer, returned in
+ * *data. */
+static ssize_t do_read(struct tfs_fs *fs, uint64_t ino, void *buf,
+		       size_t len, uint64_t off, const void **data)
+{
+	struct tfs_inode *ip;
 	ssize_t rc = 0;
 	int err = 0;
 
@@ -1452,127 +1762,64 @@ ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
 		return err;
 	pthread_rwlock_rdlock(&ip->io_lock);
 	pthread_mutex_lock(&fs->lock);
-	if (S_ISDIR(ip->a.mode)) {
+	if (S_ISDIR(ip->a.mode))
 		rc = -EISDIR;
-	} else if (!S_ISREG(ip->a.mode)) {
+	else if (!S_ISREG(ip->a.mode))
 		rc = -EINVAL;
-	} else {
-		size = ip->a.size;
-		if (off >= size || len == 0) {
-			len = 0;
-		} else {
-			if (len > size - off)
-				len = (size_t)(size - off);
-			first = off / BS;
-			nblk = (off + len + BS - 1) / BS - first;
-			rc = map_range(ip, first, nblk, &v);
-		}
-	}
+	else if (off >= ip->a.size)
+		len = 0;
+	else if (len > ip->a.size - off)
+		len = (size_t)(ip->a.size - off);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc || len == 0)
 		goto out;
-	b = bounce_get(v.n ? (size_t)((v.s[v.n - 1].lblk + v.s[v.n - 1].len -
-				      v.s[0].lblk) * BS) : BS);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
+	if (!buf) {
+		buf = tbuf_get(TB_OUT, len);
+		if (!buf) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		*data = buf;
 	}
-	rc = read_segs(fs, &v, b);
-	if (rc)
-		goto out;
-	*data = b + off % BS;
-	rc = (ssize_t)len;
+	rc = tfs_cache_read(fs->cache, ino, off, buf, len);
+	if (!rc) {
+		rc = (ssize_t)len;
+		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
+	}
 out:
-	free(v.s);
 	pthread_rwlock_unlock(&ip->io_lock);
 	unhold(fs, ip);
 	return rc;
 }
 
+ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
+		 uint64_t off)
+{
+	return do_read(fs, ino, buf, len, off, NULL);
+}
+
+ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
+		     uint64_t off, const void **data)
+{
+	return do_read(fs, ino, NULL, len, off, data);
+}
+
 /*
- * Fill the block at lblk in buf for a partial write: its current bytes
- * if it has data, zeros past the file's size (and for holes).
+ * Give blocks [first, first + n) of ip that are holes newly allocated,
+ * unwritten blocks (they read as zeros until written back), so that
+ * data the cache accepts always has its place on the device: a full
+ * device fails the write with ENOSPC, never the write-back.
  */
-static int load_block(struct tfs_fs *fs, struct segs *v, uint64_t lblk,
-		      uint64_t size, uint8_t *buf)
+static int alloc_unwritten(struct tfs_fs *fs, struct tfs_inode *ip,
+			   uint64_t first, uint64_t n)
 {
-	for (size_t i = 0; i < v->n; i++) {
-		struct seg *s = &v->s[i];
-		uint64_t bstart = lblk * BS;
-		int rc;
-
-		if (lblk < s->lblk || lblk >= s->lblk + s->len)
-			continue;
-		if (s->kind != SEG_WRITTEN || bstart >= size) {
-			memset(buf, 0, BS);
-			return 0;
-		}
-		rc = tfs_dev_read(fs->dev, buf, BS,
-				  (s->pblk + (lblk - s->lblk)) * BS);
-		if (rc)
-			return rc;
-		if (size - bstart < BS)
-			memset(buf + (size - bstart), 0,
-			       BS - (size_t)(size - bstart));
-		return 0;
-	}
-	memset(buf, 0, BS);
-	return 0;
-}
-
-/* Map the pieces just written: new blocks and unwritten ones become
- * written extents.  Caller holds fs->lock. */
-static void publish(struct tfs_fs *fs, struct tfs_inode *ip, struct segs *v)
-{
-	for (size_t i = 0; i < v->n; i++) {
-		struct seg *s = &v->s[i];
-		struct freectx c = { fs, s->pblk, s->len };
-
-		if (s->kind != SEG_NEW && s->kind != SEG_UNWRITTEN)
-			continue;
-		if (tfs_meta_map(fs->m, ip, s->lblk, s->pblk, s->len, 0,
-				 on_freed, &c)) {
-			/* no memory for the map: the data is on the device
-			 * but unreachable; fail loudly at the next commit */
-			fs->need_ckpt = 1;
-			continue;
-		}
-		rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, s->lblk,
-					   s->pblk, s->len, 0));
-	}
-}
-
-ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
-		  size_t len, uint64_t off)
-{
-	struct tfs_inode *ip;
 	struct segs v = { 0 };
-	uint64_t first, last, nblk, size = 0, end = off + len;
-	struct tfs_iov *iov = NULL;
-	int rc = 0, retried = 0, niov = 0;
-	uint8_t *b;
+	int rc, retried = 0;
 
-	if (len == 0)
-		return 0;
-	if (end > MAX_FILE_SIZE || end < off)
-		return -EFBIG;
-	ip = hold(fs, ino, &rc);
-	if (!ip)
-		return rc;
-	first = off / BS;
-	last = (end - 1) / BS;
-	nblk = last - first + 1;
-	pthread_rwlock_wrlock(&ip->io_lock);
 again:
 	pthread_mutex_lock(&fs->lock);
-	if (!S_ISREG(ip->a.mode)) {
-		rc = S_ISDIR(ip->a.mode) ? -EISDIR : -EINVAL;
-		pthread_mutex_unlock(&fs->lock);
-		goto out;
-	}
-	size = ip->a.size;
 	v.n = 0;
-	rc = map_range(ip, first, nblk, &v);
+	rc = map_range(ip, first, n, &v);
 	if (!rc)
 		rc = meta_room(fs, (v.n + 2) * TFS_REC_SIZE_EXTENT);
 	if (!rc)
@@ -1583,54 +1830,80 @@ again:
 		commit(fs);
 		goto again;
 	}
-	pthread_mutex_unlock(&fs->lock);
-	if (rc)
-		goto out;
+	for (size_t i = 0; i < v.n && !rc; i++) {
+		struct seg *s = &v.s[i];
 
-	b = bounce_get(nblk * BS);
-	iov = calloc(v.n, sizeof(*iov));
-	if (!b || !iov) {
-		rc = -ENOMEM;
-		goto out_unalloc;
+		if (s->kind != SEG_NEW)
+			continue;
+		if (tfs_meta_map(fs->m, ip, s->lblk, s->pblk, s->len,
+				 TFS_EXT_UNWRITTEN, NULL, NULL)) {
+			/* give back this piece and the ones after it */
+			for (size_t j = i; j < v.n; j++)
+				if (v.s[j].kind == SEG_NEW)
+					tfs_alloc_put(fs->alloc, v.s[j].pblk,
+						      v.s[j].len);
+			rc = -ENOMEM;
+			break;
+		}
+		rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, s->lblk,
+					   s->pblk, s->len, TFS_EXT_UNWRITTEN));
 	}
-	if (off % BS) {
-		rc = load_block(fs, &v, first, size, b);
-		if (rc)
-			goto out_unalloc;
-	}
-	if (end % BS && (last != first || off % BS == 0)) {
-		rc = load_block(fs, &v, last, size, b + (last - first) * BS);
-		if (rc)
-			goto out_unalloc;
-	}
-	memcpy(b + off % BS, buf, len);
-	for (size_t i = 0; i < v.n; i++) {
-		iov[niov].buf = b + (v.s[i].lblk - first) * BS;
-		iov[niov].len = v.s[i].len * BS;
-		iov[niov].off = v.s[i].pblk * BS;
-		niov++;
-	}
-	rc = tfs_dev_writev(fs->dev, iov, niov);
-	if (rc)
-		goto out_unalloc;
-
-	pthread_mutex_lock(&fs->lock);
-	publish(fs, ip, &v);
-	if (end > ip->a.size)
-		ip->a.size = end;
-	touch(fs, ip, 1);
-	fs->data_writes++;
 	pthread_mutex_unlock(&fs->lock);
-	rc = 0;
-	goto out;
-
-out_unalloc:
-	pthread_mutex_lock(&fs->lock);
-	unallocate(fs, &v);
-	pthread_mutex_unlock(&fs->lock);
-out:
-	free(iov);
 	free(v.s);
+	return rc;
+}
+
+/* The error a failed write-back left on ip, once. */
+static int take_wb_err(struct tfs_fs *fs, uint64_t ino)
+{
+	struct tfs_inode *ip;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip) {
+		rc = ip->wb_err;
+		ip->wb_err = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
+		  size_t len, uint64_t off)
+{
+	struct tfs_inode *ip;
+	uint64_t end = off + len;
+	int rc = 0;
+
+	if (len == 0)
+		return 0;
+	if (end > MAX_FILE_SIZE || end < off)
+		return -EFBIG;
+	ip = hold(fs, ino, &rc);
+	if (!ip)
+		return rc;
+	pthread_rwlock_wrlock(&ip->io_lock);
+	pthread_mutex_lock(&fs->lock);
+	if (!S_ISREG(ip->a.mode)) {
+		rc = S_ISDIR(ip->a.mode) ? -EISDIR : -EINVAL;
+	} else if (ip->wb_err) {
+		rc = ip->wb_err;
+		ip->wb_err = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!rc)
+		rc = alloc_unwritten(fs, ip, off / BS, (end - 1) / BS - off / BS + 1);
+	if (!rc)
+		rc = tfs_cache_write(fs->cache, ino, off, buf, len);
+	if (!rc) {
+		pthread_mutex_lock(&fs->lock);
+		if (end > ip->a.size)
+			ip->a.size = end;
+		touch(fs, ip, 1);
+		pthread_mutex_unlock(&fs->lock);
+		__atomic_fetch_add(&fs->app_write_bytes, len, __ATOMIC_RELAXED);
+	}
 	pthread_rwlock_unlock(&ip->io_lock);
 	unhold(fs, ip);
 	return rc ? rc : (ssize_t)len;
@@ -1650,7 +1923,7 @@ static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip,
 	pthread_mutex_unlock(&fs->lock);
 	if (!mapped || e.flags & TFS_EXT_UNWRITTEN)
 		return 0;
-	b = bounce_get(BS);
+	b = tbuf_get(TB_DEV, BS);
 	if (!b)
 		return -ENOMEM;
 	rc = tfs_dev_read(fs->dev, b, BS, e.pblk * BS);
@@ -1672,6 +1945,14 @@ static int do_truncate(struct tfs_fs *fs, struct tfs_inode *ip,
 	pthread_mutex_lock(&fs->lock);
 	old = ip->a.size;
 	pthread_mutex_unlock(&fs->lock);
+	if (size < old) {
+		/* the device is the truth below: put the new last chunk's
+		 * dirty data there, drop the cache from it on */
+		if (size % fs->cs)
+			tfs_cache_sync(fs->cache, ip->a.ino);
+		tfs_cache_drop(fs->cache, ip->a.ino, size / fs->cs,
+			       UINT64_MAX);
+	}
 	if (size < old && size % BS) {
 		rc = zero_in_block(fs, ip, size / BS, size % BS, BS);
 		if (rc)
@@ -1789,10 +2070,19 @@ int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags)
 	return rc;
 }
 
+int tfs_flush(struct tfs_fs *fs, uint64_t ino)
+{
+	if (!fs->opts.readonly)
+		tfs_cache_start_flush(fs->cache, ino);
+	return take_wb_err(fs, ino);
+}
+
 int tfs_release(struct tfs_fs *fs, uint64_t ino)
 {
 	struct tfs_inode *ip;
 
+	if (!fs->opts.readonly)
+		tfs_cache_start_flush(fs->cache, ino);
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
 	if (ip && ip->opens) {
@@ -1805,58 +2095,33 @@ int tfs_release(struct tfs_fs *fs, uint64_t ino)
 
 int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync)
 {
-	(void)ino;
+	int rc, wb;
+
 	(void)datasync;
-	/* One journal: committing it makes this file's metadata (and all
-	 * else) durable; its data was written to the device already. */
-	return tfs_fs_sync(fs);
+	if (fs->opts.readonly)
+		return 0;
+	/* the file's data to the device, then one journal commit makes
+	 * its metadata (and all else) durable */
+	tfs_cache_sync(fs->cache, ino);
+	rc = commit(fs);
+	wb = take_wb_err(fs, ino);
+	return wb ? wb : rc;
 }
 
 static int do_allocate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t off,
 		       uint64_t len, int keep_size)
 {
 	uint64_t first = off / BS, end = off + len;
-	uint64_t nblk = (end + BS - 1) / BS - first;
-	struct segs v = { 0 };
-	int rc, retried = 0;
+	int rc = alloc_unwritten(fs, ip, first, (end + BS - 1) / BS - first);
 
-again:
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&fs->lock);
-	v.n = 0;
-	rc = map_range(ip, first, nblk, &v);
-	if (!rc)
-		rc = meta_room(fs, (v.n + 2) * TFS_REC_SIZE_EXTENT);
-	if (!rc)
-		rc = allocate_holes(fs, ip, &v);
-	if (rc == -ENOSPC && !retried && pending_blocks(fs)) {
-		pthread_mutex_unlock(&fs->lock);
-		retried = 1;
-		commit(fs);
-		goto again;
-	}
-	if (!rc) {
-		for (size_t i = 0; i < v.n; i++) {
-			struct seg *s = &v.s[i];
-
-			if (s->kind != SEG_NEW)
-				continue;
-			if (tfs_meta_map(fs->m, ip, s->lblk, s->pblk, s->len,
-					 TFS_EXT_UNWRITTEN, NULL, NULL)) {
-				tfs_alloc_put(fs->alloc, s->pblk, s->len);
-				rc = -ENOMEM;
-				continue;
-			}
-			rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino,
-						   s->lblk, s->pblk, s->len,
-						   TFS_EXT_UNWRITTEN));
-		}
-		if (!keep_size && end > ip->a.size)
-			ip->a.size = end;
-		touch(fs, ip, !keep_size);
-	}
+	if (!keep_size && end > ip->a.size)
+		ip->a.size = end;
+	touch(fs, ip, !keep_size);
 	pthread_mutex_unlock(&fs->lock);
-	free(v.s);
-	return rc;
+	return 0;
 }
 
 static int do_punch(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t off,
@@ -1865,6 +2130,9 @@ static int do_punch(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t off,
 	uint64_t end = off + len, size, a, z;
 	int rc = 0;
 
+	tfs_cache_sync(fs->cache, ip->a.ino);
+	tfs_cache_drop(fs->cache, ip->a.ino, off / fs->cs,
+		       (off + len - 1) / fs->cs + 1);
 	pthread_mutex_lock(&fs->lock);
 	size = ip->a.size;
 	pthread_mutex_unlock(&fs->lock);
@@ -1935,6 +2203,17 @@ int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 out:
 	unhold(fs, ip);
 	return rc;
+}
+
+void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	tfs_cache_get_stats(fs->cache, &s->cache);
+	tfs_dev_get_stats(fs->dev, &s->dev);
+	s->app_read_bytes = __atomic_load_n(&fs->app_read_bytes,
+					    __ATOMIC_RELAXED);
+	s->app_write_bytes = __atomic_load_n(&fs->app_write_bytes,
+					     __ATOMIC_RELAXED);
 }
 
 int64_t tfs_extent_count(struct tfs_fs *fs, uint64_t ino)
@@ -2029,6 +2308,13 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 	} else if (!strcmp(name, VXATTR_EXTENTS) && S_ISREG(ip->a.mode)) {
 		int n = snprintf(num, sizeof(num), "%zu",
 				 tfs_extmap_count(&ip->map));
+
+		rc = copy_out(value, size, num, (size_t)n);
+	} else if (!strcmp(name, VXATTR_CACHED) && S_ISREG(ip->a.mode)) {
+		/* lock order: fs->lock, then the cache's */
+		int n = snprintf(num, sizeof(num), "%llu",
+				 (unsigned long long)tfs_cache_bytes_of(
+					 fs->cache, ino));
 
 		rc = copy_out(value, size, num, (size_t)n);
 	} else if ((x = tfs_xattr_find(ip, name))) {

@@ -26,6 +26,9 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+#include "cache.h"
+#include "io.h"
+
 struct tfs_fs;
 
 struct tfs_fs_opts {
@@ -34,6 +37,19 @@ struct tfs_fs_opts {
 	int no_lock;				/* do not flock the device */
 	int no_recover;				/* load only: no orphan cleanup,
 						   no checkpoint (fsck -n) */
+
+	/* the data path (config.h's [offload_param] and [aio]) */
+	uint64_t cache_bytes;		/* clean data in RAM; 0: none */
+	uint64_t pool_bytes;		/* dirty data in RAM; 0: 16 chunks */
+	size_t block_size;		/* device request, cache chunk; 0: 1 MiB */
+	unsigned int queue_depth;	/* requests in flight per thread; 0: 8 */
+	unsigned int io_threads;	/* write-back threads; 0: 1 */
+	int pin;			/* mlock the cache and pool */
+	int single_submit;		/* one request per submit call */
+	int no_overlap;			/* submit a batch, wait for all of it */
+	/* Where errors no caller sees go (failed write-backs); may be NULL.
+	 * Called from any thread. */
+	void (*log)(const char *msg);
 };
 
 /*
@@ -123,6 +139,16 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *sv);
 int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags);
 int tfs_release(struct tfs_fs *fs, uint64_t ino);
 
+/*
+ * Data path.  A write is copied into the write-back pool and returns:
+ * its blocks are allocated (ENOSPC now, not later) and st_size shows it;
+ * the pool writes it back in the background, waiting writers when full.
+ * Reads are served from RAM where the data is cached.  tfs_flush() (each
+ * close) starts the write-back of a file, tfs_fsync() waits for it.  A
+ * write-back that fails is logged and returned, once, by the file's next
+ * tfs_write(), tfs_fsync() or tfs_flush().
+ */
+
 /* Read up to len bytes at off into buf: returns the bytes read, short
  * at end of file, 0 past it. */
 ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
@@ -136,6 +162,9 @@ ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
 ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 		  size_t len, uint64_t off);
 int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync);
+/* A close of a file descriptor: start writing the file back; 0 or the
+ * error of an earlier write-back. */
+int tfs_flush(struct tfs_fs *fs, uint64_t ino);
 /* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE;
  * others -EOPNOTSUPP. */
 int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
@@ -169,6 +198,14 @@ struct tfs_fs_info {
 	uint8_t uuid[16];
 };
 void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info);
+
+/* Counters of the data path (for stats files and tools). */
+struct tfs_fs_stats {
+	struct tfs_cache_stats cache;
+	struct tfs_dev_stats dev;
+	uint64_t app_read_bytes, app_write_bytes;
+};
+void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s);
 
 /* Number of extents of a regular file; -errno. */
 int64_t tfs_extent_count(struct tfs_fs *fs, uint64_t ino);

@@ -22,6 +22,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "format.h"
@@ -35,9 +36,12 @@ struct tfs_dev {
 	uint64_t size;
 	size_t block_size;
 	unsigned int queue_depth;
+	int single_submit;	/* one request per submit call */
+	int overlap;		/* refill the queue as requests complete */
 	uint64_t fail_from;	/* fault injection; UINT64_MAX = off */
 	int fail_err;
 	uint64_t st_reads, st_writes, st_rbytes, st_wbytes, st_flush, st_err;
+	uint64_t st_submitted, st_inflight, st_lat_ns, st_lat_max_ns;
 };
 
 /* ===== per-thread rings ===== */
@@ -117,6 +121,7 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 	d->fd = -1;
 	d->block_size = 1u << 20;
 	d->queue_depth = 8;
+	d->overlap = 1;
 	d->fail_from = UINT64_MAX;
 	if (stat(path, &st) < 0) {
 		rc = -errno;
@@ -210,6 +215,12 @@ void tfs_dev_set_queue(struct tfs_dev *d, size_t block_size,
 							    : RING_ENTRIES;
 }
 
+void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap)
+{
+	d->single_submit = single_submit;
+	d->overlap = overlap;
+}
+
 void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)
 {
 	d->fail_from = err ? from : UINT64_MAX;
@@ -232,6 +243,7 @@ struct piece {
 	uint8_t *buf;
 	size_t len;
 	uint64_t off;
+	uint64_t t0;		/* submitted, ns */
 };
 
 static void count(uint64_t *c, uint64_t n)
@@ -239,9 +251,49 @@ static void count(uint64_t *c, uint64_t n)
 	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void prep(struct io_uring_sqe *sqe, struct tfs_dev *d, int write,
+		 struct piece *p)
+{
+	if (write)
+		io_uring_prep_write(sqe, d->fd, p->buf, (unsigned)p->len,
+				    p->off);
+	else
+		io_uring_prep_read(sqe, d->fd, p->buf, (unsigned)p->len,
+				   p->off);
+	io_uring_sqe_set_data(sqe, p);
+	p->t0 = now_ns();
+	count(&d->st_submitted, 1);
+	count(&d->st_inflight, 1);
+}
+
+/* A piece's request completed: its latency into the counters. */
+static void completed(struct tfs_dev *d, struct piece *p)
+{
+	uint64_t lat = now_ns() - p->t0;
+	uint64_t max = __atomic_load_n(&d->st_lat_max_ns, __ATOMIC_RELAXED);
+
+	__atomic_fetch_sub(&d->st_inflight, 1, __ATOMIC_RELAXED);
+	count(&d->st_lat_ns, lat);
+	while (lat > max &&
+	       !__atomic_compare_exchange_n(&d->st_lat_max_ns, &max, lat, 1,
+					    __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
+
 /*
  * Cut the batch into pieces of at most block_size, then keep up to
- * queue_depth in flight until all are done.
+ * queue_depth in flight until all are done: topped up as each completes
+ * (overlap), or refilled only once all are back.  single_submit enters
+ * the kernel once per request instead of once per batch.
  */
 static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 		  int n)
@@ -288,20 +340,18 @@ static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 		struct io_uring_cqe *cqe;
 		struct piece *p;
 
-		while (!err && next < npc && inflight < d->queue_depth) {
+		int fill = d->overlap || inflight == 0;
+
+		while (fill && !err && next < npc &&
+		       inflight < d->queue_depth) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 
 			if (!sqe)
 				break;
-			p = &pc[next++];
-			if (write)
-				io_uring_prep_write(sqe, d->fd, p->buf,
-						    (unsigned)p->len, p->off);
-			else
-				io_uring_prep_read(sqe, d->fd, p->buf,
-						   (unsigned)p->len, p->off);
-			io_uring_sqe_set_data(sqe, p);
+			prep(sqe, d, write, &pc[next++]);
 			inflight++;
+			if (d->single_submit)
+				io_uring_submit(ring);
 		}
 		if (err && !inflight)
 			break;
@@ -318,6 +368,7 @@ static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 			p = io_uring_cqe_get_data(cqe);
 			io_uring_cqe_seen(ring, cqe);
 			inflight--;
+			completed(d, p);
 			if (res == -EINTR || res == -EAGAIN)
 				res = 0;	/* retry the whole piece */
 			if (res < 0) {
@@ -357,13 +408,7 @@ static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 				done++;
 				continue;
 			}
-			if (write)
-				io_uring_prep_write(sqe, d->fd, p->buf,
-						    (unsigned)p->len, p->off);
-			else
-				io_uring_prep_read(sqe, d->fd, p->buf,
-						   (unsigned)p->len, p->off);
-			io_uring_sqe_set_data(sqe, p);
+			prep(sqe, d, write, p);
 			inflight++;
 		}
 	}
@@ -435,6 +480,11 @@ void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s)
 	s->write_bytes = __atomic_load_n(&d->st_wbytes, __ATOMIC_RELAXED);
 	s->flushes = __atomic_load_n(&d->st_flush, __ATOMIC_RELAXED);
 	s->errors = __atomic_load_n(&d->st_err, __ATOMIC_RELAXED);
+	s->submitted = __atomic_load_n(&d->st_submitted, __ATOMIC_RELAXED);
+	s->inflight = __atomic_load_n(&d->st_inflight, __ATOMIC_RELAXED);
+	s->latency_ns = __atomic_load_n(&d->st_lat_ns, __ATOMIC_RELAXED);
+	s->latency_max_ns = __atomic_load_n(&d->st_lat_max_ns,
+					    __ATOMIC_RELAXED);
 }
 
 void *tfs_io_alloc(size_t len)

@@ -72,9 +72,17 @@ int tfs_dev_extend(struct tfs_dev *d, uint64_t size);
  */
 void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err);
 
-/* Counters: bytes and requests completed (relaxed atomics). */
+/* How requests are submitted: single_submit enters the kernel once per
+ * request; overlap (the default) refills the queue as each completes,
+ * else a batch of queue_depth is submitted and waited for whole. */
+void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap);
+
+/* Counters: bytes and requests completed (relaxed atomics).  submitted
+ * counts requests (pieces of at most block_size) sent to the kernel,
+ * latency_ns their summed submit-to-completion time. */
 struct tfs_dev_stats {
 	uint64_t reads, writes, read_bytes, write_bytes, flushes, errors;
+	uint64_t submitted, inflight, latency_ns, latency_max_ns;
 };
 void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s);
 

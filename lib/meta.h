@@ -47,6 +47,7 @@ struct tfs_inode {
 	unsigned int dirty : 1;		/* attrs changed since last commit */
 	unsigned int orphan_seen : 1;	/* check.c scratch */
 	uint32_t opens;			/* open file handles */
+	int wb_err;			/* a failed write-back, to report */
 	uint32_t links_seen;		/* check.c scratch */
 	pthread_rwlock_t io_lock;	/* data I/O vs truncate (fs.c) */
 };

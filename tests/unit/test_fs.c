@@ -163,6 +163,23 @@ static void wr_pat(struct tfs_fs *fs, uint64_t ino, size_t len, uint64_t off,
 	free(b);
 }
 
+/* Whether bytes [off, off + len) of ino hold pattern seed. */
+static int has_pat(struct tfs_fs *fs, uint64_t ino, size_t len,
+		   uint64_t off, unsigned int seed)
+{
+	uint8_t *b = malloc(len), *w = malloc(len);
+	int ok;
+
+	assert_non_null(b);
+	assert_non_null(w);
+	fill_pat(w, len, off, seed);
+	ok = tfs_read(fs, ino, b, len, off) == (ssize_t)len &&
+	     !memcmp(b, w, len);
+	free(b);
+	free(w);
+	return ok;
+}
+
 /* Do bytes [off, off + len) of ino hold pattern seed? */
 static void assert_pat(struct tfs_fs *fs, uint64_t ino, size_t len,
 		       uint64_t off, unsigned int seed)
@@ -1942,14 +1959,16 @@ static void test_fs_commit_thread_commits_on_its_own(void **state)
 	ino = mk(f->fs, TFS_ROOT_INO, "auto");
 	wr_pat(f->fs, ino, 50000, 0, 2);
 	/* a copy taken at any moment may catch a commit half-written:
-	 * it must open all the same */
+	 * it must open all the same; the data, written back after a
+	 * while, and its size reach the device without an fsync */
 	for (int i = 0; i < 100 && !found; i++) {
 		struct tfs_fs *c;
 
 		usleep(30000);
 		c = crash(f);
 		found = exists(c, TFS_ROOT_INO, "auto") &&
-			st_of(c, ino).st_size == 50000;
+			st_of(c, ino).st_size == 50000 &&
+			has_pat(c, ino, 50000, 0, 2);
 	}
 	assert_true(found);
 	assert_pat(f->fs2, ino, 50000, 0, 2);
@@ -2245,6 +2264,8 @@ static void test_fs_fallocate_unwritten_reads_zero(void **state)
 	wr(f->fs, ino, "hello", 5, 5000);
 	assert_zero(f->fs, ino, 5000, 0);
 	assert_zero(f->fs, ino, 4 * MiB - 5005, 5005);
+	/* once written back, its block alone is written */
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
 	assert_int_equal(tfs_extent_count(f->fs, ino), 3);
 	assert_int_equal(st_of(f->fs, ino).st_blocks, 4 * MiB / 512);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
@@ -2538,11 +2559,11 @@ static void reopen_failing_from(struct fx *f, uint64_t from)
 	unsetenv("TFS_FAULT_WRITE_EIO_FROM");
 }
 
-static void test_fs_data_write_error_is_eio_and_keeps_space(void **state)
+static void test_fs_write_back_error_reaches_fsync_and_next_write(void **state)
 {
 	struct fx *f = *state;
 	struct tfs_super sb;
-	uint64_t ino, old, free0;
+	uint64_t ino, old;
 	int copy;
 
 	old = mk(f->fs, TFS_ROOT_INO, "old");
@@ -2554,20 +2575,30 @@ static void test_fs_data_write_error_is_eio_and_keeps_space(void **state)
 				     sizeof(f->err)), 0);
 	/* the data area fails; metadata (below it) is fine */
 	reopen_failing_from(f, sb.data_start * TFS_BLOCK_SIZE);
-	free0 = bfree(f->fs);
 	ino = mk(f->fs, TFS_ROOT_INO, "f");
-	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0), -EIO);
-	assert_int_equal(st_of(f->fs, ino).st_size, 0);
-	assert_int_equal(st_of(f->fs, ino).st_blocks, 0);
-	assert_int_equal(bfree(f->fs), free0);
-	/* overwriting existing blocks fails the same way, size kept */
-	assert_int_equal(tfs_write(f->fs, old, "abc", 3, 8192), -EIO);
-	assert_int_equal(st_of(f->fs, old).st_size, 8192);
-	assert_int_equal(tfs_fallocate(f->fs, ino, 0, 0, 4096), 0);
-	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	/* the write is taken into the pool; its write-back fails, and
+	 * fsync says so, once */
+	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0), 3);
+	assert_int_equal(st_of(f->fs, ino).st_size, 3);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	/* what never reached the device is not shown: zeros */
+	assert_zero(f->fs, ino, 3, 0);
+	/* an overwrite that fails to reach the device: the next write
+	 * reports it, and the old data stays */
+	assert_int_equal(tfs_write(f->fs, old, "xyz", 3, 8192), 3);
+	tfs_fs_sync(f->fs);
+	assert_int_equal(tfs_write(f->fs, old, "xyz", 3, 0), -EIO);
+	assert_int_equal(tfs_flush(f->fs, old), 0);
+	assert_pat(f->fs, old, 8192, 0, 1);
+	/* a close reports it too */
+	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0), 3);
+	tfs_fs_sync(f->fs);
+	assert_int_equal(tfs_flush(f->fs, ino), -EIO);
 	reopen(f);
 	/* without faults it all works again */
 	wr(f->fs, ino, "abc", 3, 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
 	assert_pat(f->fs, old, 8192, 0, 1);
 	assert_fsck_clean(f->fs);
 }
@@ -3041,7 +3072,7 @@ int main(void)
 		T(test_fs_xattr_create_replace_semantics),
 		T(test_fs_xattr_list_and_limits),
 		T(test_fs_xattrs_survive_crash_after_sync),
-		T(test_fs_data_write_error_is_eio_and_keeps_space),
+		T(test_fs_write_back_error_reaches_fsync_and_next_write),
 		T(test_fs_journal_write_error_is_reported_and_state_survives),
 		T(test_fs_concurrent_writers_and_namespace_changes),
 		T(test_fs_setgid_directory_passes_its_group_on),

@@ -1,0 +1,993 @@
+/*
+ * cache.c: the RAM cache and the write-back pool (see cache.h).
+ *
+ * The arena is one anonymous mapping of nchunks x chunk_size bytes;
+ * chunk i always uses bytes [i * chunk_size, (i + 1) * chunk_size), so a
+ * chunk struct and its memory are found from one another.  Chunks in use
+ * are in a hash table keyed by (ino, idx).
+ *
+ * A chunk is in one state, moved under c->mu:
+ *
+ *   FREE  --read miss-->  CLEAN  --write-->  WAIT  --ready-->  READY
+ *     ^                    ^  |                                  |
+ *     |                    |  '--evicted (LRU)--> FREE           |
+ *     |                    '-------- written back ----  FLUSH <--'
+ *     '----------------- write-back failed (data dropped) ---'
+ *
+ * FREE chunks are on the free list, CLEAN ones on the LRU list (oldest
+ * first), WAIT and READY on lists of their own (oldest first); FLUSH
+ * chunks are owned by a flusher.  nclean counts CLEAN chunks, ndirty WAIT,
+ * READY and FLUSH ones; ndirty <= pool_chunks always, and a writer that
+ * would pass it waits.  Since nclean + ndirty <= nchunks, a chunk for
+ * dirty data is always free or evictable unless readers pin every clean
+ * one for a moment.
+ *
+ * Pins and flags.  wrefs and rrefs count writers and readers copying
+ * into or out of a chunk without the lock.  A flusher takes only chunks
+ * with no writer; a writer waits while a chunk is FLUSH; nobody evicts a
+ * pinned chunk.  FILLING marks a chunk whose sectors are being read from
+ * the device: others wait for it.  DEAD marks a chunk dropped from the
+ * hash while busy (tfs_cache_forget): whoever unpins it last frees it.
+ *
+ * Ordering for fsync: each chunk remembers the sequence number of the
+ * write that made it dirty (dirty_seq).  tfs_cache_sync() reads the
+ * current sequence S and waits until no chunk of the inode is dirty with
+ * dirty_seq <= S.  Writes cannot change a chunk while it is written back,
+ * so a chunk that comes back clean holds nothing older than its flush.
+ */
+#include "cache.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "units.h"
+
+enum { C_FREE, C_CLEAN, C_WAIT, C_READY, C_FLUSH };
+
+#define F_FILLING	0x1
+#define F_DEAD		0x2
+
+struct chunk {
+	struct chunk *hnext;		/* hash chain */
+	struct chunk *prev, *next;	/* state list */
+	uint64_t ino, idx;
+	uint64_t dirty_seq;
+	uint64_t dirty_at;		/* ms, monotonic */
+	uint32_t rrefs, wrefs;
+	uint32_t nvalid, ndirty;	/* sectors */
+	uint8_t state, flags;
+	uint64_t *valid, *dirty;	/* bitmaps of words words */
+};
+
+struct list {
+	struct chunk head;		/* sentinel: head.next is oldest */
+	size_t n;
+};
+
+struct flusher;
+
+struct tfs_cache {
+	pthread_mutex_t mu;
+	pthread_cond_t cv_work;		/* flushers: something to do */
+	pthread_cond_t cv_done;		/* a chunk stopped being busy, was
+					   written back or dropped */
+	struct tfs_cache_opts o;
+	const struct tfs_cache_ops *ops;
+	void *ctx;
+
+	uint8_t *arena;
+	size_t arena_bytes;
+	int pinned;
+	unsigned int nsect, words;
+	size_t nchunks;
+	struct chunk *chunks;
+	uint64_t *bits;
+	struct chunk **hash;
+	size_t hmask;
+	struct chunk *free;		/* singly linked through next */
+	struct list lru, wait, ready;
+	size_t nclean, ndirty;
+	uint64_t seq;			/* writes that dirtied a chunk */
+	unsigned int pressure;		/* writers waiting for space */
+	int inl_busy;			/* a thread flushes inline */
+
+	/* flushers */
+	pthread_t *thr;
+	unsigned int nthr;
+	struct flusher *fl;
+	uint64_t *ticket;		/* per flusher: batch in progress */
+	uint64_t batch_seq;
+	int stop;
+
+	/* counters (mu) */
+	uint64_t hits, misses, evictions, pool_waits;
+	uint64_t valid_sect, dirty_sect;
+	uint64_t flushed_bytes, flush_errors;
+};
+
+/* ===== small helpers ===== */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint8_t *chunk_buf(struct tfs_cache *c, struct chunk *ch)
+{
+	return c->arena + (size_t)(ch - c->chunks) * c->o.chunk_size;
+}
+
+static int bit_get(const uint64_t *b, unsigned int i)
+{
+	return (int)((b[i / 64] >> (i % 64)) & 1);
+}
+
+static void bit_set(uint64_t *b, unsigned int i)
+{
+	b[i / 64] |= 1ull << (i % 64);
+}
+
+static void list_init(struct list *l)
+{
+	l->head.next = l->head.prev = &l->head;
+	l->n = 0;
+}
+
+static void list_add_tail(struct list *l, struct chunk *ch)
+{
+	ch->prev = l->head.prev;
+	ch->next = &l->head;
+	l->head.prev->next = ch;
+	l->head.prev = ch;
+	l->n++;
+}
+
+static void list_del(struct list *l, struct chunk *ch)
+{
+	ch->prev->next = ch->next;
+	ch->next->prev = ch->prev;
+	ch->next = ch->prev = NULL;
+	l->n--;
+}
+
+/* The list a chunk of this state lives on, or NULL. */
+static struct list *list_of(struct tfs_cache *c, int state)
+{
+	switch (state) {
+	case C_CLEAN:
+		return &c->lru;
+	case C_WAIT:
+		return &c->wait;
+	case C_READY:
+		return &c->ready;
+	default:
+		return NULL;
+	}
+}
+
+static void set_state(struct tfs_cache *c, struct chunk *ch, int state)
+{
+	struct list *from = list_of(c, ch->state), *to = list_of(c, state);
+	int was_dirty = ch->state >= C_WAIT, dirty = state >= C_WAIT;
+
+	if (from)
+		list_del(from, ch);
+	if (ch->state == C_CLEAN)
+		c->nclean--;
+	if (was_dirty && !dirty)
+		c->ndirty--;
+	if (state == C_CLEAN)
+		c->nclean++;
+	if (dirty && !was_dirty)
+		c->ndirty++;
+	ch->state = (uint8_t)state;
+	if (to)
+		list_add_tail(to, ch);
+}
+
+static size_t hash_of(struct tfs_cache *c, uint64_t ino, uint64_t idx)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ull ^ idx * 0xc2b2ae3d27d4eb4full;
+
+	return (size_t)((h ^ (h >> 29)) & c->hmask);
+}
+
+static struct chunk *lookup(struct tfs_cache *c, uint64_t ino, uint64_t idx)
+{
+	struct chunk *ch = c->hash[hash_of(c, ino, idx)];
+
+	while (ch && (ch->ino != ino || ch->idx != idx))
+		ch = ch->hnext;
+	return ch;
+}
+
+static void hash_insert(struct tfs_cache *c, struct chunk *ch)
+{
+	size_t h = hash_of(c, ch->ino, ch->idx);
+
+	ch->hnext = c->hash[h];
+	c->hash[h] = ch;
+}
+
+static void hash_remove(struct tfs_cache *c, struct chunk *ch)
+{
+	struct chunk **pp = &c->hash[hash_of(c, ch->ino, ch->idx)];
+
+	while (*pp && *pp != ch)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = ch->hnext;
+	ch->hnext = NULL;
+}
+
+static int busy(const struct chunk *ch)
+{
+	return ch->rrefs || ch->wrefs || (ch->flags & F_FILLING) ||
+	       ch->state == C_FLUSH;
+}
+
+/* Return a chunk to the free list, whatever it held. */
+static void release(struct tfs_cache *c, struct chunk *ch)
+{
+	if (!(ch->flags & F_DEAD))
+		hash_remove(c, ch);
+	set_state(c, ch, C_FREE);
+	c->valid_sect -= ch->nvalid;
+	c->dirty_sect -= ch->ndirty;
+	memset(ch->valid, 0, c->words * sizeof(uint64_t));
+	memset(ch->dirty, 0, c->words * sizeof(uint64_t));
+	ch->nvalid = ch->ndirty = 0;
+	ch->flags = 0;
+	ch->next = c->free;
+	c->free = ch;
+}
+
+static struct chunk *pop_free(struct tfs_cache *c)
+{
+	struct chunk *ch = c->free;
+
+	if (ch) {
+		c->free = ch->next;
+		ch->next = NULL;
+	}
+	return ch;
+}
+
+/* Evict the least recently used clean chunk that nobody holds, and hand
+ * it over (off every list).  NULL if there is none. */
+static struct chunk *evict_lru(struct tfs_cache *c)
+{
+	for (struct chunk *ch = c->lru.head.next; ch != &c->lru.head;
+	     ch = ch->next) {
+		if (busy(ch))
+			continue;
+		release(c, ch);
+		c->evictions++;
+		return pop_free(c);
+	}
+	return NULL;
+}
+
+/* A chunk for clean data, within the cache budget; NULL if none. */
+static struct chunk *take_clean(struct tfs_cache *c)
+{
+	struct chunk *ch = NULL;
+
+	if (!c->o.cache_chunks)
+		return NULL;
+	if (c->nclean < c->o.cache_chunks)
+		ch = pop_free(c);
+	return ch ? ch : evict_lru(c);
+}
+
+/* Evict clean chunks past the budget (those not in use). */
+static void trim(struct tfs_cache *c)
+{
+	struct chunk *ch = c->lru.head.next;
+
+	while (c->nclean > c->o.cache_chunks && ch != &c->lru.head) {
+		struct chunk *next = ch->next;
+
+		if (!busy(ch)) {
+			release(c, ch);
+			c->evictions++;
+		}
+		ch = next;
+	}
+}
+
+static void use(struct tfs_cache *c, struct chunk *ch, uint64_t ino,
+		uint64_t idx, int state)
+{
+	ch->ino = ino;
+	ch->idx = idx;
+	ch->flags = 0;
+	ch->rrefs = ch->wrefs = 0;
+	ch->state = C_FREE;
+	hash_insert(c, ch);
+	set_state(c, ch, state);
+}
+
+static void make_dirty(struct tfs_cache *c, struct chunk *ch)
+{
+	ch->dirty_seq = ++c->seq;
+	ch->dirty_at = now_ms();
+	set_state(c, ch, C_WAIT);
+}
+
+/* Unpin; the last one out of a dead chunk frees it. */
+static void unpin(struct tfs_cache *c, struct chunk *ch, int writer)
+{
+	if (writer)
+		ch->wrefs--;
+	else
+		ch->rrefs--;
+	if (busy(ch))
+		return;
+	if (ch->flags & F_DEAD)
+		release(c, ch);
+	else if (ch->state == C_CLEAN && c->nclean > c->o.cache_chunks)
+		trim(c);
+	else if (ch->state == C_READY)
+		pthread_cond_signal(&c->cv_work);
+	pthread_cond_broadcast(&c->cv_done);
+}
+
+/* Fill the sectors in want (none of them valid) through ops->fill, with
+ * the chunk marked FILLING and the lock dropped.  Caller pins ch. */
+static int fill(struct tfs_cache *c, struct chunk *ch, uint64_t *want)
+{
+	int rc;
+
+	ch->flags |= F_FILLING;
+	pthread_mutex_unlock(&c->mu);
+	rc = c->ops->fill(c->ctx, ch->ino, ch->idx, chunk_buf(c, ch), want,
+			  c->nsect);
+	pthread_mutex_lock(&c->mu);
+	ch->flags &= (uint8_t)~F_FILLING;
+	if (!rc) {
+		for (unsigned int w = 0; w < c->words; w++) {
+			uint64_t add = want[w] & ~ch->valid[w];
+
+			ch->valid[w] |= add;
+			ch->nvalid += (uint32_t)__builtin_popcountll(add);
+			c->valid_sect += (uint64_t)__builtin_popcountll(add);
+		}
+	}
+	pthread_cond_broadcast(&c->cv_done);
+	return rc;
+}
+
+/* ===== write-back ===== */
+
+/* Move ino's waiting chunks (all of them if ino is 0) to the ready list. */
+static void promote(struct tfs_cache *c, uint64_t ino)
+{
+	struct chunk *ch = c->wait.head.next;
+
+	while (ch != &c->wait.head) {
+		struct chunk *next = ch->next;
+
+		if (!ino || ch->ino == ino)
+			set_state(c, ch, C_READY);
+		ch = next;
+	}
+	pthread_cond_broadcast(&c->cv_work);
+}
+
+/* Promote chunks that waited long enough, or, under pressure, the oldest
+ * ones.  Returns ms until the next one expires (or a default). */
+static unsigned int promote_due(struct tfs_cache *c)
+{
+	uint64_t t = now_ms();
+	unsigned int exp = c->o.expire_ms;
+
+	while (c->wait.n) {
+		struct chunk *ch = c->wait.head.next;
+
+		if (t - ch->dirty_at < exp &&
+		    !(c->pressure && c->ready.n < c->o.batch))
+			return (unsigned int)(exp - (t - ch->dirty_at));
+		set_state(c, ch, C_READY);
+	}
+	return exp;
+}
+
+struct flusher {
+	struct tfs_cache *c;
+	unsigned int id;
+	struct tfs_cache_io *ios;
+	struct chunk **chs;
+};
+
+/*
+ * Take up to batch ready chunks nobody is writing to, write them back
+ * through ops->write with the lock dropped, and settle them: clean, or
+ * on failure dropped.  Caller holds mu.  Returns the chunks taken.
+ */
+static int flush_batch(struct tfs_cache *c, struct flusher *f)
+{
+	struct tfs_cache_io *ios = f->ios;
+	struct chunk **chs = f->chs, *ch, *next;
+	int n = 0;
+
+	for (ch = c->ready.head.next;
+	     ch != &c->ready.head && n < (int)c->o.batch; ch = next) {
+		next = ch->next;
+		if (ch->wrefs || (ch->flags & F_FILLING))
+			continue;	/* its unpin wakes us */
+		set_state(c, ch, C_FLUSH);
+		chs[n] = ch;
+		ios[n].ino = ch->ino;
+		ios[n].idx = ch->idx;
+		ios[n].buf = chunk_buf(c, ch);
+		ios[n].dirty = ch->dirty;
+		ios[n].result = 0;
+		n++;
+	}
+	if (!n)
+		return 0;
+	c->ticket[f->id] = ++c->batch_seq;
+	pthread_mutex_unlock(&c->mu);
+	c->ops->write(c->ctx, ios, n);
+	pthread_mutex_lock(&c->mu);
+	c->ticket[f->id] = 0;
+	for (int i = 0; i < n; i++) {
+		ch = chs[i];
+		if (ios[i].result) {
+			/* the file system recorded the error for the file;
+			 * the data cannot be kept */
+			c->flush_errors++;
+			release(c, ch);
+			continue;
+		}
+		c->flushed_bytes += (uint64_t)ch->ndirty * TFS_SECTOR;
+		c->dirty_sect -= ch->ndirty;
+		ch->ndirty = 0;
+		memset(ch->dirty, 0, c->words * sizeof(uint64_t));
+		set_state(c, ch, C_CLEAN);
+		if ((ch->flags & F_DEAD) && !busy(ch))
+			release(c, ch);
+	}
+	trim(c);
+	pthread_cond_broadcast(&c->cv_done);
+	return n;
+}
+
+/*
+ * Before tfs_cache_start() there are no flusher threads: a thread that
+ * must wait for write-back does it itself, one at a time.  Caller holds
+ * mu.  Returns 1 if it wrote (or someone else is writing) something.
+ */
+static int flush_inline(struct tfs_cache *c)
+{
+	int n;
+
+	if (c->nthr)
+		return 0;
+	if (c->inl_busy) {
+		pthread_cond_wait(&c->cv_done, &c->mu);
+		return 1;
+	}
+	c->inl_busy = 1;
+	promote_due(c);
+	n = flush_batch(c, &c->fl[c->o.flushers]);
+	c->inl_busy = 0;
+	pthread_cond_broadcast(&c->cv_done);
+	return n > 0;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct flusher *f = arg;
+	struct tfs_cache *c = f->c;
+
+	pthread_mutex_lock(&c->mu);
+	while (!c->stop) {
+		unsigned int due = promote_due(c);
+		struct timespec ts;
+
+		if (flush_batch(c, f))
+			continue;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += due / 1000;
+		ts.tv_nsec += (long)(due % 1000 + 1) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&c->cv_work, &c->mu, &ts);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* ===== life ===== */
+
+int tfs_cache_new(const struct tfs_cache_opts *o,
+		  const struct tfs_cache_ops *ops, void *ctx,
+		  struct tfs_cache **out, char *err, size_t errlen)
+{
+	struct tfs_cache *c;
+	char a[32];
+	size_t hsize = 1;
+	int rc = -ENOMEM;
+
+	if (!o->chunk_size || o->chunk_size % TFS_SECTOR || !o->pool_chunks ||
+	    !o->flushers || !o->batch)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->o = *o;
+	if (!c->o.expire_ms)
+		c->o.expire_ms = 1000;
+	c->ops = ops;
+	c->ctx = ctx;
+	c->nsect = (unsigned int)(o->chunk_size / TFS_SECTOR);
+	c->words = (c->nsect + 63) / 64;
+	c->nchunks = o->cache_chunks + o->pool_chunks;
+	if (c->nchunks < o->pool_chunks ||
+	    c->nchunks > SIZE_MAX / o->chunk_size) {
+		snprintf(err, errlen, "the cache and the pool are too large "
+			 "for this machine's address space");
+		free(c);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv_work, NULL);
+	pthread_cond_init(&c->cv_done, NULL);
+	list_init(&c->lru);
+	list_init(&c->wait);
+	list_init(&c->ready);
+	while (hsize < c->nchunks * 2)
+		hsize <<= 1;
+	c->hmask = hsize - 1;
+	c->hash = calloc(hsize, sizeof(*c->hash));
+	c->chunks = calloc(c->nchunks, sizeof(*c->chunks));
+	c->bits = calloc(c->nchunks * 2 * c->words, sizeof(uint64_t));
+	if (!c->hash || !c->chunks || !c->bits) {
+		snprintf(err, errlen, "no memory for the cache's index");
+		goto fail;
+	}
+	c->arena_bytes = c->nchunks * o->chunk_size;
+	c->arena = mmap(NULL, c->arena_bytes, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c->arena == MAP_FAILED) {
+		rc = -errno;
+		c->arena = NULL;
+		snprintf(err, errlen, "cannot reserve %s for the cache and "
+			 "the pool: %s",
+			 tfs_format_size(c->arena_bytes, a, sizeof(a)),
+			 strerror(-rc));
+		goto fail;
+	}
+	c->ticket = calloc(o->flushers + 1, sizeof(*c->ticket));
+	c->fl = calloc(o->flushers + 1, sizeof(*c->fl));
+	if (!c->ticket || !c->fl) {
+		snprintf(err, errlen, "no memory for the write-back threads");
+		goto fail;
+	}
+	for (unsigned int i = 0; i <= o->flushers; i++) {
+		c->fl[i].c = c;
+		c->fl[i].id = i;
+		c->fl[i].ios = calloc(o->batch, sizeof(*c->fl[i].ios));
+		c->fl[i].chs = calloc(o->batch, sizeof(*c->fl[i].chs));
+		if (!c->fl[i].ios || !c->fl[i].chs) {
+			snprintf(err, errlen, "no memory for the write-back "
+				 "threads");
+			goto fail;
+		}
+	}
+	for (size_t i = c->nchunks; i-- > 0;) {
+		struct chunk *ch = &c->chunks[i];
+
+		ch->valid = c->bits + i * 2 * c->words;
+		ch->dirty = ch->valid + c->words;
+		ch->next = c->free;
+		c->free = ch;
+	}
+	*out = c;
+	return 0;
+fail:
+	tfs_cache_free(c);
+	return rc;
+}
+
+int tfs_cache_start(struct tfs_cache *c)
+{
+	if (c->thr)
+		return 0;
+	/* here, not at tfs_cache_new(): fork() does not pass locks on */
+	if (c->o.pin && !c->pinned) {
+		if (mlock(c->arena, c->arena_bytes) < 0)
+			return -errno;
+		c->pinned = 1;
+	}
+	c->thr = calloc(c->o.flushers, sizeof(*c->thr));
+	if (!c->thr)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < c->o.flushers; i++) {
+		int rc = pthread_create(&c->thr[i], NULL, flusher_main,
+					&c->fl[i]);
+
+		if (rc)
+			return -rc;
+		c->nthr++;
+	}
+	return 0;
+}
+
+void tfs_cache_free(struct tfs_cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stop = 1;
+	/* dirty data left now is dropped: the owner synced what it needs */
+	while (c->wait.n)
+		release(c, c->wait.head.next);
+	while (c->ready.n)
+		release(c, c->ready.head.next);
+	pthread_cond_broadcast(&c->cv_work);
+	pthread_mutex_unlock(&c->mu);
+	for (unsigned int i = 0; i < c->nthr; i++)
+		pthread_join(c->thr[i], NULL);
+	if (c->arena)
+		munmap(c->arena, c->arena_bytes);
+	for (unsigned int i = 0; c->fl && i <= c->o.flushers; i++) {
+		free(c->fl[i].ios);
+		free(c->fl[i].chs);
+	}
+	free(c->fl);
+	free(c->thr);
+	free(c->ticket);
+	free(c->hash);
+	free(c->chunks);
+	free(c->bits);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv_work);
+	pthread_cond_destroy(&c->cv_done);
+	free(c);
+}
+
+/* ===== data ===== */
+
+/* Write n bytes at coff of one chunk. */
+static int write_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
+		       size_t coff, const uint8_t *src, size_t n)
+{
+	unsigned int s0 = (unsigned int)(coff / TFS_SECTOR);
+	unsigned int s1 = (unsigned int)((coff + n - 1) / TFS_SECTOR);
+	uint64_t want[c->words];
+	struct chunk *ch;
+	int rc = 0, need = 0;
+
+	pthread_mutex_lock(&c->mu);
+again:
+	ch = lookup(c, ino, idx);
+	if (ch && (ch->state == C_FLUSH || (ch->flags & F_FILLING))) {
+		pthread_cond_wait(&c->cv_done, &c->mu);
+		goto again;
+	}
+	if (!ch || ch->state == C_CLEAN) {
+		if (c->ndirty >= c->o.pool_chunks) {
+			c->pool_waits++;
+			c->pressure++;
+			pthread_cond_broadcast(&c->cv_work);
+			if (!flush_inline(c))
+				pthread_cond_wait(&c->cv_done, &c->mu);
+			c->pressure--;
+			goto again;
+		}
+		if (!ch) {
+			ch = pop_free(c);
+			if (!ch)
+				ch = evict_lru(c);
+			if (!ch) {
+				/* readers pin every clean chunk: a moment */
+				pthread_cond_wait(&c->cv_done, &c->mu);
+				goto again;
+			}
+			use(c, ch, ino, idx, C_FREE);
+		}
+		make_dirty(c, ch);
+	}
+	ch->wrefs++;
+	memset(want, 0, sizeof(want));
+	if (coff % TFS_SECTOR && !bit_get(ch->valid, s0)) {
+		bit_set(want, s0);
+		need = 1;
+	}
+	if ((coff + n) % TFS_SECTOR && !bit_get(ch->valid, s1)) {
+		bit_set(want, s1);
+		need = 1;
+	}
+	if (need) {
+		rc = fill(c, ch, want);
+		if (rc)
+			goto out_unpin;
+	}
+	pthread_mutex_unlock(&c->mu);
+	memcpy(chunk_buf(c, ch) + coff, src, n);
+	pthread_mutex_lock(&c->mu);
+	for (unsigned int s = s0; s <= s1; s++) {
+		if (!bit_get(ch->valid, s)) {
+			bit_set(ch->valid, s);
+			ch->nvalid++;
+			c->valid_sect++;
+		}
+		if (!bit_get(ch->dirty, s)) {
+			bit_set(ch->dirty, s);
+			ch->ndirty++;
+			c->dirty_sect++;
+		}
+	}
+	if (ch->ndirty == c->nsect && ch->state == C_WAIT) {
+		set_state(c, ch, C_READY);
+		pthread_cond_signal(&c->cv_work);
+	}
+out_unpin:
+	if (rc && ch->ndirty == 0 && ch->state == C_WAIT)
+		set_state(c, ch, C_CLEAN);	/* nothing written: give back */
+	unpin(c, ch, 1);
+	if (rc && ch->state == C_CLEAN && !ch->nvalid && !busy(ch))
+		release(c, ch);
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		    const void *src, size_t len)
+{
+	const uint8_t *p = src;
+	size_t cs = c->o.chunk_size;
+
+	while (len) {
+		uint64_t idx = off / cs;
+		size_t coff = (size_t)(off % cs);
+		size_t n = cs - coff < len ? cs - coff : len;
+		int rc = write_chunk(c, ino, idx, coff, p, n);
+
+		if (rc)
+			return rc;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Read n bytes at coff of one chunk. */
+static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
+		      size_t coff, uint8_t *dst, size_t n)
+{
+	unsigned int s0 = (unsigned int)(coff / TFS_SECTOR);
+	unsigned int s1 = (unsigned int)((coff + n - 1) / TFS_SECTOR);
+	uint64_t want[c->words];
+	struct chunk *ch;
+	int rc = 0, missing = 0;
+
+	pthread_mutex_lock(&c->mu);
+again:
+	ch = lookup(c, ino, idx);
+	if (ch && (ch->flags & F_FILLING)) {
+		pthread_cond_wait(&c->cv_done, &c->mu);
+		goto again;
+	}
+	if (!ch) {
+		ch = take_clean(c);
+		if (!ch) {
+			c->misses++;
+			pthread_mutex_unlock(&c->mu);
+			return c->ops->read_direct(c->ctx, ino,
+						   idx * c->o.chunk_size + coff,
+						   dst, n);
+		}
+		use(c, ch, ino, idx, C_CLEAN);
+	}
+	for (unsigned int s = s0; s <= s1 && !missing; s++)
+		missing = !bit_get(ch->valid, s);
+	ch->rrefs++;
+	if (missing) {
+		c->misses++;
+		/* fill the whole chunk: reads tend to go on */
+		for (unsigned int w = 0; w < c->words; w++)
+			want[w] = ~ch->valid[w];
+		if (c->nsect % 64)
+			want[c->words - 1] &= (1ull << (c->nsect % 64)) - 1;
+		rc = fill(c, ch, want);
+		if (rc) {
+			unpin(c, ch, 0);
+			if (ch->state == C_CLEAN && !ch->nvalid && !busy(ch))
+				release(c, ch);
+			pthread_mutex_unlock(&c->mu);
+			return rc;
+		}
+	} else {
+		c->hits++;
+	}
+	if (ch->state == C_CLEAN) {	/* most recently used */
+		list_del(&c->lru, ch);
+		list_add_tail(&c->lru, ch);
+	}
+	pthread_mutex_unlock(&c->mu);
+	memcpy(dst, chunk_buf(c, ch) + coff, n);
+	pthread_mutex_lock(&c->mu);
+	unpin(c, ch, 0);
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		   void *dst, size_t len)
+{
+	uint8_t *p = dst;
+	size_t cs = c->o.chunk_size;
+
+	while (len) {
+		uint64_t idx = off / cs;
+		size_t coff = (size_t)(off % cs);
+		size_t n = cs - coff < len ? cs - coff : len;
+		int rc = read_chunk(c, ino, idx, coff, p, n);
+
+		if (rc)
+			return rc;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* ===== sync and drop ===== */
+
+/* Is a chunk of ino (any if 0) dirty since a write numbered <= seq? */
+static int dirty_since(struct tfs_cache *c, uint64_t ino, uint64_t seq)
+{
+	for (size_t i = 0; i < c->nchunks; i++) {
+		struct chunk *ch = &c->chunks[i];
+
+		if (ch->state >= C_WAIT && (!ino || ch->ino == ino) &&
+		    !(ch->flags & F_DEAD) && ch->dirty_seq <= seq)
+			return 1;
+	}
+	return 0;
+}
+
+static void sync_ino(struct tfs_cache *c, uint64_t ino)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&c->mu);
+	seq = c->seq;
+	promote(c, ino);
+	while (dirty_since(c, ino, seq)) {
+		promote(c, ino);	/* chunks a writer held back */
+		if (!flush_inline(c))
+			pthread_cond_wait(&c->cv_done, &c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+void tfs_cache_sync(struct tfs_cache *c, uint64_t ino)
+{
+	if (ino)
+		sync_ino(c, ino);
+}
+
+void tfs_cache_sync_all(struct tfs_cache *c)
+{
+	sync_ino(c, 0);
+}
+
+void tfs_cache_start_flush(struct tfs_cache *c, uint64_t ino)
+{
+	pthread_mutex_lock(&c->mu);
+	promote(c, ino);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void tfs_cache_drop(struct tfs_cache *c, uint64_t ino, uint64_t from,
+		    uint64_t to)
+{
+	pthread_mutex_lock(&c->mu);
+again:
+	for (size_t i = 0; i < c->nchunks; i++) {
+		struct chunk *ch = &c->chunks[i];
+
+		if (ch->state == C_FREE || ch->ino != ino ||
+		    (ch->flags & F_DEAD) || ch->idx < from || ch->idx >= to)
+			continue;
+		if (busy(ch)) {
+			pthread_cond_wait(&c->cv_done, &c->mu);
+			goto again;
+		}
+		release(c, ch);
+	}
+	pthread_cond_broadcast(&c->cv_done);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void tfs_cache_forget(struct tfs_cache *c, uint64_t ino)
+{
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->nchunks; i++) {
+		struct chunk *ch = &c->chunks[i];
+
+		if (ch->state == C_FREE || ch->ino != ino ||
+		    (ch->flags & F_DEAD))
+			continue;
+		if (!busy(ch)) {
+			release(c, ch);
+			continue;
+		}
+		hash_remove(c, ch);
+		ch->flags |= F_DEAD;
+		if (ch->state == C_WAIT || ch->state == C_READY)
+			set_state(c, ch, C_CLEAN);	/* nothing to write */
+	}
+	pthread_cond_broadcast(&c->cv_done);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void tfs_cache_barrier(struct tfs_cache *c)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&c->mu);
+	seq = c->batch_seq;
+	for (;;) {
+		int wait = 0;
+
+		for (unsigned int i = 0; i <= c->o.flushers; i++)
+			if (c->ticket[i] && c->ticket[i] <= seq)
+				wait = 1;
+		if (!wait)
+			break;
+		pthread_cond_wait(&c->cv_done, &c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t tfs_cache_bytes_of(struct tfs_cache *c, uint64_t ino)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->nchunks; i++) {
+		struct chunk *ch = &c->chunks[i];
+
+		if (ch->state != C_FREE && ch->ino == ino &&
+		    !(ch->flags & F_DEAD))
+			n += ch->nvalid;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return n * TFS_SECTOR;
+}
+
+void tfs_cache_get_stats(struct tfs_cache *c, struct tfs_cache_stats *s)
+{
+	pthread_mutex_lock(&c->mu);
+	s->hits = c->hits;
+	s->misses = c->misses;
+	s->evictions = c->evictions;
+	s->cached_bytes = c->valid_sect * TFS_SECTOR;
+	s->cache_limit = (uint64_t)c->o.cache_chunks * c->o.chunk_size;
+	s->dirty_bytes = c->dirty_sect * TFS_SECTOR;
+	s->pool_busy = c->ndirty;
+	s->pool_total = c->o.pool_chunks;
+	s->pool_waits = c->pool_waits;
+	s->flushed_bytes = c->flushed_bytes;
+	s->flush_errors = c->flush_errors;
+	s->arena_bytes = c->arena_bytes;
+	pthread_mutex_unlock(&c->mu);
+}

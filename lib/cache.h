@@ -1,0 +1,142 @@
+/*
+ * cache.h: file data in RAM: a cache of clean data bounded by max_in_cpu,
+ * and a write-back pool of dirty data bounded by buffer_count x
+ * buffer_size, in one arena of equal chunks.
+ *
+ * File data is cached in chunks of chunk_size bytes (aio.block_size): chunk
+ * idx of inode ino holds the file's bytes [idx * chunk_size, (idx + 1) *
+ * chunk_size).  Each chunk tracks, per 4 KiB sector, whether its bytes are
+ * valid (hold the file's data) and dirty (not yet on the device).
+ *
+ * Memory.  The arena is allocated once, at tfs_cache_new(): cache_chunks +
+ * pool_chunks chunks, touched only as they are first used, and mlocked
+ * whole when pinned.  At most pool_chunks chunks are dirty at once (a
+ * writer that needs one more waits for write-back: it never fails); at
+ * most cache_chunks hold clean data (least recently used evicted first).
+ * So the cache's memory never exceeds the arena.
+ *
+ * Write-back.  Flusher threads (one io_uring each, in the callbacks) take
+ * dirty chunks that are ready, up to 'batch' at a time, and hand them to
+ * ops->write.  A chunk is ready when it is wholly dirty, when it has been
+ * dirty for expire_ms, when its file is synced or closed, or when writers
+ * wait for pool space.  While a chunk is being written, writers to it
+ * wait; readers do not.
+ *
+ * Thread safety: every function may be called from any thread.  Writes,
+ * drops and reads of one inode are serialised by the caller (the file
+ * system's per-inode lock: writers exclusive, readers shared); the cache
+ * serialises everything else.  Callbacks run without any cache lock.
+ */
+#ifndef TFS_CACHE_H
+#define TFS_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tfs_cache;
+
+#define TFS_SECTOR 4096u
+
+/* One chunk handed to ops->write. */
+struct tfs_cache_io {
+	uint64_t ino, idx;
+	void *buf;		/* chunk_size bytes, borrowed for the call */
+	const uint64_t *dirty;	/* bitmap of the sectors to write */
+	int result;		/* set by ops->write: 0 or -errno */
+};
+
+struct tfs_cache_ops {
+	/*
+	 * Read the sectors set in 'want' (a bitmap of nsect bits) of chunk
+	 * (ino, idx) from the device into buf (sector s at s * 4096); zeros
+	 * where the file has no data.  0 or -errno.
+	 */
+	int (*fill)(void *ctx, uint64_t ino, uint64_t idx, void *buf,
+		    const uint64_t *want, unsigned int nsect);
+	/* Write each io's dirty sectors to the device; set each result. */
+	void (*write)(void *ctx, struct tfs_cache_io *ios, int n);
+	/* Read len bytes of ino at off straight from the device, when the
+	 * cache has no room for them.  0 or -errno. */
+	int (*read_direct)(void *ctx, uint64_t ino, uint64_t off, void *dst,
+			   size_t len);
+};
+
+struct tfs_cache_opts {
+	size_t chunk_size;		/* a multiple of 4096 */
+	size_t cache_chunks;		/* clean data budget, in chunks */
+	size_t pool_chunks;		/* dirty data budget, at least 1 */
+	unsigned int flushers;		/* write-back threads, at least 1 */
+	unsigned int batch;		/* chunks per ops->write call */
+	unsigned int expire_ms;		/* write back partly dirty chunks
+					   after this long (0: 1000) */
+	int pin;			/* mlock the arena at start */
+};
+
+/*
+ * Make a cache (its arena reserved, not yet touched).  On failure returns
+ * -errno with a sentence in err.
+ * Caller frees with tfs_cache_free().  ops and ctx are borrowed for the
+ * cache's life.
+ */
+int tfs_cache_new(const struct tfs_cache_opts *o,
+		  const struct tfs_cache_ops *ops, void *ctx,
+		  struct tfs_cache **out, char *err, size_t errlen);
+/* Pin the arena (opts.pin) and start the flusher threads: after any
+ * fork(), which keeps neither.  0 or -errno (mlock's: -ENOMEM or -EPERM
+ * past RLIMIT_MEMLOCK). */
+int tfs_cache_start(struct tfs_cache *c);
+/* Stop the flushers and free everything; dirty data that was not synced
+ * is lost, so call tfs_cache_sync_all() first.  Accepts NULL. */
+void tfs_cache_free(struct tfs_cache *c);
+
+/*
+ * Copy len bytes at byte offset off of inode ino into the cache, as dirty
+ * data.  Waits while the pool is full.  0, or -errno from ops->fill (a
+ * sector only partly written is first read from the device).
+ */
+int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		    const void *src, size_t len);
+/* Copy len bytes at off of ino out, from the cache or, filling it, from
+ * the device.  0 or -errno. */
+int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		   void *dst, size_t len);
+
+/* Write back ino's dirty data and wait for it: returns once every write
+ * to ino that returned before this call is through ops->write. */
+void tfs_cache_sync(struct tfs_cache *c, uint64_t ino);
+/* Start writing back ino's dirty data, without waiting (close). */
+void tfs_cache_start_flush(struct tfs_cache *c, uint64_t ino);
+/* Write back everything and wait. */
+void tfs_cache_sync_all(struct tfs_cache *c);
+/*
+ * Drop chunks [from, to) of ino, dirty or not, after any write-back in
+ * progress ends (truncate, hole punching).  The caller keeps writers and
+ * readers of ino out.
+ */
+void tfs_cache_drop(struct tfs_cache *c, uint64_t ino, uint64_t from,
+		    uint64_t to);
+/* Drop every chunk of ino without waiting (its inode is gone). */
+void tfs_cache_forget(struct tfs_cache *c, uint64_t ino);
+/*
+ * Wait until every ops->write call in progress when this was called has
+ * returned: blocks freed before the call can then be reused safely.
+ */
+void tfs_cache_barrier(struct tfs_cache *c);
+
+/* Bytes of ino held in RAM. */
+uint64_t tfs_cache_bytes_of(struct tfs_cache *c, uint64_t ino);
+
+struct tfs_cache_stats {
+	uint64_t hits, misses;		/* chunk lookups by reads */
+	uint64_t evictions;
+	uint64_t cached_bytes;		/* valid data in RAM, clean or dirty */
+	uint64_t cache_limit;		/* cache_chunks x chunk_size */
+	uint64_t dirty_bytes;
+	uint64_t pool_busy, pool_total;	/* dirty chunks / pool_chunks */
+	uint64_t pool_waits;		/* writers that waited for space */
+	uint64_t flushed_bytes, flush_errors;
+	uint64_t arena_bytes;
+};
+void tfs_cache_get_stats(struct tfs_cache *c, struct tfs_cache_stats *s);
+
+#endif
