@@ -106,14 +106,15 @@ int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
 			 tfs_format_size(avail, d, sizeof(d)), what);
 		return -ENOMEM;
 	}
-	if (pinned && pool > l->memlock) {
+	if (pinned && cache + pool > l->memlock) {
 		snprintf(err, errlen,
-			 "pin_memory locks the write-back pool of %s, but "
-			 "RLIMIT_MEMLOCK (ulimit -l) is %s; lower buffer_count "
-			 "or buffer_size, raise the limit, or set pin_memory = "
-			 "false",
-			 tfs_format_size(pool, a, sizeof(a)),
-			 tfs_format_size(l->memlock, b, sizeof(b)));
+			 "pin_memory locks the cache (max_in_cpu: %s) and the "
+			 "write-back pool (buffer_count x buffer_size: %s), but "
+			 "RLIMIT_MEMLOCK (ulimit -l) is %s; lower them, raise "
+			 "the limit, or set pin_memory = false",
+			 tfs_format_size(cache, a, sizeof(a)),
+			 tfs_format_size(pool, b, sizeof(b)),
+			 tfs_format_size(l->memlock, c, sizeof(c)));
 		return -EPERM;
 	}
 	return 0;

@@ -24,7 +24,7 @@ int tfs_mem_limits(struct tfs_mem_limits *l);
 
 /*
  * Check that cache + pool bytes fit in the available memory with 'spare'
- * bytes to spare, and that a pinned pool fits RLIMIT_MEMLOCK.  Returns 0,
+ * bytes to spare, and that when pinned both fit RLIMIT_MEMLOCK.  Returns 0,
  * or -ENOMEM / -EPERM with err giving the numbers and the key to lower.
  */
 int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
