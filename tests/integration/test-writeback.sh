@@ -1,0 +1,107 @@
+#!/bin/bash
+# Description: write-back through the pool: with a pool of two 1 MiB buffers, 8 processes write 16 MiB each and others read every file back at once (writers wait, never fail); a file just written is read back from RAM (user.tensorfs.cached) and max_in_cpu=0 keeps nothing; a device write error reaches the application at fsync, at the next write and at close, and is logged
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+tfs_need sha256sum dd getfattr python3
+MiB=1048576
+
+cached() { getfattr --only-values -n user.tensorfs.cached "$1" 2>/dev/null; }
+
+# ----- a full pool makes writers wait -----
+
+tfs_setup 1G -o max_in_cpu=4MiB,buffer_count=2,buffer_size=1MiB,block_size=1MiB
+for i in 0 1 2 3 4 5 6 7; do
+	"$TFS_SYS" pattern $((16 * MiB + i * 1111)) "$((300 + i))" | sha256sum | cut -d' ' -f1 >"$WORK/sum$i"
+done
+pids=()
+for i in 0 1 2 3 4 5 6 7; do
+	(
+		flag=""
+		[ $((i % 2)) = 0 ] && flag="oflag=direct"
+		"$TFS_SYS" pattern $((16 * MiB + i * 1111)) "$((300 + i))" |
+			dd of="$MNT/f$i" bs=64K iflag=fullblock $flag status=none || exit 1
+		# read-after-write, from another process, at once
+		[ "$(sha256sum <"$MNT/f$i" | cut -d' ' -f1)" = "$(cat "$WORK/sum$i")" ] || exit 2
+	) &
+	pids+=($!)
+done
+for i in "${!pids[@]}"; do
+	wait "${pids[$i]}" || tfs_fail "writer $i failed (exit $?: 1 write, 2 read-back)"
+done
+tfs_umount
+tfs_mount
+for i in 0 1 2 3 4 5 6 7; do
+	[ "$(sha256sum <"$MNT/f$i" | cut -d' ' -f1)" = "$(cat "$WORK/sum$i")" ] ||
+		tfs_fail "f$i differs after a remount"
+done
+tfs_umount
+tfs_fsck_clean
+
+# ----- the cache keeps what was just written; max_in_cpu=0 keeps nothing -----
+
+tfs_mount -o max_in_cpu=64MiB
+"$TFS_SYS" pattern $((8 * MiB)) 7 >"$MNT/hot"
+tfs_eq "bytes of a file just written held in RAM" $((8 * MiB)) "$(cached "$MNT/hot")"
+sync "$MNT/hot"
+tfs_eq "bytes in RAM after fsync (clean, still cached)" $((8 * MiB)) "$(cached "$MNT/hot")"
+cmp <("$TFS_SYS" pattern $((8 * MiB)) 7) "$MNT/hot" || tfs_fail "hot differs"
+tfs_umount
+tfs_mount -o max_in_cpu=0
+"$TFS_SYS" pattern $((8 * MiB)) 8 >"$MNT/cold"
+sync "$MNT/cold"
+tfs_eq "bytes in RAM with max_in_cpu=0 after fsync" 0 "$(cached "$MNT/cold")"
+cmp <("$TFS_SYS" pattern $((8 * MiB)) 8) "$MNT/cold" || tfs_fail "cold differs"
+tfs_eq "bytes in RAM with max_in_cpu=0 after a read" 0 "$(cached "$MNT/cold")"
+tfs_umount
+tfs_fsck_clean
+
+# ----- a device write error reaches the application -----
+
+# metadata sits below the data area: fail every write from its start on
+meta_mib=$("$MKFS" -f -s 256M "$IMG" | sed -n 's/.*, \([0-9]*\)\.0 MiB for metadata.*/\1/p')
+[ -n "$meta_mib" ] || tfs_fail "cannot tell the metadata size from mkfs.tensorfs's output"
+export TFS_FAULT_WRITE_EIO_FROM=$((meta_mib * MiB))
+tfs_mount
+unset TFS_FAULT_WRITE_EIO_FROM
+python3 - "$MNT" <<'PY' || tfs_fail "write errors did not reach the application as EIO"
+import errno, os, sys, time
+mnt = sys.argv[1]
+
+def expect_eio(what, fn):
+    try:
+        fn()
+    except OSError as e:
+        if e.errno != errno.EIO:
+            sys.exit(f"{what}: expected EIO, got {e}")
+        return
+    sys.exit(f"{what}: expected EIO, got success")
+
+# fsync: the write is accepted, its write-back fails, fsync says so once
+fd = os.open(f"{mnt}/a", os.O_CREAT | os.O_WRONLY, 0o644)
+if os.write(fd, b"x" * 65536) != 65536:
+    sys.exit("short write")
+expect_eio("fsync after a failed write-back", lambda: os.fsync(fd))
+os.fsync(fd)  # reported once
+os.close(fd)
+
+# the next write: close starts the write-back, which fails; the next
+# write to the file reports it
+fd = os.open(f"{mnt}/b", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"y" * 65536)
+os.close(fd)
+time.sleep(1.5)
+fd = os.open(f"{mnt}/b", os.O_WRONLY)
+expect_eio("write after a failed write-back", lambda: os.write(fd, b"z"))
+os.close(fd)
+
+# close: a write-back that failed while the file was open
+fd = os.open(f"{mnt}/c", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"w" * 1048576)  # a whole chunk: written back at once
+time.sleep(1.5)
+expect_eio("close after a failed write-back", lambda: os.close(fd))
+PY
+grep -q "write-back of inode" "$WORK/daemon.log" || tfs_fail "the failed write-back was not logged"
+tfs_umount
+tfs_fsck_clean
+tfs_pass
