@@ -490,6 +490,8 @@ static void *flusher_main(void *arg)
 	struct flusher *f = arg;
 	struct tfs_cache *c = f->c;
 
+	if (c->ops->thread_init)
+		c->ops->thread_init(c->ctx, c->arena, c->arena_bytes);
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop) {
 		unsigned int due = promote_due(c);

@@ -59,6 +59,9 @@ struct tfs_cache_ops {
 	 * cache has no room for them.  0 or -errno. */
 	int (*read_direct)(void *ctx, uint64_t ino, uint64_t off, void *dst,
 			   size_t len);
+	/* Optional: called first on each flusher thread, with the arena
+	 * (e.g. to register it with the thread's io_uring). */
+	void (*thread_init)(void *ctx, void *arena, size_t len);
 };
 
 struct tfs_cache_opts {

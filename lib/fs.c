@@ -1722,12 +1722,29 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 	free(w.run);
 }
 
+/* Cache callback, first thing on each flusher thread: with pin_memory,
+ * the (locked) arena becomes the thread's io_uring fixed buffers. */
+static void cb_thread_init(void *ctx, void *arena, size_t len)
+{
+	struct tfs_fs *fs = ctx;
+	int rc;
+
+	if (!fs->opts.pin)
+		return;
+	rc = tfs_io_register(arena, len);
+	if (rc)
+		log_error(fs, "cannot register the pinned pool with io_uring "
+			      "(%s); writing back without fixed buffers",
+			  strerror(-rc));
+}
+
 static int open_cache(struct tfs_fs *fs, char *err, size_t errlen)
 {
 	static const struct tfs_cache_ops ops = {
 		.fill = cb_fill,
 		.write = cb_write,
 		.read_direct = cb_read_direct,
+		.thread_init = cb_thread_init,
 	};
 	const struct tfs_fs_opts *o = &fs->opts;
 	struct tfs_cache_opts co = { 0 };

@@ -22,6 +22,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,9 +47,13 @@ struct tfs_dev {
 
 /* ===== per-thread rings ===== */
 
+#define REG_PIECE (1ull << 30)	/* the kernel's limit for one fixed buffer */
+
 struct thread_ring {
 	struct io_uring ring;
 	int ok;
+	uint8_t *reg;		/* registered (fixed) buffers, or NULL */
+	size_t reg_len;
 };
 
 static pthread_key_t ring_key;
@@ -66,6 +71,12 @@ static void ring_destroy(void *p)
 static void ring_key_init(void)
 {
 	(void)pthread_key_create(&ring_key, ring_destroy);
+}
+
+static struct thread_ring *this_ring(void)
+{
+	pthread_once(&ring_once, ring_key_init);
+	return pthread_getspecific(ring_key);
 }
 
 static struct io_uring *thread_ring(int *err)
@@ -259,10 +270,32 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The fixed buffer index that holds all of [buf, buf + len), or -1. */
+static int fixed_index(const struct thread_ring *t, const uint8_t *buf,
+		       size_t len)
+{
+	size_t o;
+
+	if (!t || !t->reg || buf < t->reg || buf + len > t->reg + t->reg_len)
+		return -1;
+	o = (size_t)(buf - t->reg);
+	if (o / REG_PIECE != (o + len - 1) / REG_PIECE)
+		return -1;
+	return (int)(o / REG_PIECE);
+}
+
 static void prep(struct io_uring_sqe *sqe, struct tfs_dev *d, int write,
 		 struct piece *p)
 {
-	if (write)
+	int fi = fixed_index(this_ring(), p->buf, p->len);
+
+	if (fi >= 0 && write)
+		io_uring_prep_write_fixed(sqe, d->fd, p->buf, (unsigned)p->len,
+					  p->off, fi);
+	else if (fi >= 0)
+		io_uring_prep_read_fixed(sqe, d->fd, p->buf, (unsigned)p->len,
+					 p->off, fi);
+	else if (write)
 		io_uring_prep_write(sqe, d->fd, p->buf, (unsigned)p->len,
 				    p->off);
 	else
@@ -470,6 +503,35 @@ int tfs_dev_flush(struct tfs_dev *d)
 	if (rc < 0)
 		count(&d->st_err, 1);
 	return rc < 0 ? rc : 0;
+}
+
+int tfs_io_register(void *base, size_t len)
+{
+	struct thread_ring *t;
+	struct iovec *iov;
+	unsigned int n = (unsigned int)((len + REG_PIECE - 1) / REG_PIECE);
+	int rc = 0;
+
+	if (!thread_ring(&rc))
+		return rc;
+	t = this_ring();
+	if (t->reg)
+		return -EBUSY;
+	iov = calloc(n, sizeof(*iov));
+	if (!iov)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < n; i++) {
+		iov[i].iov_base = (uint8_t *)base + (size_t)i * REG_PIECE;
+		iov[i].iov_len = len - (size_t)i * REG_PIECE < REG_PIECE ?
+					 len - (size_t)i * REG_PIECE : REG_PIECE;
+	}
+	rc = io_uring_register_buffers(&t->ring, iov, n);
+	free(iov);
+	if (rc < 0)
+		return rc;
+	t->reg = base;
+	t->reg_len = len;
+	return 0;
 }
 
 void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s)

@@ -90,6 +90,14 @@ void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s);
  * share its parent's ring).  The next request makes a new one. */
 void tfs_io_thread_exit(void);
 
+/*
+ * Register [base, base + len) as the calling thread's io_uring fixed
+ * buffers: its requests on that memory then skip pinning pages per I/O.
+ * The memory should be locked (mlock) and outlive the thread.  0, or
+ * -errno (-EBUSY if already registered, -ENOMEM past RLIMIT_MEMLOCK).
+ */
+int tfs_io_register(void *base, size_t len);
+
 /* Aligned memory for device I/O: caller frees with tfs_io_free(). */
 void *tfs_io_alloc(size_t len);
 void tfs_io_free(void *p);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: the daemon's peak resident memory (VmHWM) stays under cache budget + write-back pool + 64 MiB while 8 writers and readers move 4x that through the mount; a cache plus pool larger than available memory, or a pinned pool over RLIMIT_MEMLOCK, is refused with the numbers and the key to lower; memory_check=false mounts anyway; pin_memory locks the arena (VmLck)
+# Description: the daemon's peak resident memory (VmHWM) stays under cache budget + write-back pool + 64 MiB while 8 writers and readers move 4x that through the mount; a cache plus pool larger than available memory, or a pinned pool over RLIMIT_MEMLOCK, is refused with the numbers and the key to lower; memory_check=false mounts anyway; pin_memory locks the arena (VmLck) and registers it with io_uring
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -98,6 +98,12 @@ tfs_mount -o pin_memory=true,max_in_cpu=2MiB,buffer_count=2,buffer_size=2MiB
 lck_kb=$(status_kb "$DAEMON_PID" VmLck)
 tfs_log "VmLck with a pinned 2 MiB cache and 4 MiB pool: $lck_kb kB"
 [ "$lck_kb" -ge 6144 ] || tfs_fail "pin_memory: VmLck $lck_kb kB, expected at least 6144"
+# and registered as io_uring fixed buffers (the rings' fdinfo counts them,
+# on kernels that show it)
+if grep -qs '^UserBufs:' /proc/"$DAEMON_PID"/fdinfo/*; then
+	grep -qsE '^UserBufs:[[:space:]]*[1-9]' /proc/"$DAEMON_PID"/fdinfo/* ||
+		tfs_fail "pin_memory: no io_uring ring has the pool registered"
+fi
 "$TFS_SYS" pattern $((20 * MiB)) 9 >"$MNT/pinned" || tfs_fail "cannot write through a pinned mount"
 cmp <("$TFS_SYS" pattern $((20 * MiB)) 9) "$MNT/pinned" || tfs_fail "pinned mount: data differs"
 tfs_umount
