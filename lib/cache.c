@@ -446,6 +446,15 @@ static int flush_batch(struct tfs_cache *c, struct flusher *f)
 			/* the file system recorded the error for the file;
 			 * the data cannot be kept */
 			c->flush_errors++;
+			if (ch->rrefs || ch->wrefs || (ch->flags & F_FILLING)) {
+				/* a reader still copies or fills it: out
+				 * of sight now, its last unpin frees it */
+				if (!(ch->flags & F_DEAD))
+					hash_remove(c, ch);
+				ch->flags |= F_DEAD;
+				set_state(c, ch, C_CLEAN);
+				continue;
+			}
 			release(c, ch);
 			continue;
 		}
@@ -671,7 +680,7 @@ static int write_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 	unsigned int s1 = (unsigned int)((coff + n - 1) / TFS_SECTOR);
 	uint64_t want[c->words];
 	struct chunk *ch;
-	int rc = 0, need = 0;
+	int rc = 0, need = 0, waited = 0;
 
 	pthread_mutex_lock(&c->mu);
 again:
@@ -682,7 +691,8 @@ again:
 	}
 	if (!ch || ch->state == C_CLEAN) {
 		if (c->ndirty >= c->o.pool_chunks) {
-			c->pool_waits++;
+			if (!waited++)	/* once, not at every wakeup */
+				c->pool_waits++;
 			c->pressure++;
 			pthread_cond_broadcast(&c->cv_work);
 			if (!flush_inline(c))
