@@ -11,6 +11,13 @@
  *
  * Unlinked inodes (link count 0) are normal after a crash (files open
  * but deleted at the time) and not errors: the next mount frees them.
+ *
+ * tfs_check_extents() is for the one kind of damage that stops loading
+ * after the checksums passed: extents that overlap (the allocator refuses
+ * the second claim on a block).  It loads the metadata again without the
+ * allocator, sorts all extents by device block and sweeps them once,
+ * remembering the extent reaching furthest so far: an extent that starts
+ * before that end shares blocks with it.
  */
 #include "check.h"
 
@@ -23,6 +30,8 @@
 
 #include "alloc.h"
 #include "format.h"
+#include "io.h"
+#include "journal.h"
 #include "meta.h"
 
 struct fix {
@@ -417,5 +426,195 @@ out:
 	for (size_t i = 0; i < c.nfix; i++)
 		free(c.fixes[i].name);
 	free(c.fixes);
+	return rc;
+}
+
+/* ===== overlapping extents ===== */
+
+#define CONFLICTS_SHOWN 1000
+
+struct claim {
+	uint64_t pblk, len, ino, lblk;
+	int unlinked;
+};
+
+struct claims {
+	struct claim *v;
+	size_t n, cap;
+};
+
+static int collect(struct tfs_inode *ip, void *arg)
+{
+	struct claims *cl = arg;
+
+	for (size_t i = 0; i < ip->map.n; i++) {
+		const struct tfs_extent *e = &ip->map.ext[i];
+
+		if (cl->n == cl->cap) {
+			size_t n = cl->cap ? cl->cap * 2 : 256;
+			struct claim *v = realloc(cl->v, n * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			cl->v = v;
+			cl->cap = n;
+		}
+		cl->v[cl->n].pblk = e->pblk;
+		cl->v[cl->n].len = e->len;
+		cl->v[cl->n].ino = ip->a.ino;
+		cl->v[cl->n].lblk = e->lblk;
+		cl->v[cl->n].unlinked = ip->a.nlink == 0 &&
+					ip->a.ino != TFS_ROOT_INO;
+		cl->n++;
+	}
+	return 0;
+}
+
+static int by_pblk(const void *x, const void *y)
+{
+	const struct claim *a = x, *b = y;
+
+	if (a->pblk != b->pblk)
+		return a->pblk < b->pblk ? -1 : 1;
+	if (a->ino != b->ino)
+		return a->ino < b->ino ? -1 : 1;
+	return a->lblk < b->lblk ? -1 : a->lblk > b->lblk;
+}
+
+static const char *unlinked(const struct claim *c)
+{
+	return c->unlinked ? " (unlinked)" : "";
+}
+
+static void conflict(FILE *out, uint64_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void conflict(FILE *out, uint64_t *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (++*n > CONFLICTS_SHOWN)
+		return;
+	va_start(ap, fmt);
+	fputs("tensorfs-fsck: ", out);
+	vfprintf(out, fmt, ap);
+	fputc('\n', out);
+	va_end(ap);
+}
+
+/* "block 7" or "blocks 7..9", into buf */
+static const char *blocks(char *buf, size_t len, uint64_t first,
+			  uint64_t last)
+{
+	if (first == last)
+		snprintf(buf, len, "block %llu", (unsigned long long)first);
+	else
+		snprintf(buf, len, "blocks %llu..%llu",
+			 (unsigned long long)first, (unsigned long long)last);
+	return buf;
+}
+
+static uint64_t sweep(const struct claims *cl, uint64_t first,
+		      uint64_t end, FILE *out)
+{
+	const struct claim *far = NULL;
+	uint64_t far_end = 0, n = 0;
+	char b1[48], b2[48], b3[48];
+
+	for (size_t i = 0; i < cl->n; i++) {
+		const struct claim *c = &cl->v[i];
+		uint64_t c_end = c->pblk + c->len;
+
+		if (c->len == 0 || c_end < c->pblk || c->pblk < first ||
+		    c_end > end) {
+			conflict(out, &n, "inode %llu%s: file blocks %llu.. "
+				 "map %llu device blocks from %llu, outside "
+				 "the data area (blocks %llu..%llu)",
+				 (unsigned long long)c->ino, unlinked(c),
+				 (unsigned long long)c->lblk,
+				 (unsigned long long)c->len,
+				 (unsigned long long)c->pblk,
+				 (unsigned long long)first,
+				 (unsigned long long)(end - 1));
+			continue;
+		}
+		if (far && c->pblk < far_end) {
+			uint64_t last = (c_end < far_end ? c_end : far_end) - 1;
+
+			blocks(b1, sizeof(b1), c->pblk, last);
+			if (far->ino == c->ino)
+				conflict(out, &n, "inode %llu%s maps device "
+					 "%s twice (at file blocks %llu.. and "
+					 "%llu..)",
+					 (unsigned long long)c->ino,
+					 unlinked(c), b1,
+					 (unsigned long long)far->lblk,
+					 (unsigned long long)c->lblk);
+			else
+				conflict(out, &n, "inodes %llu%s and %llu%s "
+					 "both map device %s (inode %llu: %s, "
+					 "inode %llu: %s)",
+					 (unsigned long long)far->ino,
+					 unlinked(far),
+					 (unsigned long long)c->ino,
+					 unlinked(c), b1,
+					 (unsigned long long)far->ino,
+					 blocks(b2, sizeof(b2), far->pblk,
+						far_end - 1),
+					 (unsigned long long)c->ino,
+					 blocks(b3, sizeof(b3), c->pblk,
+						c_end - 1));
+		}
+		if (!far || c_end > far_end) {
+			far = c;
+			far_end = c_end;
+		}
+	}
+	if (n > CONFLICTS_SHOWN)
+		fprintf(out, "tensorfs-fsck: ... and %llu more extent "
+			     "conflicts\n",
+			(unsigned long long)(n - CONFLICTS_SHOWN));
+	return n;
+}
+
+int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen)
+{
+	struct tfs_journal j;
+	struct claims cl = { 0 };
+	struct tfs_meta *m;
+	struct tfs_dev *d;
+	uint64_t n;
+	int rc;
+
+	memset(&j, 0, sizeof(j));
+	rc = tfs_dev_open(path, TFS_DEV_RDONLY, &d);
+	if (rc) {
+		snprintf(err, errlen, "cannot open '%s': %s", path,
+			 strerror(-rc));
+		return rc;
+	}
+	m = tfs_meta_new();
+	if (!m) {
+		tfs_dev_close(d);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = tfs_journal_load(&j, d, m, err, errlen);
+	if (rc)
+		goto out;
+	rc = tfs_meta_each(m, collect, &cl);
+	if (rc) {
+		snprintf(err, errlen, "out of memory listing the extents");
+		goto out_journal;
+	}
+	qsort(cl.v, cl.n, sizeof(*cl.v), by_pblk);
+	n = sweep(&cl, j.sb.data_start, j.sb.dev_blocks, out);
+	rc = n > INT32_MAX ? INT32_MAX : (int)n;
+out_journal:
+	tfs_journal_release(&j);
+out:
+	free(cl.v);
+	tfs_meta_free(m);
+	tfs_dev_close(d);
 	return rc;
 }

@@ -7,6 +7,8 @@
  * entry names a live inode, every directory has exactly one entry and
  * its ".." is right, link counts, reachability from the root, each
  * extent map's order, and that used plus free space is the data area.
+ * When loading fails because extents overlap, tfs_check_extents() says
+ * which inodes share which blocks.
  */
 #ifndef TFS_CHECK_H
 #define TFS_CHECK_H
@@ -35,5 +37,18 @@ struct tfs_check_result {
  */
 int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
 	      struct tfs_check_result *res);
+
+/*
+ * For a file system that tfs_fs_open() refused with -EUCLEAN: load the
+ * metadata of the device at path read-only (superblock, checkpoint,
+ * journal, as a mount does, without the allocator that refused it) and
+ * compare every extent of every inode by device block.  Each block range
+ * that two extents share, and each extent outside the data area, goes to
+ * out as one line naming the inodes and device blocks (at most 1000
+ * lines, then a count).  Returns the number of such conflicts (0: the
+ * extents are not what is wrong), or -errno with a sentence in err when
+ * the metadata cannot be loaded at all.
+ */
+int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen);
 
 #endif

@@ -19,7 +19,7 @@ static int read_u64(const char *path, uint64_t *v)
 	int ok;
 
 	if (!f)
-		return -errno;
+		return errno ? -errno : -EIO;
 	ok = fgets(buf, sizeof(buf), f) != NULL;
 	fclose(f);
 	if (!ok)
@@ -57,7 +57,7 @@ int tfs_mem_limits(struct tfs_mem_limits *l)
 	if (f) {
 		while (fgets(line, sizeof(line), f)) {
 			char path[600];
-			uint64_t max, cur;
+			uint64_t max = UINT64_MAX, cur = 0;
 
 			if (strncmp(line, "0::", 3))
 				continue;
@@ -69,6 +69,7 @@ int tfs_mem_limits(struct tfs_mem_limits *l)
 				continue;
 			snprintf(path, sizeof(path),
 				 "/sys/fs/cgroup%s/memory.current", l->cgroup);
+			/* unreadable usage: count the whole limit as free */
 			if (read_u64(path, &cur))
 				cur = 0;
 			l->cgroup_free = max > cur ? max - cur : 0;

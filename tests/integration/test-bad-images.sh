@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: garbage, truncated, empty, wrong-magic and bit-flipped images: clear errors, never a crash or a hang
+# Description: garbage, truncated, empty, wrong-magic and bit-flipped images, a damaged checkpoint and overlapping extents: clear errors, never a crash or a hang
 #
 # A good image is made first (a marker file and crashwriter files, cleanly
 # unmounted).  Each bad image is a copy of it, damaged, or something that
@@ -8,12 +8,21 @@
 # tensorfs-fsck must exit 4 or 8 (8 where there is no tensorfs at all),
 # under timeout 30, never dying of a signal or hanging, and neither may
 # change the image; tensorfs-fsck -y must not write to something that is
-# not a tensorfs, and when it says it repaired an image, that image must be
-# clean and mount.  Flipping one bit in each superblock copy must be refused;
-# random bit flips in the first 64 KiB may be survivable, but then tensorfs
-# and fsck must agree and the mount must work.  A bit flipped in only one
-# superblock copy must still mount (the other copy is used), and flipping
-# the older copy must lose nothing.  tensorfs-fsck usage errors exit 16.
+# not a tensorfs, nor to what it cannot repair, and when it says it
+# repaired an image, that image must be clean and mount.  Flipping one bit
+# in each superblock copy must be refused; random bit flips in the first
+# 64 KiB may be survivable, but then tensorfs and fsck must agree and the
+# mount must work.  A bit flipped in only one superblock copy must still
+# mount (the other copy is used), and flipping the older copy must lose
+# nothing; tensorfs-fsck must find it (exit 4), tensorfs-fsck -y must
+# repair it (exit 1, both copies valid again) and a second tensorfs-fsck
+# find nothing (exit 0).  A bit flipped in the active checkpoint (found
+# through the superblock, format.h) is refused by its checksum: the other
+# slot holds an older tree whose journal is gone, not a copy, so there is
+# nothing to repair from (tensorfs-fsck and -y exit 4, image unchanged).
+# Two files mapping the same block (a checkpoint rewritten with valid
+# checksums) are refused too; tensorfs-fsck names both inodes, says it
+# cannot repair that and exits 4.  tensorfs-fsck usage errors exit 16.
 # No mount and no daemon is left behind.  TFS_SEED picks the bits.
 . "$(dirname "$0")/lib.sh"
 
@@ -78,6 +87,59 @@ flip_any() {
 	_off=$(($1 + (RANDOM * 32768 + RANDOM) % $2))
 	flip "$_off" $((RANDOM % 8))
 	FLIPPED="$FLIPPED $_off"
+}
+
+# le OFFSET BYTES: the little-endian unsigned integer (4 or 8 bytes) at
+# OFFSET of $CASE
+le() { od -An -tu"$2" -j "$1" -N "$2" "$CASE" | tr -d ' '; }
+
+# put_le OFFSET BYTES VALUE: write VALUE there, little-endian
+put_le() {
+	local _i _s=""
+	for ((_i = 0; _i < $2; _i++)); do
+		_s="$_s$(printf '\\%03o' $((($3 >> (8 * _i)) & 255)))"
+	done
+	# shellcheck disable=SC2059
+	printf "$_s" | dd of="$CASE" bs=1 seek="$1" conv=notrunc status=none
+}
+
+# crc32c OFFSET LEN: the CRC-32C (crc32c.h) of those bytes of $CASE
+CRC_T=()
+crc32c() {
+	local _i _j _c _b
+	if [ "${#CRC_T[@]}" != 256 ]; then
+		for ((_i = 0; _i < 256; _i++)); do
+			_c=$_i
+			for ((_j = 0; _j < 8; _j++)); do
+				_c=$(((_c >> 1) ^ (_c & 1 ? 0x82F63B78 : 0)))
+			done
+			CRC_T[_i]=$_c
+		done
+	fi
+	_c=0xFFFFFFFF
+	for _b in $(od -An -v -tu1 -j "$1" -N "$2" "$CASE"); do
+		_c=$((CRC_T[(_c ^ _b) & 255] ^ (_c >> 8)))
+	done
+	echo $((_c ^ 0xFFFFFFFF))
+}
+
+# locate: the current superblock of $CASE and its checkpoint (format.h):
+# SB (byte offset of the valid copy with the higher generation; both are
+# valid here), SLOT, CKPT (byte offset of the active slot), CKPT_LEN
+locate() {
+	SB=0
+	[ "$(le 4112 8)" -gt "$(le 16 8)" ] && SB=4096
+	SLOT=$(le $((SB + 80)) 4)
+	CKPT=$(($(le $((SB + 48 + 8 * SLOT)) 8) * 4096))
+	CKPT_LEN=$(le $((SB + 88)) 8)
+	[ "$CKPT_LEN" -gt 64 ] || tfs_fail "checkpoint of a good image: expected more than its 64-byte header, got $CKPT_LEN bytes"
+}
+
+# reseal: after a change inside the checkpoint, store its new CRC in the
+# current superblock and that superblock's own CRC, as a write would
+reseal() {
+	put_le $((SB + 96)) 4 "$(crc32c "$CKPT" "$CKPT_LEN")"
+	put_le $((SB + 4092)) 4 "$(crc32c "$SB" 4092)"
 }
 
 # usable WHAT: the mounted $CASE lists, reads, and takes a new file
@@ -177,14 +239,14 @@ tfs_expect_exit 8 "a directory as the image: tensorfs-fsck -y" "$FSCK" -y "$CASE
 fresh
 printf BADMAGIC | dd of="$CASE" bs=1 seek=0 conv=notrunc status=none
 printf BADMAGIC | dd of="$CASE" bs=1 seek=4096 conv=notrunc status=none
-refused "wrong magic in both superblocks" "4|8" "not a tensorfs"
-repair "wrong magic in both superblocks" "1|4|8"
+refused "wrong magic in both superblocks" 8 "not a tensorfs"
+not_repaired "wrong magic in both superblocks" 8
 
 for size in 1M 100M; do
 	fresh
 	truncate -s "$size" "$CASE"
-	refused "image truncated to $size" "4|8"
-	repair "image truncated to $size" "1|4|8"
+	refused "image truncated to $size" 4 truncated
+	not_repaired "image truncated to $size" 4
 done
 
 for trial in 1 2 3; do
@@ -193,7 +255,7 @@ for trial in 1 2 3; do
 	flip_nonzero 0 4096
 	flip_nonzero 4096 4096
 	refused "one bit flipped in each superblock copy (trial $trial, bytes$FLIPPED)" "4|8"
-	repair "one bit flipped in each superblock copy (trial $trial)" "1|4|8"
+	not_repaired "one bit flipped in each superblock copy (trial $trial)" "4|8"
 done
 
 for trial in 1 2; do
@@ -203,7 +265,7 @@ for trial in 1 2; do
 	flip_nonzero 4096 4096
 	for _ in $(seq 14); do flip_any 8192 $((65536 - 8192)); done
 	refused "16 bits flipped in the first 64 KiB, both superblocks among them (trial $trial, bytes$FLIPPED)" "4|8"
-	repair "16 bits flipped in the first 64 KiB (trial $trial)" "1|4|8"
+	not_repaired "16 bits flipped in the first 64 KiB (trial $trial)" "4|8"
 done
 
 # random bits anywhere in the first 64 KiB: perhaps in unused space or in
@@ -242,15 +304,36 @@ done
 
 # ===== one superblock copy damaged: the other one is used =====
 
+# found WHAT COPY: tensorfs-fsck finds superblock copy COPY damaged (exit 4)
+# and changes nothing
+found() {
+	local _sum
+	_sum=$(sha256sum <"$CASE")
+	tfs_expect_exit 4 "$1: tensorfs-fsck" "$FSCK" "$CASE"
+	tfs_expect_words "$1: tensorfs-fsck" "$WORK/out" "superblock copy $2 is damaged"
+	tfs_eq "$1: sha256 of the image after tensorfs-fsck" "$_sum" "$(sha256sum <"$CASE")"
+}
+
+# fixed WHAT COPY: tensorfs-fsck -y repairs it (exit 1, saying so), then
+# tensorfs-fsck finds nothing (exit 0) and both copies are valid
+fixed() {
+	tfs_expect_exit 1 "$1: tensorfs-fsck -y" "$FSCK" -y "$CASE"
+	tfs_expect_words "$1: tensorfs-fsck -y" "$WORK/out" "superblock copy $2 repaired" "1 errors, 1 repaired"
+	tfs_expect_exit 0 "$1: tensorfs-fsck after tensorfs-fsck -y" "$FSCK" "$CASE"
+	tfs_expect_exit 0 "$1: tensorfs-fsck -y after tensorfs-fsck -y" "$FSCK" -y "$CASE"
+}
+
 gen() { od -An -tu8 -j $(($1 * 4096 + 16)) -N 8 "$GOOD" | tr -d ' '; }
 tfs_log "superblock generations of the good image (format.h offset 16): copy 0: $(gen 0), copy 1: $(gen 1)"
+DAMAGED="$WORK/damaged.img"
 kept=""
 for copy in 0 1; do
 	fresh
 	FLIPPED=""
 	flip_nonzero $((copy * 4096)) 4096
 	what="one bit flipped in superblock copy $copy only (byte$FLIPPED)"
-	tfs_expect_exit "0|4" "$what: tensorfs-fsck" "$FSCK" "$CASE"
+	found "$what" "$copy"
+	cp --sparse=always "$CASE" "$DAMAGED"
 	tfs_log "$what: mounting it (must work)"
 	tfs_mount
 	usable "$what"
@@ -263,8 +346,98 @@ for copy in 0 1; do
 	fi
 	tfs_umount
 	tfs_fsck_clean
+
+	# the same damage, repaired by tensorfs-fsck -y instead of a mount
+	# (a mount rewrites a superblock too)
+	mv "$DAMAGED" "$CASE"
+	fixed "$what" "$copy"
+	tfs_mount
+	usable "$what, repaired by tensorfs-fsck -y"
+	case " $kept " in
+	*" $copy "*)
+		cmp "$WORK/marker" "$MNT/marker" ||
+			tfs_fail "$what, repaired by tensorfs-fsck -y: marker: expected its bytes, got others"
+		"$CW" --verify "$MNT/cw" "$WORK/manifest" >"$WORK/verify.log" 2>&1 ||
+			{ cat "$WORK/verify.log" >&2; tfs_fail "$what, repaired by tensorfs-fsck -y: crashwriter --verify: expected exit 0 (as mounted unrepaired), got failure"; }
+		;;
+	esac
+	tfs_umount
+	tfs_fsck_clean
 done
 [ -n "$kept" ] || tfs_fail "one superblock copy damaged: expected the flip of the older copy to lose nothing, got data lost with either copy damaged"
+
+# the audit's reproduction: bit 0 of byte 20 (the generation) of copy 0,
+# then -p, fsck(8)'s spelling of -y
+fresh
+flip 20 0
+found "bit 0 of byte 20 flipped in superblock copy 0" 0
+tfs_expect_exit 1 "bit 0 of byte 20 flipped in superblock copy 0: tensorfs-fsck -p" "$FSCK" -p "$CASE"
+tfs_expect_exit 0 "bit 0 of byte 20 flipped in superblock copy 0: tensorfs-fsck after -p" "$FSCK" "$CASE"
+[ "$(od -An -tu8 -j 16 -N 8 "$CASE" | tr -d ' ')" -lt 4294967296 ] ||
+	tfs_fail "superblock copy 0 after tensorfs-fsck -p: expected a rewritten generation, got the flipped one"
+tfs_mount
+usable "bit 0 of byte 20 flipped in superblock copy 0, repaired by tensorfs-fsck -p"
+case " $kept " in
+*" 0 "*) cmp "$WORK/marker" "$MNT/marker" || tfs_fail "superblock copy 0 repaired by tensorfs-fsck -p: marker: expected its bytes (as mounted unrepaired), got others" ;;
+esac
+tfs_umount
+tfs_fsck_clean
+
+# ===== the checkpoint: the tree, checksummed, one copy =====
+
+fresh
+locate
+tfs_log "good image: superblock copy $((SB / 4096)) is current, checkpoint slot $SLOT at byte $CKPT, $CKPT_LEN bytes"
+for part in header records; do
+	fresh
+	FLIPPED=""
+	if [ "$part" = header ]; then
+		flip_nonzero "$CKPT" 64
+	else
+		flip_any $((CKPT + 64)) $((CKPT_LEN - 64))
+	fi
+	what="one bit flipped in the checkpoint's $part (slot $SLOT, byte$FLIPPED)"
+	refused "$what" 4 "checkpoint" "corrupted"
+	tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "checkpoint in slot $SLOT is corrupted"
+	not_repaired "$what" 4
+	tfs_expect_words "$what: tensorfs-fsck -y" "$WORK/err" "checkpoint"
+done
+
+# ===== two files mapping one block =====
+
+# a new file system with files a (two blocks) and b (one block); b's
+# EXTENT record (format.h: type 5; ino, lblk, pblk ...) in the checkpoint
+# is made to point into a's blocks and the checksums are made to match
+rm -f "$CASE"
+"$MKFS" -s 256M "$CASE" >"$WORK/mkfs.log" 2>&1 || { cat "$WORK/mkfs.log" >&2; tfs_fail "mkfs.tensorfs for the overlap image failed"; }
+tfs_mount
+head -c 8192 /dev/urandom >"$MNT/a"
+head -c 4096 /dev/urandom >"$MNT/b"
+tfs_umount
+tfs_fsck_clean
+locate
+exts=()
+pos=64
+while [ "$pos" -lt "$CKPT_LEN" ]; do
+	type=$(le $((CKPT + pos)) 4)
+	blen=$(le $((CKPT + pos + 4)) 4)
+	[ "$type" = 5 ] && exts+=("$((CKPT + pos + 8))")
+	pos=$((pos + 8 + blen))
+done
+[ "${#exts[@]}" = 2 ] || tfs_fail "checkpoint of two one-extent files: expected 2 EXTENT records, got ${#exts[@]}"
+ino_a=$(le "${exts[0]}" 8)
+ino_b=$(le "${exts[1]}" 8)
+[ "$(le $((exts[0] + 24)) 8)" = 2 ] || { ino_a=$ino_b; ino_b=$(le "${exts[0]}" 8); exts=("${exts[1]}" "${exts[0]}"); }
+[ "$(le $((exts[0] + 24)) 8)" = 2 ] || tfs_fail "checkpoint of files a (8 KiB) and b (4 KiB): expected an EXTENT of 2 blocks, got none"
+put_le $((exts[1] + 16)) 8 $(($(le $((exts[0] + 16)) 8) + 1))
+reseal
+what="files a (inode $ino_a) and b (inode $ino_b) mapping one block"
+refused "$what" 4 "overlaps"
+tfs_expect_words "$what: tensorfs-fsck" "$WORK/out" "inodes $ino_a and $ino_b both map device block"
+tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "overlapping extents" "cannot repair"
+! grep -qF "run tensorfs-fsck" "$WORK/out" "$WORK/err" || tfs_fail "$what: tensorfs-fsck: expected no advice to run itself, got '$(cat "$WORK/err")'"
+not_repaired "$what" 4
+tfs_expect_words "$what: tensorfs-fsck -y" "$WORK/err" "overlapping extents" "cannot repair"
 
 # ===== tensorfs-fsck usage errors =====
 
@@ -273,6 +446,12 @@ tfs_expect_exit 16 "tensorfs-fsck without arguments" "$FSCK"
 tfs_expect_exit 16 "tensorfs-fsck with an unknown option" "$FSCK" -Z "$GOOD"
 [ -s "$WORK/err" ] || tfs_fail "tensorfs-fsck -Z: expected a message on stderr, got none"
 tfs_expect_exit 16 "tensorfs-fsck with two devices" "$FSCK" "$GOOD" "$GOOD"
+tfs_expect_exit 0 "tensorfs-fsck --help" "$FSCK" --help
+for opt in -y -n -v -p -a --help; do
+	grep -qE -- "(^|[ ,])$opt([ ,]|\$)" "$WORK/out" || tfs_fail "tensorfs-fsck --help: expected option $opt documented, got '$(cat "$WORK/out")'"
+done
+tfs_expect_words "tensorfs-fsck --help" "$WORK/out" "0 no errors" "1 errors were found and all" "4 errors left" "8 operational error" "16 usage error"
+tfs_expect_exit 0 "tensorfs-fsck -a on the good image" "$FSCK" -a "$GOOD"
 
 # ===== nothing left behind =====
 

@@ -4,7 +4,8 @@
  * has no findings; each kind of damage, made in memory through
  * tfs_fs_meta()/tfs_meta_get(), is reported with a line that names it,
  * repaired with TFS_CHECK_REPAIR, written by the next sync, and a second
- * check then finds nothing.
+ * check then finds nothing.  Extents that overlap, written to the device
+ * that way, make loading fail; tfs_check_extents() names their inodes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -593,6 +594,112 @@ static void test_check_after_crash_recovery_is_clean(void **state)
 	assert_clean(f->fs);
 }
 
+/* Run tfs_check_extents(); returns what it printed (caller frees). */
+static char *check_extents(struct fx *f, int *n)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	assert_non_null(out);
+	*n = tfs_check_extents(f->path, out, f->err, sizeof(f->err));
+	fclose(out);
+	return text;
+}
+
+static void test_check_extents_of_a_good_fs_finds_nothing(void **state)
+{
+	struct fx *f = *state;
+	char *text;
+	int n;
+
+	populate(f->fs);
+	assert_int_equal(tfs_fs_close(f->fs), 0);
+	f->fs = NULL;
+	text = check_extents(f, &n);
+	assert_int_equal(n, 0);
+	assert_string_equal(text, "");
+	free(text);
+}
+
+static void test_check_extents_names_inodes_sharing_blocks(void **state)
+{
+	struct fx *f = *state;
+	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a"), b = mk(f->fs, TFS_ROOT_INO,
+							   "b");
+	struct tfs_inode *ia, *ib;
+	char *text, want[160];
+	int n;
+
+	wr(f->fs, a, 8192, 0);
+	wr(f->fs, b, 4096, 0);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	ia = inode(f->fs, a);
+	ib = inode(f->fs, b);
+	assert_int_equal(ia->map.n, 1);
+	assert_int_equal(ib->map.n, 1);
+	/* b's block becomes a's second block: what the checkpoint holds */
+	ib->map.ext[0].pblk = ia->map.ext[0].pblk + 1;
+	tfs_fs_mark_changed(f->fs);
+	tfs_fs_close(f->fs);
+	f->fs = NULL;
+
+	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
+				     sizeof(f->err)), -EUCLEAN);
+	f->fs = NULL;
+	text = check_extents(f, &n);
+	assert_int_equal(n, 1);
+	snprintf(want, sizeof(want), "inodes %llu and %llu both map device "
+		 "block", (unsigned long long)a, (unsigned long long)b);
+	assert_has(text, want);
+	free(text);
+}
+
+static void test_check_extents_reports_extent_outside_data_area(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a");
+	char *text, want[80];
+	int n;
+
+	wr(f->fs, a, 4096, 0);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	inode(f->fs, a)->map.ext[0].pblk = 1;	/* the superblock */
+	tfs_fs_mark_changed(f->fs);
+	tfs_fs_close(f->fs);
+	f->fs = NULL;
+
+	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
+				     sizeof(f->err)), -EUCLEAN);
+	f->fs = NULL;
+	text = check_extents(f, &n);
+	assert_int_equal(n, 1);
+	snprintf(want, sizeof(want), "inode %llu: ", (unsigned long long)a);
+	assert_has(text, want);
+	assert_has(text, "outside the data area");
+	free(text);
+}
+
+static void test_check_extents_of_a_damaged_checkpoint_fails(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_super sb;
+	char *text;
+	int n, copy;
+
+	assert_int_equal(tfs_fs_close(f->fs), 0);
+	f->fs = NULL;
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot] *
+				  TFS_BLOCK_SIZE + 8), 0);
+	text = check_extents(f, &n);
+	assert_int_equal(n, -EUCLEAN);
+	assert_has(f->err, "checkpoint");
+	assert_string_equal(text, "");
+	free(text);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -615,6 +722,10 @@ int main(void)
 		T(test_check_reports_leaked_space),
 		T(test_check_verbose_lists_files_with_extents),
 		T(test_check_after_crash_recovery_is_clean),
+		T(test_check_extents_of_a_good_fs_finds_nothing),
+		T(test_check_extents_names_inodes_sharing_blocks),
+		T(test_check_extents_reports_extent_outside_data_area),
+		T(test_check_extents_of_a_damaged_checkpoint_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
