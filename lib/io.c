@@ -41,6 +41,7 @@ struct tfs_dev {
 	int overlap;		/* refill the queue as requests complete */
 	uint64_t fail_from;	/* fault injection; UINT64_MAX = off */
 	int fail_err;
+	uint64_t short_left;	/* requests still to cut short (tests) */
 	uint64_t st_reads, st_writes, st_rbytes, st_wbytes, st_flush, st_err;
 	uint64_t st_submitted, st_inflight, st_lat_ns, st_lat_max_ns;
 };
@@ -232,6 +233,11 @@ void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap)
 	d->overlap = overlap;
 }
 
+void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n)
+{
+	__atomic_store_n(&d->short_left, n, __ATOMIC_RELAXED);
+}
+
 void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)
 {
 	d->fail_from = err ? from : UINT64_MAX;
@@ -270,6 +276,18 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Whether to cut this request short (tfs_dev_short_transfers()). */
+static int take_short(struct tfs_dev *d)
+{
+	uint64_t n = __atomic_load_n(&d->short_left, __ATOMIC_RELAXED);
+
+	while (n && !__atomic_compare_exchange_n(&d->short_left, &n, n - 1, 1,
+						 __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
+		;
+	return n != 0;
+}
+
 /* The fixed buffer index that holds all of [buf, buf + len), or -1. */
 static int fixed_index(const struct thread_ring *t, const uint8_t *buf,
 		       size_t len)
@@ -287,20 +305,24 @@ static int fixed_index(const struct thread_ring *t, const uint8_t *buf,
 static void prep(struct io_uring_sqe *sqe, struct tfs_dev *d, int write,
 		 struct piece *p)
 {
-	int fi = fixed_index(this_ring(), p->buf, p->len);
+	size_t len = p->len;
+	int fi;
+
+	/* fault injection: ask for half, as a short transfer would give */
+	if (len > TFS_BLOCK_SIZE && take_short(d))
+		len = len / 2 & ~(size_t)(TFS_BLOCK_SIZE - 1);
+	fi = fixed_index(this_ring(), p->buf, len);
 
 	if (fi >= 0 && write)
-		io_uring_prep_write_fixed(sqe, d->fd, p->buf, (unsigned)p->len,
+		io_uring_prep_write_fixed(sqe, d->fd, p->buf, (unsigned)len,
 					  p->off, fi);
 	else if (fi >= 0)
-		io_uring_prep_read_fixed(sqe, d->fd, p->buf, (unsigned)p->len,
+		io_uring_prep_read_fixed(sqe, d->fd, p->buf, (unsigned)len,
 					 p->off, fi);
 	else if (write)
-		io_uring_prep_write(sqe, d->fd, p->buf, (unsigned)p->len,
-				    p->off);
+		io_uring_prep_write(sqe, d->fd, p->buf, (unsigned)len, p->off);
 	else
-		io_uring_prep_read(sqe, d->fd, p->buf, (unsigned)p->len,
-				   p->off);
+		io_uring_prep_read(sqe, d->fd, p->buf, (unsigned)len, p->off);
 	io_uring_sqe_set_data(sqe, p);
 	p->t0 = now_ns();
 	count(&d->st_submitted, 1);

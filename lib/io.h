@@ -77,6 +77,11 @@ void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err);
  * else a batch of queue_depth is submitted and waited for whole. */
 void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap);
 
+/* Fault injection for tests: the next n requests longer than a block
+ * ask the kernel for half their length, so they complete short and the
+ * rest must be resubmitted. */
+void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
+
 /* Counters: bytes and requests completed (relaxed atomics).  submitted
  * counts requests (pieces of at most block_size) sent to the kernel,
  * latency_ns their summed submit-to-completion time. */

@@ -3,7 +3,9 @@
  * Description: open and its errors (locking, file types, read-only),
  * reads and writes split into pieces and batched, reads past the end
  * (-EIO, also when the file shrinks under us), write fault injection
- * (by call and by environment), counters, and one ring per thread.
+ * (by call and by environment), short completions resubmitted, the
+ * submit modes (single_submit, overlap), counters with latency, and one
+ * ring per thread.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -167,6 +169,67 @@ static void test_io_small_pieces_and_shallow_queue(void **state)
 	tfs_dev_set_queue(f->d, 100, 0);
 	assert_int_equal(tfs_dev_read(f->d, r, len, 2 * MiB), 0);
 	assert_memory_equal(r, w, len);
+	tfs_io_free(w);
+	tfs_io_free(r);
+}
+
+static void test_io_short_completions_are_resubmitted(void **state)
+{
+	struct fix *f = *state;
+	size_t len = 4 * MiB;
+	uint8_t *w = xalloc(len), *r = xalloc(len);
+	struct tfs_dev_stats s0, s1;
+
+	tfs_dev_set_queue(f->d, MiB, 4);
+	fill_pat(w, len, 0, 7);
+	tfs_dev_get_stats(f->d, &s0);
+	/* every 1 MiB request comes back with half: the rest is sent again */
+	tfs_dev_short_transfers(f->d, 4);
+	assert_int_equal(tfs_dev_write(f->d, w, len, MiB), 0);
+	tfs_dev_get_stats(f->d, &s1);
+	assert_int_equal(s1.writes - s0.writes, 4);
+	assert_int_equal(s1.submitted - s0.submitted, 8);
+	assert_int_equal(s1.write_bytes - s0.write_bytes, len);
+	tfs_dev_short_transfers(f->d, 3);
+	memset(r, 0, len);
+	assert_int_equal(tfs_dev_read(f->d, r, len, MiB), 0);
+	assert_memory_equal(r, w, len);
+	tfs_dev_get_stats(f->d, &s0);
+	assert_int_equal(s0.reads - s1.reads, 4);
+	assert_int_equal(s0.submitted - s1.submitted, 7);
+	/* and the bytes are on the image where they belong */
+	assert_int_equal(img_pread(f->path, MiB + 3 * MiB + 5, r, 4096), 0);
+	assert_memory_equal(r, w + 3 * MiB + 5, 4096);
+	tfs_io_free(w);
+	tfs_io_free(r);
+}
+
+static void test_io_submit_modes_move_the_same_bytes(void **state)
+{
+	struct fix *f = *state;
+	size_t len = 3 * MiB + 4096;
+	uint8_t *w = xalloc(len), *r = xalloc(len);
+	struct tfs_dev_stats s0, s1;
+
+	tfs_dev_set_queue(f->d, 256 * 1024, 8);
+	for (int mode = 0; mode < 4; mode++) {
+		/* single_submit on or off, overlap on or off */
+		tfs_dev_set_submit(f->d, mode & 1, !(mode & 2));
+		fill_pat(w, len, 0, 20 + (unsigned)mode);
+		tfs_dev_get_stats(f->d, &s0);
+		assert_int_equal(tfs_dev_write(f->d, w, len, 8 * MiB), 0);
+		memset(r, 0, len);
+		assert_int_equal(tfs_dev_read(f->d, r, len, 8 * MiB), 0);
+		assert_memory_equal(r, w, len);
+		tfs_dev_get_stats(f->d, &s1);
+		/* 13 requests each way, every one timed */
+		assert_int_equal(s1.submitted - s0.submitted, 26);
+		assert_int_equal(s1.inflight, 0);
+		assert_true(s1.latency_ns > s0.latency_ns);
+		assert_true(s1.latency_max_ns > 0);
+		assert_true(s1.latency_max_ns <= s1.latency_ns);
+	}
+	tfs_dev_set_submit(f->d, 0, 1);
 	tfs_io_free(w);
 	tfs_io_free(r);
 }
@@ -417,6 +480,8 @@ int main(void)
 		T(test_io_second_open_is_ebusy),
 		T(test_io_write_read_roundtrip),
 		T(test_io_small_pieces_and_shallow_queue),
+		T(test_io_short_completions_are_resubmitted),
+		T(test_io_submit_modes_move_the_same_bytes),
 		T(test_io_batches_scatter_and_gather),
 		T(test_io_short_reads_past_end_are_eio),
 		T(test_io_offset_overflow_is_eio),
