@@ -743,7 +743,7 @@ void tfs_cache_free(struct tfs_cache *c)
 
 /* Write n bytes at coff of one chunk. */
 static int write_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
-		       size_t coff, const uint8_t *src, size_t n)
+		       size_t coff, uint8_t *src, size_t n)
 {
 	unsigned int s0 = (unsigned int)(coff / TFS_SECTOR);
 	unsigned int s1 = (unsigned int)((coff + n - 1) / TFS_SECTOR);
@@ -826,17 +826,19 @@ out_unpin:
 	return rc;
 }
 
-int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		    const void *src, size_t len)
+/* Call fn for each chunk's piece of bytes [off, off + len) of ino. */
+static int each_chunk(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		      uint8_t *p, size_t len,
+		      int (*fn)(struct tfs_cache *c, uint64_t ino,
+				uint64_t idx, size_t coff, uint8_t *p,
+				size_t n))
 {
-	const uint8_t *p = src;
 	size_t cs = c->o.chunk_size;
 
 	while (len) {
-		uint64_t idx = off / cs;
 		size_t coff = (size_t)(off % cs);
 		size_t n = cs - coff < len ? cs - coff : len;
-		int rc = write_chunk(c, ino, idx, coff, p, n);
+		int rc = fn(c, ino, off / cs, coff, p, n);
 
 		if (rc)
 			return rc;
@@ -845,6 +847,14 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		len -= n;
 	}
 	return 0;
+}
+
+int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		    const void *src, size_t len)
+{
+	/* write_chunk only reads through its pointer */
+	return each_chunk(c, ino, off, (uint8_t *)(uintptr_t)src, len,
+			  write_chunk);
 }
 
 /* Read n bytes at coff of one chunk. */
@@ -911,22 +921,7 @@ again:
 int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		   void *dst, size_t len)
 {
-	uint8_t *p = dst;
-	size_t cs = c->o.chunk_size;
-
-	while (len) {
-		uint64_t idx = off / cs;
-		size_t coff = (size_t)(off % cs);
-		size_t n = cs - coff < len ? cs - coff : len;
-		int rc = read_chunk(c, ino, idx, coff, p, n);
-
-		if (rc)
-			return rc;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
+	return each_chunk(c, ino, off, dst, len, read_chunk);
 }
 
 /* ===== sync and drop ===== */
