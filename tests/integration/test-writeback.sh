@@ -64,7 +64,7 @@ meta_mib=$("$MKFS" -f -s 256M "$IMG" | sed -n 's/.*, \([0-9]*\)\.0 MiB for metad
 export TFS_FAULT_WRITE_EIO_FROM=$((meta_mib * MiB))
 tfs_mount
 unset TFS_FAULT_WRITE_EIO_FROM
-python3 - "$MNT" <<'PY' || tfs_fail "write errors did not reach the application as EIO"
+python3 - "$MNT" <<'PY' || { cat "$WORK/daemon.log" >&2; tfs_fail "write errors did not reach the application as EIO"; }
 import errno, os, sys, time
 mnt = sys.argv[1]
 
@@ -85,13 +85,11 @@ expect_eio("fsync after a failed write-back", lambda: os.fsync(fd))
 os.fsync(fd)  # reported once
 os.close(fd)
 
-# the next write: close starts the write-back, which fails; the next
-# write to the file reports it
+# the next write: a partly written block is written back about a second
+# later, which fails; the next write to the file reports it, once
 fd = os.open(f"{mnt}/b", os.O_CREAT | os.O_WRONLY, 0o644)
 os.write(fd, b"y" * 65536)
-os.close(fd)
-time.sleep(1.5)
-fd = os.open(f"{mnt}/b", os.O_WRONLY)
+time.sleep(2.5)
 expect_eio("write after a failed write-back", lambda: os.write(fd, b"z"))
 os.close(fd)
 
