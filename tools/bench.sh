@@ -32,8 +32,8 @@
 # to write, read to read); then the date, kernel, CPUs, fio version, the
 # backing device and the exact fio command lines.  Progress messages go
 # to stderr.  Everything it made (mounts, loop device, daemon, images) is
-# removed on every exit path, Ctrl-C included.  The default size takes
-# about a minute on 2 cores.
+# removed on every exit path, Ctrl-C included.  The defaults (1G, three
+# runs) take about a minute and a half on 2 cores.
 #
 # Options:
 #   --size SIZE    size of each test file (default 1G).  Suffixes K, M, G,
@@ -47,6 +47,10 @@
 #                  $TFS_BIN, else build/bin of this source tree, else PATH)
 #   -o KEY=VALUE   a tensorfs setting for the mount (tensorfs -o), e.g.
 #                  -o max_threads=8; may be repeated
+#   --repeat N     run the whole sequence a) to e) N times (default 3)
+#                  and report each test's median, with every run's
+#                  figure beside it: a virtual disk's speed can swing by
+#                  half from one run to the next
 #   --json         print a machine-readable summary (JSON) on stdout
 #                  instead of the table; the table then goes to stderr
 #   --no-ext4      skip b)
@@ -90,6 +94,7 @@ SIZE_ARG=1G
 PARENT=/var/tmp
 BIN=""
 JSON=0
+REPEAT=3
 DO_EXT4=1
 LOOP_DIO=1
 TFS_OPTS=()
@@ -109,6 +114,9 @@ while [ $# -gt 0 ]; do
 		case "$2" in *=*) ;; *) usage_error "-o needs KEY=VALUE, not '$2'" ;; esac
 		TFS_OPTS+=(-o "$2"); shift 2 ;;
 	--json) JSON=1; shift ;;
+	--repeat) [ $# -ge 2 ] || usage_error "--repeat needs a number"
+		REPEAT=$2; shift 2 ;;
+	--repeat=*) REPEAT=${1#--repeat=}; shift ;;
 	--no-ext4) DO_EXT4=0; shift ;;
 	--loop-buffered) LOOP_DIO=0; shift ;;
 	-h|--help) usage; exit 0 ;;
@@ -276,7 +284,7 @@ record() {
 fio_job() {
 	local id=$1 label=$2 rw=$3 direct=$4 file=$5 out cmd
 	shift 5
-	out=$WORK/$id.json
+	out=$WORK/$id.$REP.json
 	local args=(fio --name="$id" --filename="$file" --rw="$rw"
 		--direct="$direct" "${FIO_COMMON[@]}" "$@"
 		--output-format=json --output="$out")
@@ -284,8 +292,8 @@ fio_job() {
 	cmd=$(printf '%q ' "${args[@]}")
 	cmd=${cmd% }
 	log "$id: $label"
-	"${args[@]}" >"$WORK/$id.log" 2>&1 || {
-		cat "$WORK/$id.log" >&2
+	"${args[@]}" >"$WORK/$id.$REP.log" 2>&1 || {
+		cat "$WORK/$id.$REP.log" >&2
 		die "fio failed in $id: $cmd"
 	}
 	record "$id" "$label" "$rw" "$out" "$cmd"
@@ -300,82 +308,94 @@ write_read() {
 	fio_job "$1-read" "$2 read $mode" read "$3" "$4"
 }
 
+case "$REPEAT" in
+''|*[!0-9]*|0) usage_error "--repeat needs a whole number of at least 1, not '$REPEAT'" ;;
+esac
 START=$(date +%s)
 
-# a) the host file system, next to the images
-log "a) raw backing file in $WORK ($BACKING_DEV, $BACKING_FSTYPE)"
-write_read raw "a) raw backing" 1 "$WORK/raw.dat"
-rm -f "$WORK/raw.dat"
+run_all() {
+	# a) the host file system, next to the images
+	log "a) raw backing file in $WORK ($BACKING_DEV, $BACKING_FSTYPE)"
+	write_read raw "a) raw backing" 1 "$WORK/raw.dat"
+	rm -f "$WORK/raw.dat"
 
-# b) ext4 on a loop device over an image file in the same directory
-EXT4_MODE=""
-if [ -z "$EXT4_SKIP" ]; then
-	img=$WORK/ext4.img
-	# room for the file, the journal and metadata
-	truncate -s $((SIZE + SIZE / 4 + 128 * MIB)) "$img" || die "cannot make $img"
-	mkfs.ext4 -q -F "$img" >"$WORK/mkfs.ext4.log" 2>&1 || {
-		cat "$WORK/mkfs.ext4.log" >&2; die "mkfs.ext4 failed"; }
-	mkdir "$WORK/ext4"
-	if [ "$LOOP_DIO" = 1 ]; then
-		LOOPDEV=$(losetup --find --show --direct-io=on "$img") ||
-			die "losetup --direct-io=on failed; try --loop-buffered"
-		EXT4_MNT=$WORK/ext4
-		mount -t ext4 "$LOOPDEV" "$EXT4_MNT" || die "cannot mount $LOOPDEV"
+	# b) ext4 on a loop device over an image file in the same directory
+	EXT4_MODE=""
+	if [ -z "$EXT4_SKIP" ]; then
+		img=$WORK/ext4.img
+		# room for the file, the journal and metadata
+		truncate -s $((SIZE + SIZE / 4 + 128 * MIB)) "$img" || die "cannot make $img"
+		mkfs.ext4 -q -F "$img" >"$WORK/mkfs.ext4.log" 2>&1 || {
+			cat "$WORK/mkfs.ext4.log" >&2; die "mkfs.ext4 failed"; }
+		mkdir -p "$WORK/ext4"
+		if [ "$LOOP_DIO" = 1 ]; then
+			LOOPDEV=$(losetup --find --show --direct-io=on "$img") ||
+				die "losetup --direct-io=on failed; try --loop-buffered"
+			EXT4_MNT=$WORK/ext4
+			mount -t ext4 "$LOOPDEV" "$EXT4_MNT" || die "cannot mount $LOOPDEV"
+		else
+			EXT4_MNT=$WORK/ext4
+			mount -o loop "$img" "$EXT4_MNT" || die "mount -o loop $img failed"
+			LOOPDEV=""	# umount detaches it
+		fi
+		dev=$(findmnt -n -o SOURCE "$EXT4_MNT" 2>/dev/null)
+		dio=$(cat "/sys/block/${dev#/dev/}/loop/dio" 2>/dev/null || echo '?')
+		EXT4_MODE="loop device $dev, dio=$dio"
+		log "b) ext4 on $EXT4_MODE"
+		write_read ext4 "b) ext4" 1 "$EXT4_MNT/ext4.dat"
+		stop_ext4
+		rm -f "$img"
 	else
-		EXT4_MNT=$WORK/ext4
-		mount -o loop "$img" "$EXT4_MNT" || die "mount -o loop $img failed"
-		LOOPDEV=""	# umount detaches it
+		record ext4-write "b) ext4 write O_DIRECT" skip "" "$EXT4_SKIP"
+		record ext4-read "b) ext4 read O_DIRECT" skip "" "$EXT4_SKIP"
 	fi
-	dev=$(findmnt -n -o SOURCE "$EXT4_MNT" 2>/dev/null)
-	dio=$(cat "/sys/block/${dev#/dev/}/loop/dio" 2>/dev/null || echo '?')
-	EXT4_MODE="loop device $dev, dio=$dio"
-	log "b) ext4 on $EXT4_MODE"
-	write_read ext4 "b) ext4" 1 "$EXT4_MNT/ext4.dat"
-	stop_ext4
-	rm -f "$img"
-else
-	record ext4-write "b) ext4 write O_DIRECT" skip "" "$EXT4_SKIP"
-	record ext4-read "b) ext4 read O_DIRECT" skip "" "$EXT4_SKIP"
-fi
 
-# c), d), e) tensorfs on an image file in the same directory
-TFS_IMG=$WORK/tensorfs.img
-"$MKFS" -q -s $((SIZE * 2 + SIZE / 4 + 256 * MIB)) "$TFS_IMG" >"$WORK/mkfs.log" 2>&1 || {
-	cat "$WORK/mkfs.log" >&2; die "mkfs.tensorfs failed"; }
-mkdir "$WORK/tfs"
-TFS_CMD=$(printf '%q ' "$TENSORFS" -f "${TFS_OPTS[@]}" "$TFS_IMG" "$WORK/tfs")
-TFS_CMD=${TFS_CMD% }
-start_tensorfs() {
-	"$TENSORFS" -f "${TFS_OPTS[@]}" "$TFS_IMG" "$WORK/tfs" >>"$WORK/tensorfs.log" 2>&1 &
-	TFS_PID=$!
-	TFS_MNT=$WORK/tfs
-	for _ in $(seq 100); do
-		mountpoint -q "$TFS_MNT" && break
-		kill -0 "$TFS_PID" 2>/dev/null || {
-			cat "$WORK/tensorfs.log" >&2; TFS_PID=""; die "tensorfs exited before mounting"; }
-		sleep 0.1
-	done
-	mountpoint -q "$TFS_MNT" || die "tensorfs did not mount within 10 s"
+	# c), d), e) tensorfs on an image file in the same directory
+	TFS_IMG=$WORK/tensorfs.img
+	rm -f "$TFS_IMG"
+	"$MKFS" -q -s $((SIZE * 2 + SIZE / 4 + 256 * MIB)) "$TFS_IMG" >"$WORK/mkfs.log" 2>&1 || {
+		cat "$WORK/mkfs.log" >&2; die "mkfs.tensorfs failed"; }
+	mkdir -p "$WORK/tfs"
+	rm -f "$WORK/tensorfs.log"
+	TFS_CMD=$(printf '%q ' "$TENSORFS" -f "${TFS_OPTS[@]}" "$TFS_IMG" "$WORK/tfs")
+	TFS_CMD=${TFS_CMD% }
+	start_tensorfs() {
+		"$TENSORFS" -f "${TFS_OPTS[@]}" "$TFS_IMG" "$WORK/tfs" >>"$WORK/tensorfs.log" 2>&1 &
+		TFS_PID=$!
+		TFS_MNT=$WORK/tfs
+		for _ in $(seq 100); do
+			mountpoint -q "$TFS_MNT" && break
+			kill -0 "$TFS_PID" 2>/dev/null || {
+				cat "$WORK/tensorfs.log" >&2; TFS_PID=""; die "tensorfs exited before mounting"; }
+			sleep 0.1
+		done
+		mountpoint -q "$TFS_MNT" || die "tensorfs did not mount within 10 s"
+	}
+	start_tensorfs
+	log "tensorfs mounted: $TFS_CMD"
+
+	# c) O_DIRECT write on a fresh mount; the read after a remount, so it
+	# comes from the device (tensorfs's RAM cache starts empty)
+	fio_job tfs-write "c) tensorfs write O_DIRECT" write 1 "$TFS_MNT/direct.dat"
+	stop_tensorfs
+	drop_caches
+	start_tensorfs
+	fio_job tfs-read "c) tensorfs read O_DIRECT (cold)" read 1 "$TFS_MNT/direct.dat"
+
+	# d) the same O_DIRECT read again: the file fits in max_in_cpu, so it comes
+	# from tensorfs's RAM cache (O_DIRECT bypasses only the kernel's)
+	fio_job tfs-reread "d) tensorfs re-read O_DIRECT (cached)" read 1 \
+		"$TFS_MNT/direct.dat"
+
+	write_read tfs-buf "e) tensorfs" 0 "$TFS_MNT/buffered.dat"
+
+	stop_tensorfs
 }
-start_tensorfs
-log "tensorfs mounted: $TFS_CMD"
 
-# c) O_DIRECT write on a fresh mount; the read after a remount, so it
-# comes from the device (tensorfs's RAM cache starts empty)
-fio_job tfs-write "c) tensorfs write O_DIRECT" write 1 "$TFS_MNT/direct.dat"
-stop_tensorfs
-drop_caches
-start_tensorfs
-fio_job tfs-read "c) tensorfs read O_DIRECT (cold)" read 1 "$TFS_MNT/direct.dat"
-
-# d) the same O_DIRECT read again: the file fits in max_in_cpu, so it comes
-# from tensorfs's RAM cache (O_DIRECT bypasses only the kernel's)
-fio_job tfs-reread "d) tensorfs re-read O_DIRECT (cached)" read 1 \
-	"$TFS_MNT/direct.dat"
-
-write_read tfs-buf "e) tensorfs" 0 "$TFS_MNT/buffered.dat"
-
-stop_tensorfs
+for REP in $(seq "$REPEAT"); do
+	log "run $REP of $REPEAT"
+	run_all
+done
 grep -i -E 'error|warn' "$WORK/tensorfs.log" >&2 || true
 END=$(date +%s)
 
@@ -383,7 +403,8 @@ END=$(date +%s)
 
 REV=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
 export B_DATE B_KERNEL B_CPUS B_CPU_MODEL B_FIO B_REV B_DIR B_DEV B_FSTYPE \
-	B_SIZE B_SIZE_ARG B_DROPPED B_EXT4_MODE B_TFS_CMD B_ELAPSED B_JSON B_IS_ROOT
+	B_SIZE B_SIZE_ARG B_DROPPED B_EXT4_MODE B_TFS_CMD B_ELAPSED B_JSON B_IS_ROOT \
+	B_REPEAT
 B_DATE=$(date -u '+%Y-%m-%dT%H:%M:%SZ')
 B_KERNEL=$(uname -srm)
 B_CPUS=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
@@ -400,6 +421,7 @@ B_EXT4_MODE=${EXT4_MODE:-$EXT4_SKIP}
 B_TFS_CMD=$TFS_CMD
 B_ELAPSED=$((END - START))
 B_JSON=$JSON
+B_REPEAT=$REPEAT
 B_IS_ROOT=$IS_ROOT
 
 REPORT_PY=$WORK/report.py
@@ -424,6 +446,29 @@ for line in open(sys.argv[1]):
                    mb_s=side["bw_bytes"] / 1e6, runtime_ms=side["runtime"],
                    io_bytes=side["io_bytes"])
     rows.append(row)
+
+# one row per test: the median of its runs, every run kept
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+grouped = {}
+for r in rows:
+    g = grouped.get(r["id"])
+    if g is None:
+        g = grouped[r["id"]] = dict(r, runs_mb_s=[])
+    if r["bw_bytes"] is not None:
+        g["runs_mb_s"].append(round(r["mb_s"]))
+        g.setdefault("_bws", []).append(r["bw_bytes"])
+rows = []
+for g in grouped.values():
+    if g.get("_bws"):
+        g["bw_bytes"] = median(g.pop("_bws"))
+        g["mb_s"] = g["bw_bytes"] / 1e6
+        g.pop("runtime_ms", None)
+        g.pop("io_bytes", None)
+    rows.append(g)
 
 def bw(tid):
     for r in rows:
@@ -453,6 +498,7 @@ meta = {
     "ext4": env["B_EXT4_MODE"],
     "tensorfs_mount": env["B_TFS_CMD"],
     "elapsed_s": int(env["B_ELAPSED"]),
+    "repeat": int(env["B_REPEAT"]),
     "units": "MB/s = 10^6 bytes/s (fio bw_bytes); ratios are to the same "
              "direction (write/read) of the raw backing and of ext4",
 }
@@ -466,18 +512,22 @@ def ratio(x):
     return "%.2f" % x if x is not None else "-"
 
 w = max(len(r["test"]) for r in rows)
-print("%-*s  %9s  %7s  %7s" % (w, "test", "MB/s", "x raw", "x ext4"))
-print("%s  %s  %s  %s" % ("-" * w, "-" * 9, "-" * 7, "-" * 7))
+print("%-*s  %9s  %7s  %7s  %s" % (w, "test", "MB/s", "x raw", "x ext4",
+                                   "runs (MB/s)"))
+print("%s  %s  %s  %s  %s" % ("-" * w, "-" * 9, "-" * 7, "-" * 7, "-" * 11))
 for r in rows:
     if r["skipped"]:
         print("%-*s  %9s  %7s  %7s  (%s)" % (w, r["test"], "-", "-", "-",
                                             r["skipped"]))
     else:
-        print("%-*s  %9.0f  %7s  %7s" % (w, r["test"], r["mb_s"],
-                                         ratio(r["ratio_raw"]),
-                                         ratio(r["ratio_ext4"])))
+        print("%-*s  %9.0f  %7s  %7s  %s" % (
+            w, r["test"], r["mb_s"], ratio(r["ratio_raw"]),
+            ratio(r["ratio_ext4"]),
+            " ".join(str(x) for x in r["runs_mb_s"])))
 print()
-print("MB/s = 10^6 bytes/s; ratios to the same direction (write/read).")
+print("MB/s = 10^6 bytes/s, the median of %d runs; ratios of medians, to the"
+      % meta["repeat"])
+print("same direction (write/read).")
 print("writes end with an fsync (end_fsync=1), counted in their time.")
 if not meta["caches_dropped"]:
     print("NOT root: page caches were not dropped before the reads.")
