@@ -168,7 +168,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 1) {
 		fprintf(stderr, "mkfs.tensorfs: %s\nUsage: mkfs.tensorfs [-s "
-			"SIZE] [-f] [-q] DEVICE\n",
+			"SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
+			"Try 'mkfs.tensorfs --help' for more information.\n",
 			argc == optind ? "missing DEVICE" : "too many arguments");
 		return 2;
 	}
