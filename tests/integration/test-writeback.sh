@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: write-back through the pool: with a pool of two 1 MiB buffers, 8 processes write 16 MiB each and others read every file back at once (writers wait, never fail); a file just written is read back from RAM (user.tensorfs.cached) and max_in_cpu=0 keeps nothing; a device write error reaches the application at fsync, at the next write and at close, and is logged
+# Description: write-back through the pool: with a pool of two 1 MiB buffers and two write-back threads, 8 processes write 16 MiB each and others read every file back at once (writers wait, never fail); a file just written is read back from RAM (user.tensorfs.cached) and max_in_cpu=0 keeps nothing; a device write error reaches the application at fsync, at the next write and at close, and is logged
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -10,7 +10,8 @@ cached() { getfattr --only-values -n user.tensorfs.cached "$1" 2>/dev/null; }
 
 # ----- a full pool makes writers wait -----
 
-tfs_setup 1G -o max_in_cpu=4MiB,buffer_count=2,buffer_size=1MiB,block_size=1MiB
+# two write-back threads, each with 4 requests in flight
+tfs_setup 1G -o max_in_cpu=4MiB,buffer_count=2,buffer_size=1MiB,block_size=1MiB,intra_op_parallelism=2,queue_depth=4
 for i in 0 1 2 3 4 5 6 7; do
 	"$TFS_SYS" pattern $((16 * MiB + i * 1111)) "$((300 + i))" | sha256sum | cut -d' ' -f1 >"$WORK/sum$i"
 done
