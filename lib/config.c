@@ -2,15 +2,31 @@
  * config.c: parse, validate and print the settings of config.h's table.
  *
  * inih does the INI syntax; each (section, key, value) it reports is
- * looked up in the table and parsed by the key's type.  inih's handler
- * is not told its line number, but ini_parse() returns the line of the
- * first handler that failed, so the handler keeps the first message and
- * the loader prefixes it with FILE:LINE.
+ * looked up in the table and parsed by the key's type.  inih does not
+ * tell the handler its line (Debian builds it without
+ * INI_HANDLER_LINENO), so the loader feeds inih through
+ * ini_parse_stream() with a reader that counts the lines it hands out:
+ * when the handler runs, the count is the line of the key.  The handler
+ * keeps the first error only and remembers the line of every key it set,
+ * so that once the whole file is read, a contradiction between two keys
+ * (tfs_config_validate's checks) is reported at the line of the later.
+ *
+ * Values are parsed by type:
+ *   BOOL   true/false, yes/no, on/off, 1/0, any case
+ *   UINT   tfs_parse_size() without a suffix: 8, 1e8, 1.5e9
+ *   SIZE   tfs_parse_size(): 4096, 1MiB, 64K, 1e6
+ *   ELEMS  UINT in elements, or SIZE (a suffix) in bytes: TFS_CFG_BYTES
+ *   DTYPE  a name of dtypes[] below
+ *   ENUM   a word of the key's unit, "none|cpu|nvme"; the index is stored
+ *   STR    the text as inih hands it over (trimmed), < TFS_CFG_STR_MAX
+ *   REAL   a finite decimal number, strtod() syntax
+ * and then checked against the key's bounds.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <ini.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +35,8 @@
 #include "units.h"
 
 static const struct tfs_cfg_key keys[] = {
-#define X(sec, nm, ty, df, mn, mx, un, dc)                                   \
-	{ #sec, #nm, TFS_CFG_##ty, df, mn, mx, un, dc,                        \
+#define X(sec, nm, ty, df, mn, mx, un, us, dc)                               \
+	{ #sec, #nm, TFS_CFG_##ty, df, mn, mx, un, TFS_CFG_##us, dc,          \
 	  offsetof(struct tfs_config, sec##_##nm) },
 	TFS_CONFIG_KEYS
 #undef X
@@ -78,6 +94,15 @@ uint64_t tfs_config_bytes(const struct tfs_config *c, uint64_t v)
 	return mul_sat(v, tfs_dtype_size((unsigned)c->offload_param_dtype));
 }
 
+uint64_t tfs_config_elems(const struct tfs_config *c, uint64_t v)
+{
+	size_t es = tfs_dtype_size((unsigned)c->offload_param_dtype);
+
+	if (!(v & TFS_CFG_BYTES))
+		return v;
+	return es ? (v & ~TFS_CFG_BYTES) / es : 0;
+}
+
 uint64_t tfs_config_cache_bytes(const struct tfs_config *c)
 {
 	return tfs_config_bytes(c, c->offload_param_max_in_cpu);
@@ -89,9 +114,24 @@ uint64_t tfs_config_pool_bytes(const struct tfs_config *c)
 		       tfs_config_bytes(c, c->offload_param_buffer_size));
 }
 
-static uint64_t *field(struct tfs_config *c, const struct tfs_cfg_key *k)
+static void *field(struct tfs_config *c, const struct tfs_cfg_key *k)
 {
-	return (uint64_t *)((char *)c + k->offset);
+	return (char *)c + k->offset;
+}
+
+static const void *cfield(const struct tfs_config *c,
+			  const struct tfs_cfg_key *k)
+{
+	return (const char *)c + k->offset;
+}
+
+/* The numeric value of a key that is neither STR nor REAL. */
+static uint64_t uval(const struct tfs_config *c, const struct tfs_cfg_key *k)
+{
+	uint64_t v;
+
+	memcpy(&v, cfield(c, k), sizeof(v));
+	return v;
 }
 
 static void say(char *err, size_t len, const char *fmt, ...)
@@ -105,28 +145,120 @@ static void say(char *err, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Parse v as k's type into *out; -EINVAL with a reason in err. */
-static int parse_value(const struct tfs_cfg_key *k, const char *v,
-		       uint64_t *out, char *err, size_t len)
-{
-	int has_suffix = 0, rc;
+/* ===== enumerations ===== */
 
-	if (k->type == TFS_CFG_BOOL) {
-		if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
-		    !strcasecmp(v, "on") || !strcmp(v, "1")) {
+/* The index of word in the '|'-separated list, or -1. */
+static int enum_lookup(const char *list, const char *word)
+{
+	size_t wl = strlen(word);
+	int i = 0;
+
+	for (const char *p = list;; i++) {
+		const char *bar = strchr(p, '|');
+		size_t n = bar ? (size_t)(bar - p) : strlen(p);
+
+		if (n == wl && !strncasecmp(p, word, n))
+			return i;
+		if (!bar)
+			return -1;
+		p = bar + 1;
+	}
+}
+
+/* Word i of the '|'-separated list into buf ("?" if there is none). */
+static char *enum_name(const char *list, uint64_t i, char *buf, size_t len)
+{
+	const char *p = list;
+
+	for (uint64_t j = 0; j < i && p; j++) {
+		p = strchr(p, '|');
+		if (p)
+			p++;
+	}
+	if (!p) {
+		snprintf(buf, len, "?");
+		return buf;
+	}
+	snprintf(buf, len, "%.*s", (int)strcspn(p, "|"), p);
+	return buf;
+}
+
+/* "none, cpu or nvme" for a message */
+static char *enum_choices(const char *list, char *buf, size_t len)
+{
+	size_t n = 0, words = 1;
+
+	for (const char *p = list; *p; p++)
+		words += *p == '|';
+	buf[0] = '\0';
+	for (size_t i = 0; i < words && n < len; i++) {
+		char w[32];
+
+		enum_name(list, i, w, sizeof(w));
+		n += (size_t)snprintf(buf + n, len - n, "%s%s",
+				      i == 0 ? "" : i + 1 == words ? " or " : ", ",
+				      w);
+	}
+	return buf;
+}
+
+/* ===== parsing one value ===== */
+
+static int parse_bool(const char *v, uint64_t *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i])) {
 			*out = 1;
 			return 0;
 		}
-		if (!strcasecmp(v, "false") || !strcasecmp(v, "no") ||
-		    !strcasecmp(v, "off") || !strcmp(v, "0")) {
+		if (!strcasecmp(v, no[i])) {
 			*out = 0;
 			return 0;
 		}
-		say(err, len, "%s.%s = '%s' is not a boolean; use true or "
-			      "false", k->section, k->name, v);
-		return -EINVAL;
 	}
-	if (k->type == TFS_CFG_DTYPE) {
+	return -EINVAL;
+}
+
+static int parse_real(const char *v, double *out)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (end == v || errno || !isfinite(d))
+		return -EINVAL;
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (*end)
+		return -EINVAL;
+	*out = d;
+	return 0;
+}
+
+/* Parse v as k's type into dst (k's field); -EINVAL with a reason in err.
+ * dst is left alone on failure. */
+static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
+		       char *err, size_t len)
+{
+	char choices[128];
+	int has_suffix = 0, rc;
+	uint64_t u;
+	double d;
+
+	switch (k->type) {
+	case TFS_CFG_BOOL:
+		if (parse_bool(v, &u)) {
+			say(err, len, "%s.%s = '%s' is not a boolean; use true "
+				      "or false", k->section, k->name, v);
+			return -EINVAL;
+		}
+		memcpy(dst, &u, sizeof(u));
+		return 0;
+	case TFS_CFG_DTYPE:
 		rc = tfs_dtype_lookup(v);
 		if (rc < 0) {
 			say(err, len, "%s.%s = '%s' is not a tensor type; use one "
@@ -135,17 +267,64 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v,
 				      "int64, bool", k->section, k->name, v);
 			return -EINVAL;
 		}
-		*out = (uint64_t)rc;
+		u = (uint64_t)rc;
+		memcpy(dst, &u, sizeof(u));
 		return 0;
+	case TFS_CFG_ENUM:
+		rc = enum_lookup(k->unit, v);
+		if (rc < 0) {
+			say(err, len, "%s.%s = '%s' is not one of its values; use "
+				      "%s", k->section, k->name, v,
+			    enum_choices(k->unit, choices, sizeof(choices)));
+			return -EINVAL;
+		}
+		u = (uint64_t)rc;
+		memcpy(dst, &u, sizeof(u));
+		return 0;
+	case TFS_CFG_STR:
+		if (strlen(v) >= TFS_CFG_STR_MAX) {
+			say(err, len, "%s.%s is longer than %d characters; use a "
+				      "shorter path", k->section, k->name,
+			    TFS_CFG_STR_MAX - 1);
+			return -EINVAL;
+		}
+		strcpy(dst, v);
+		return 0;
+	case TFS_CFG_REAL:
+		if (parse_real(v, &d)) {
+			say(err, len, "%s.%s = '%s' is not a number (e.g. 0.5)",
+			    k->section, k->name, v);
+			return -EINVAL;
+		}
+		if (d < (double)k->min || d > (double)k->max) {
+			say(err, len, "%s.%s = '%s' is out of range; it must be "
+				      "between %llu and %llu", k->section,
+			    k->name, v, (unsigned long long)k->min,
+			    (unsigned long long)k->max);
+			return -EINVAL;
+		}
+		memcpy(dst, &d, sizeof(d));
+		return 0;
+	case TFS_CFG_UINT:
+	case TFS_CFG_SIZE:
+	case TFS_CFG_ELEMS:
+		break;
 	}
-	rc = tfs_parse_size(v, out, &has_suffix);
+	rc = tfs_parse_size(v, &u, &has_suffix);
+	if (rc == -ERANGE) {
+		say(err, len, "%s.%s = '%s' is too large; it must be at most "
+			      "%llu %s", k->section, k->name, v,
+		    (unsigned long long)k->max, k->unit);
+		return -EINVAL;
+	}
 	if (!rc && k->type == TFS_CFG_ELEMS && has_suffix) {
-		if (*out & TFS_CFG_BYTES) {
+		if (u & TFS_CFG_BYTES) {
 			say(err, len, "%s.%s = '%s' is too large", k->section,
 			    k->name, v);
 			return -EINVAL;
 		}
-		*out |= TFS_CFG_BYTES;
+		u |= TFS_CFG_BYTES;
+		memcpy(dst, &u, sizeof(u));
 		return 0;
 	}
 	if (rc || (k->type == TFS_CFG_UINT && has_suffix)) {
@@ -156,13 +335,14 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v,
 					     : "a size (e.g. 1048576 or 1MiB)");
 		return -EINVAL;
 	}
-	if (*out < k->min || *out > k->max) {
+	if (u < k->min || u > k->max) {
 		say(err, len, "%s.%s = '%s' is out of range; it must be "
 			      "between %llu and %llu %s", k->section, k->name,
 		    v, (unsigned long long)k->min, (unsigned long long)k->max,
 		    k->unit);
 		return -EINVAL;
 	}
+	memcpy(dst, &u, sizeof(u));
 	return 0;
 }
 
@@ -172,6 +352,8 @@ void tfs_config_defaults(struct tfs_config *c)
 	for (size_t i = 0; i < NKEYS; i++)
 		parse_value(&keys[i], keys[i].def, field(c, &keys[i]), NULL, 0);
 }
+
+/* ===== names ===== */
 
 /* Edit distance, for "did you mean". */
 static size_t distance(const char *a, const char *b)
@@ -196,22 +378,60 @@ static size_t distance(const char *a, const char *b)
 	return prev[lb];
 }
 
-/* The nearest section (section_only) or key name to s. */
-static const char *nearest(const char *s, int section_only)
+/* The nearest section name to s, or NULL if none is close. */
+static const char *nearest_section(const char *s)
 {
 	const char *best = NULL;
 	size_t bd = 4;
 
 	for (size_t i = 0; i < NKEYS; i++) {
-		const char *cand = section_only ? keys[i].section : keys[i].name;
-		size_t d = distance(s, cand);
+		size_t d = distance(s, keys[i].section);
 
 		if (d < bd) {
 			bd = d;
-			best = cand;
+			best = keys[i].section;
 		}
 	}
 	return best;
+}
+
+/* The key nearest to name: in section sec if one is close (sec may be
+ * NULL), else in any section.  NULL if none is close. */
+static const struct tfs_cfg_key *nearest_key(const char *sec,
+					     const char *name)
+{
+	const struct tfs_cfg_key *best = NULL;
+	size_t bd = 4;
+
+	for (int pass = sec ? 0 : 1; pass < 2 && !best; pass++) {
+		for (size_t i = 0; i < NKEYS; i++) {
+			size_t d;
+
+			if (pass == 0 && strcmp(keys[i].section, sec))
+				continue;
+			d = distance(name, keys[i].name);
+			if (d < bd) {
+				bd = d;
+				best = &keys[i];
+			}
+		}
+	}
+	return best;
+}
+
+/* "; did you mean 'x'?" or "; did you mean 'x' in [s]?" into buf */
+static const char *suggest(const char *sec, const char *name, char *buf,
+			   size_t len)
+{
+	const struct tfs_cfg_key *k = nearest_key(sec, name);
+
+	buf[0] = '\0';
+	if (k && (!sec || !strcmp(k->section, sec)))
+		snprintf(buf, len, "; did you mean '%s'?", k->name);
+	else if (k)
+		snprintf(buf, len, "; did you mean '%s' in [%s]?", k->name,
+			 k->section);
+	return buf;
 }
 
 static int section_known(const char *s)
@@ -222,7 +442,7 @@ static int section_known(const char *s)
 	return 0;
 }
 
-static const struct tfs_cfg_key *find(const char *sec, const char *name)
+const struct tfs_cfg_key *tfs_config_key(const char *sec, const char *name)
 {
 	for (size_t i = 0; i < NKEYS; i++)
 		if (!strcmp(keys[i].section, sec) && !strcmp(keys[i].name, name))
@@ -230,143 +450,285 @@ static const struct tfs_cfg_key *find(const char *sec, const char *name)
 	return NULL;
 }
 
+/* A section other than sec that has a key called name, or NULL. */
+static const char *other_section(const char *sec, const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(keys[i].section, sec) && !strcmp(keys[i].name, name))
+			return keys[i].section;
+	return NULL;
+}
+
+/* ===== contradictions ===== */
+
+/*
+ * The checks of tfs_config_validate().  On failure *a and *b (*b may be
+ * NULL) get the keys whose values contradict, so that the loader can name
+ * the line of the later one.
+ */
+static int check(const struct tfs_config *c, char *err, size_t errlen,
+		 const struct tfs_cfg_key **a, const struct tfs_cfg_key **b)
+{
+	uint64_t bs = c->aio_block_size;
+	uint64_t pool = tfs_config_pool_bytes(c);
+
+	*a = *b = NULL;
+	if (bs % 4096) {
+		say(err, errlen, "aio.block_size = %llu is not a multiple of "
+				 "4 KiB (4096); device I/O is 4 KiB aligned, so "
+				 "use a multiple such as 1MiB",
+		    (unsigned long long)bs);
+		*a = tfs_config_key("aio", "block_size");
+		return -EINVAL;
+	}
+	if (bs && pool / bs < 2) {
+		say(err, errlen, "the write-back pool (buffer_count x "
+				 "buffer_size = %llu bytes) holds fewer than "
+				 "two aio.block_size blocks of %llu; raise "
+				 "buffer_size or lower block_size",
+		    (unsigned long long)pool, (unsigned long long)bs);
+		*a = tfs_config_key("offload_param", "buffer_size");
+		*b = tfs_config_key("aio", "block_size");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tfs_config_validate(const struct tfs_config *c, char *err, size_t errlen)
+{
+	const struct tfs_cfg_key *a, *b;
+
+	return check(c, err, errlen, &a, &b);
+}
+
+/* ===== loading a file ===== */
+
 struct load {
 	struct tfs_config *c;
-	char *err;
-	size_t len;
+	const char *path;
+	FILE *f;
+	int line;		/* of the text last handed to inih */
+	int at_line_start;	/* the next text read starts a new line */
 	int failed;
+	int err_line;
+	char msg[512];
+	int key_line[NKEYS];	/* where the file set each key, or 0 */
 };
+
+/* inih's reader: fgets, counting lines.  inih (INI_MAX_LINE 200 in
+ * Debian) would take a longer line as two, the value cut short and the
+ * rest a line of its own, so such a line is an error here. */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct load *l = stream;
+	char *s = fgets(str, num, l->f);
+	int ch;
+
+	if (!s)
+		return s;
+	if (l->at_line_start)
+		l->line++;
+	l->at_line_start = 1;
+	if (strchr(s, '\n'))
+		return s;
+	ch = fgetc(l->f);
+	if (ch == '\n' || ch == EOF)
+		return s;	/* it just fits */
+	ungetc(ch, l->f);
+	l->at_line_start = 0;
+	if (!l->failed) {
+		snprintf(l->msg, sizeof(l->msg), "line longer than %d "
+			 "characters; shorten it (for a long nvme_path, a "
+			 "symbolic link)", num - 1);
+		l->failed = 1;
+		l->err_line = l->line;
+	}
+	return s;
+}
+
+static void warn(struct tfs_config *c, const char *fmt, ...)
+{
+	size_t used = strlen(c->warnings);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->warnings + used, sizeof(c->warnings) - used, fmt, ap);
+	va_end(ap);
+}
 
 static int on_key(void *user, const char *sec, const char *name,
 		  const char *value)
 {
 	struct load *l = user;
 	const struct tfs_cfg_key *k;
-	const char *near;
-	char msg[512];
+	const char *other;
+	char near[128];
 
 	if (l->failed)
 		return 1;	/* keep the first error only */
 	if (!strcmp(sec, "aio") && !strcmp(name, "thread_count")) {
 		/* DeepSpeed's old name, which its code now ignores */
-		size_t used = strlen(l->c->warnings);
-
-		snprintf(l->c->warnings + used, sizeof(l->c->warnings) - used,
-			 "[aio] thread_count is the old name of "
-			 "intra_op_parallelism (DeepSpeed ignores it); "
-			 "tensorfs reads it as intra_op_parallelism = %s\n",
-			 value);
+		warn(l->c, "%s:%d: [aio] thread_count is the old name of "
+			   "intra_op_parallelism (DeepSpeed ignores it); tensorfs "
+			   "reads it as intra_op_parallelism = %s\n",
+		     l->path, l->line, value);
+		l->c->flags |= TFS_CFG_F_THREAD_COUNT;
 		name = "intra_op_parallelism";
 	}
 	if (!section_known(sec)) {
-		near = nearest(sec, 1);
-		snprintf(msg, sizeof(msg), "unknown section [%s]%s%s%s", sec,
-			 near ? "; did you mean [" : "", near ? near : "",
-			 near ? "]?" : "");
+		const char *ns = nearest_section(sec);
+
+		snprintf(l->msg, sizeof(l->msg), "unknown section [%s]%s%s%s",
+			 sec, ns ? "; did you mean [" : "", ns ? ns : "",
+			 ns ? "]?" : "");
 		goto fail;
 	}
-	k = find(sec, name);
+	k = tfs_config_key(sec, name);
 	if (!k) {
-		near = nearest(name, 0);
-		snprintf(msg, sizeof(msg), "unknown key '%s' in [%s]%s%s%s",
-			 name, sec, near ? "; did you mean '" : "",
-			 near ? near : "", near ? "'?" : "");
+		other = other_section(sec, name);
+		if (other)
+			snprintf(l->msg, sizeof(l->msg), "unknown key '%s' in "
+				 "[%s]; it belongs in [%s]", name, sec, other);
+		else
+			snprintf(l->msg, sizeof(l->msg), "unknown key '%s' in "
+				 "[%s]%s", name, sec,
+				 suggest(sec, name, near, sizeof(near)));
 		goto fail;
 	}
-	if (parse_value(k, value, field(l->c, k), msg, sizeof(msg)))
+	if (parse_value(k, value, field(l->c, k), l->msg, sizeof(l->msg)))
 		goto fail;
+	l->key_line[k - keys] = l->line;
 	return 1;
 fail:
-	say(l->err, l->len, "%s", msg);
 	l->failed = 1;
+	l->err_line = l->line;
 	return 0;
 }
 
 int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 		    size_t errlen)
 {
-	struct load l = { c, NULL, 0, 0 };
-	char msg[512] = "";
-	int line;
+	static struct load zero;
+	struct load *l = malloc(sizeof(*l));
+	const struct tfs_cfg_key *a, *b;
+	int line, rc = 0, at;
 
-	l.err = msg;
-	l.len = sizeof(msg);
-	line = ini_parse(path, on_key, &l);
-	if (line == -1) {
-		say(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return errno ? -errno : -ENOENT;
-	}
-	if (line == -2) {
+	if (!l) {
 		say(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
-	if (line > 0) {
-		if (!l.failed)
-			snprintf(msg, sizeof(msg), "syntax error: expected "
-				 "[section] or key = value");
-		say(err, errlen, "%s:%d: %s", path, line, msg);
-		return -EINVAL;
+	*l = zero;
+	l->c = c;
+	l->path = path;
+	l->at_line_start = 1;
+	l->f = fopen(path, "r");
+	if (!l->f) {
+		rc = errno ? -errno : -ENOENT;
+		say(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
+		goto out;
 	}
-	return 0;
+	line = ini_parse_stream(read_line, l, on_key, l);
+	fclose(l->f);
+	if (line == -2) {
+		say(err, errlen, "%s: out of memory", path);
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (l->failed) {
+		say(err, errlen, "%s:%d: %s", path, l->err_line, l->msg);
+		rc = -EINVAL;
+		goto out;
+	}
+	if (line > 0) {
+		say(err, errlen, "%s:%d: syntax error: expected [section] or "
+				 "key = value", path, line);
+		rc = -EINVAL;
+		goto out;
+	}
+	/* a contradiction among what this file set is this file's error;
+	 * one that involves only defaults is left to the caller's
+	 * tfs_config_validate() after its overrides */
+	if (check(c, l->msg, sizeof(l->msg), &a, &b)) {
+		at = a ? l->key_line[a - keys] : 0;
+		if (b && l->key_line[b - keys] > at)
+			at = l->key_line[b - keys];
+		if (at) {
+			say(err, errlen, "%s:%d: %s", path, at, l->msg);
+			rc = -EDOM;
+		}
+	}
+out:
+	free(l);
+	return rc;
+}
+
+/* ===== -o overrides ===== */
+
+/* Whether key ("name" or "section.name") names k. */
+static int names(const char *key, const struct tfs_cfg_key *k)
+{
+	const char *dot = strchr(key, '.');
+	size_t sl;
+
+	if (!dot)
+		return !strcmp(k->name, key);
+	sl = (size_t)(dot - key);
+	return strlen(k->section) == sl && !strncmp(k->section, key, sl) &&
+	       !strcmp(k->name, dot + 1);
 }
 
 int tfs_config_is_key(const char *key)
 {
-	const char *dot = strchr(key, '.');
-
-	for (size_t i = 0; i < NKEYS; i++) {
-		if (dot) {
-			size_t sl = (size_t)(dot - key);
-
-			if (strlen(keys[i].section) == sl &&
-			    !strncmp(keys[i].section, key, sl) &&
-			    !strcmp(keys[i].name, dot + 1))
-				return 1;
-		} else if (!strcmp(keys[i].name, key)) {
+	if (!strcmp(key, "thread_count") || !strcmp(key, "aio.thread_count"))
+		return 1;
+	for (size_t i = 0; i < NKEYS; i++)
+		if (names(key, &keys[i]))
 			return 1;
-		}
-	}
 	return 0;
 }
 
 int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 		   char *err, size_t errlen)
 {
-	const struct tfs_cfg_key *k = NULL;
-	const char *dot = strchr(key, '.'), *near;
-	int matches = 0;
+	const struct tfs_cfg_key *k = NULL, *mount = NULL;
+	const char *dot = strchr(key, '.');
+	char near[128];
+	int matches = 0, mounts = 0;
 
+	if (!strcmp(key, "thread_count") || !strcmp(key, "aio.thread_count")) {
+		warn(c, "-o %s: thread_count is the old name of "
+			"intra_op_parallelism (DeepSpeed ignores it); tensorfs "
+			"reads it as intra_op_parallelism = %s\n", key, value);
+		c->flags |= TFS_CFG_F_THREAD_COUNT;
+		key = "aio.intra_op_parallelism";
+		dot = strchr(key, '.');
+	}
 	for (size_t i = 0; i < NKEYS; i++) {
-		int hit;
-
-		if (dot) {
-			size_t sl = (size_t)(dot - key);
-
-			hit = strlen(keys[i].section) == sl &&
-			      !strncmp(keys[i].section, key, sl) &&
-			      !strcmp(keys[i].name, dot + 1);
-		} else {
-			hit = !strcmp(keys[i].name, key);
-		}
-		if (hit) {
-			k = &keys[i];
-			matches++;
+		if (!names(key, &keys[i]))
+			continue;
+		k = &keys[i];
+		matches++;
+		if (k->use == TFS_CFG_TFS) {
+			mount = k;
+			mounts++;
 		}
 	}
-	if (matches > 1) {
+	if (matches > 1 && mounts == 1) {
+		k = mount;	/* the plain name means the mount's key */
+	} else if (matches > 1) {
 		say(err, errlen, "'%s' is in more than one section; write "
 				 "section.%s", key, key);
 		return -EINVAL;
 	}
 	if (!k) {
-		near = nearest(dot ? dot + 1 : key, 0);
-		say(err, errlen, "unknown setting '%s'%s%s%s", key,
-		    near ? "; did you mean '" : "", near ? near : "",
-		    near ? "'?" : "");
+		say(err, errlen, "unknown setting '%s'%s", key,
+		    suggest(NULL, dot ? dot + 1 : key, near, sizeof(near)));
 		return -ENOENT;
 	}
 	return parse_value(k, value, field(c, k), err, errlen);
 }
+
+/* ===== printing ===== */
 
 /* Print doc as '; ' comment lines of at most 76 columns. */
 static void print_doc(FILE *f, const char *doc)
@@ -383,8 +745,13 @@ static void print_doc(FILE *f, const char *doc)
 		}
 		if (*end && brk)
 			end = brk;
+		/* a break after a sentence leaves a space behind */
+		while (end > p && end[-1] == ' ')
+			end--;
 		fprintf(f, "; %.*s\n", (int)(end - p), p);
-		p = *end == ' ' ? end + 1 : end;
+		p = end;
+		while (*p == ' ')
+			p++;
 	}
 }
 
@@ -403,55 +770,90 @@ static const char *exact_size(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-/* 1000000000 as DeepSpeed writes it, 1e9; other numbers as they are. */
-static const char *deepspeed_number(uint64_t v, char *buf, size_t len)
+char *tfs_config_format(const struct tfs_config *c,
+			const struct tfs_cfg_key *k, char *buf, size_t len)
 {
-	uint64_t m = v;
-	int e = 0;
+	uint64_t v = 0;
+	double d;
 
-	while (m && m % 10 == 0) {
-		m /= 10;
-		e++;
+	if (k->type != TFS_CFG_STR && k->type != TFS_CFG_REAL)
+		v = uval(c, k);
+	switch (k->type) {
+	case TFS_CFG_BOOL:
+		snprintf(buf, len, "%s", v ? "true" : "false");
+		break;
+	case TFS_CFG_DTYPE:
+		snprintf(buf, len, "%s", tfs_dtype_name((unsigned)v));
+		break;
+	case TFS_CFG_ENUM:
+		enum_name(k->unit, v, buf, len);
+		break;
+	case TFS_CFG_STR:
+		snprintf(buf, len, "%s", (const char *)cfield(c, k));
+		break;
+	case TFS_CFG_REAL:
+		memcpy(&d, cfield(c, k), sizeof(d));
+		snprintf(buf, len, "%.17g", d);
+		/* the shortest form that reads back the same */
+		for (int p = 1; p <= 17; p++) {
+			char t[40];
+
+			snprintf(t, sizeof(t), "%.*g", p, d);
+			if (strtod(t, NULL) == d) {
+				snprintf(buf, len, "%s", t);
+				break;
+			}
+		}
+		break;
+	case TFS_CFG_ELEMS:
+		if (v & TFS_CFG_BYTES)
+			exact_size(v & ~TFS_CFG_BYTES, buf, len);
+		else
+			tfs_format_count(v, buf, len);
+		break;
+	case TFS_CFG_SIZE:
+		exact_size(v, buf, len);
+		break;
+	case TFS_CFG_UINT:
+		if (!strcmp(k->unit, "elements"))
+			tfs_format_count(v, buf, len);
+		else
+			snprintf(buf, len, "%llu", (unsigned long long)v);
+		break;
 	}
-	if (v >= 1000000 && m < 1000)
-		snprintf(buf, len, "%llue%d", (unsigned long long)m, e);
-	else
-		snprintf(buf, len, "%llu", (unsigned long long)v);
 	return buf;
 }
 
-int tfs_config_validate(const struct tfs_config *c, char *err, size_t errlen)
+int tfs_config_changed(const struct tfs_config *c, const struct tfs_cfg_key *k)
 {
-	uint64_t bs = c->aio_block_size;
-	uint64_t pool = tfs_config_pool_bytes(c);
+	struct tfs_config *d = malloc(sizeof(*d));
+	int changed;
 
-	if (bs % 4096) {
-		say(err, errlen, "aio.block_size = %llu is not a multiple of "
-				 "4 KiB (4096); device I/O is 4 KiB aligned",
-		    (unsigned long long)bs);
-		return -EINVAL;
-	}
-	if (pool / bs < 2) {
-		say(err, errlen, "the write-back pool (buffer_count x "
-				 "buffer_size = %llu bytes) holds fewer than "
-				 "two aio.block_size blocks of %llu; raise "
-				 "buffer_size or lower block_size",
-		    (unsigned long long)pool, (unsigned long long)bs);
-		return -EINVAL;
-	}
-	return 0;
+	if (!d)
+		return 1;
+	memset(d, 0, sizeof(*d));
+	parse_value(k, k->def, field(d, k), NULL, 0);
+	if (k->type == TFS_CFG_STR)
+		changed = strcmp(cfield(c, k), cfield(d, k)) != 0;
+	else if (k->type == TFS_CFG_REAL)
+		changed = memcmp(cfield(c, k), cfield(d, k), sizeof(double));
+	else
+		changed = uval(c, k) != uval(d, k);
+	free(d);
+	return changed;
 }
 
 void tfs_config_print(const struct tfs_config *c, FILE *f)
 {
 	const char *sec = NULL;
-	char buf[32];
+	char buf[TFS_CFG_STR_MAX];
 
 	fprintf(f, "; tensorfs configuration: each key with its meaning, unit and\n"
-		   "; default.  Pass it to tensorfs with -c FILE.ini.\n");
+		   "; default.  Pass it to tensorfs with -c FILE.ini.  Keys marked\n"
+		   "; \"DeepSpeed only\" do not change the mount; they let one file\n"
+		   "; describe the DeepSpeed run for tensorfs-plan.\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct tfs_cfg_key *k = &keys[i];
-		uint64_t v = *(const uint64_t *)((const char *)c + k->offset);
 
 		if (!sec || strcmp(sec, k->section)) {
 			sec = k->section;
@@ -459,22 +861,28 @@ void tfs_config_print(const struct tfs_config *c, FILE *f)
 		}
 		fputc('\n', f);
 		print_doc(f, k->doc);
-		fprintf(f, "; unit: %s; default: %s\n", k->unit, k->def);
-		if (k->type == TFS_CFG_BOOL)
-			fprintf(f, "%s = %s\n", k->name, v ? "true" : "false");
-		else if (k->type == TFS_CFG_DTYPE)
-			fprintf(f, "%s = %s\n", k->name,
-				tfs_dtype_name((unsigned)v));
-		else if (k->type == TFS_CFG_ELEMS && v & TFS_CFG_BYTES)
-			fprintf(f, "%s = %s\n", k->name,
-				exact_size(v & ~TFS_CFG_BYTES, buf, sizeof(buf)));
-		else if (k->type == TFS_CFG_ELEMS)
-			fprintf(f, "%s = %s\n", k->name,
-				deepspeed_number(v, buf, sizeof(buf)));
-		else if (k->type == TFS_CFG_SIZE)
-			fprintf(f, "%s = %s\n", k->name,
-				exact_size(v, buf, sizeof(buf)));
-		else
-			fprintf(f, "%s = %llu\n", k->name, (unsigned long long)v);
+		fprintf(f, "; unit: %s; default: %s\n", k->unit,
+			*k->def ? k->def : "(empty)");
+		tfs_config_format(c, k, buf, sizeof(buf));
+		fprintf(f, "%s =%s%s\n", k->name, *buf ? " " : "", buf);
+	}
+}
+
+void tfs_config_print_changed(const struct tfs_config *c, FILE *f)
+{
+	const char *sec = NULL;
+	char buf[TFS_CFG_STR_MAX];
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct tfs_cfg_key *k = &keys[i];
+
+		if (!tfs_config_changed(c, k))
+			continue;
+		if (!sec || strcmp(sec, k->section)) {
+			fprintf(f, "%s[%s]\n", sec ? "\n" : "", k->section);
+			sec = k->section;
+		}
+		tfs_config_format(c, k, buf, sizeof(buf));
+		fprintf(f, "%s =%s%s\n", k->name, *buf ? " " : "", buf);
 	}
 }

@@ -27,6 +27,9 @@
  * 2^64 has D < 2^64 * 5^50, fewer than 56 digits, so a longer D is
  * -ERANGE (or -EINVAL when it cannot be whole at all).
  *
+ * Counts print in DeepSpeed's notation when that is exact and short
+ * ("1e9", "8.75e9"), so what tensorfs prints reads back the same.
+ *
  * Formatting picks the largest binary unit not above the value, from 10 KiB
  * on (below that, bytes are short enough to print exactly), and prints a
  * whole count of units as such ("512 MiB") and anything else rounded to one
@@ -304,5 +307,27 @@ char *tfs_format_size(uint64_t bytes, char *buf, size_t len)
 	snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " %s", whole, tenths,
 		 units[i]);
 out:
+	return buf;
+}
+
+char *tfs_format_count(uint64_t v, char *buf, size_t len)
+{
+	uint64_t m = v;
+	char d[21];
+	int e = 0, n;
+
+	while (m && m % 10 == 0) {
+		m /= 10;
+		e++;
+	}
+	if (v < 1000000 || m >= 1000) {
+		snprintf(buf, len, "%" PRIu64, v);
+		return buf;
+	}
+	n = snprintf(d, sizeof(d), "%" PRIu64, m);
+	if (n == 1)
+		snprintf(buf, len, "%se%d", d, e);
+	else
+		snprintf(buf, len, "%c.%se%d", d[0], d + 1, e + n - 1);
 	return buf;
 }

@@ -26,4 +26,9 @@ int tfs_parse_size(const char *s, uint64_t *out, int *has_suffix);
  * rounded to one decimal.  Truncates to len; 16 bytes always suffice. */
 char *tfs_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* Format a count as DeepSpeed writes it: 1000000000 as "1e9", 8750000000
+ * as "8.75e9"; below a million, or with more than three significant
+ * digits, as the plain number.  Returns buf; 32 bytes always suffice. */
+char *tfs_format_count(uint64_t v, char *buf, size_t len);
+
 #endif

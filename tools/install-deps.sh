@@ -10,7 +10,7 @@
 set -eu
 
 PACKAGES="build-essential cmake pkg-config clang
-libfuse3-dev fuse3 liburing-dev libinih-dev libcmocka-dev libaio-dev
+libfuse3-dev fuse3 liburing-dev libinih-dev libcmocka-dev libaio-dev libjansson-dev
 attr e2fsprogs xfsprogs fio python3 python3-numpy util-linux procps"
 
 usage() {

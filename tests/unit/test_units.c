@@ -293,6 +293,30 @@ static void test_units_formatted_whole_sizes_parse_back(void **state)
 	}
 }
 
+static void test_units_formats_counts_in_deepspeed_notation(void **state)
+{
+	static const struct {
+		uint64_t v;
+		const char *s;
+	} cases[] = {
+		{ 0, "0" }, { 999999, "999999" }, { 1000000, "1e6" },
+		{ 100000000, "1e8" }, { 1500000000, "1.5e9" },
+		{ 8750000000ull, "8.75e9" }, { 70000000000ull, "7e10" },
+		/* four significant digits: as it is */
+		{ 1234000000, "1234000000" }, { 842301952, "842301952" },
+	};
+	char buf[32];
+	uint64_t back;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_string_equal(tfs_format_count(cases[i].v, buf,
+						     sizeof(buf)), cases[i].s);
+		assert_int_equal(tfs_parse_size(buf, &back, NULL), 0);
+		assert_int_equal(back, cases[i].v);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_units_formats_inexact_sizes_rounded),
 		cmocka_unit_test(test_units_format_truncates_to_buffer),
 		cmocka_unit_test(test_units_formatted_whole_sizes_parse_back),
+		cmocka_unit_test(test_units_formats_counts_in_deepspeed_notation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

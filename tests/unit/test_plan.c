@@ -1,0 +1,663 @@
+/*
+ * test_plan.c: lib/plan.c's formulas against hand-computed cases.
+ * Description: DeepSpeed's host memory per rank and node, NVMe space,
+ * the failures it would meet and the recommended values; every expected
+ * number is worked out in the comment above it.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "plan.h"
+
+#define GIB (1ull << 30)
+#define MIB (1ull << 20)
+
+static struct tfs_plan *plan;
+
+static int setup(void **state)
+{
+	(void)state;
+	plan = malloc(sizeof(*plan));
+	return plan ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(plan);
+	return 0;
+}
+
+/* The ZeRO-Infinity NVMe config of DeepSpeed's config-json page: both
+ * offloads on nvme, pin_memory, every count at DeepSpeed's default, bf16. */
+static void zero3_nvme(struct tfs_config *c)
+{
+	char err[256];
+
+	tfs_config_defaults(c);
+	assert_int_equal(
+	    tfs_config_set(c, "offload_param.device", "nvme", err, sizeof(err)),
+	    0);
+	assert_int_equal(tfs_config_set(c, "offload_param.nvme_path",
+					"/local_nvme", err, sizeof(err)),
+			 0);
+	assert_int_equal(tfs_config_set(c, "offload_optimizer.device", "nvme",
+					err, sizeof(err)),
+			 0);
+	assert_int_equal(tfs_config_set(c, "offload_optimizer.nvme_path",
+					"/local_nvme", err, sizeof(err)),
+			 0);
+	assert_int_equal(tfs_config_set(c, "offload_param.pin_memory", "true",
+					err, sizeof(err)),
+			 0);
+	assert_int_equal(tfs_config_set(c, "offload_optimizer.pin_memory",
+					"true", err, sizeof(err)),
+			 0);
+	assert_int_equal(tfs_config_set(c, "dtype", "bf16", err, sizeof(err)),
+			 0);
+}
+
+static struct tfs_plan_facts node8(uint64_t params)
+{
+	struct tfs_plan_facts f = {
+	    .params = params,
+	    .ranks = 8,
+	    .nodes = 1,
+	    .stage = 3,
+	    .ram = 256 * GIB,
+	    .memlock = UINT64_MAX,
+	};
+
+	return f;
+}
+
+/* The item called name among p's DeepSpeed items, or NULL. */
+static const struct tfs_plan_item *find_item(const struct tfs_plan *p,
+					     const char *name)
+{
+	for (size_t i = 0; i < p->nds; i++)
+		if (!strcmp(p->ds[i].name, name))
+			return &p->ds[i];
+	return NULL;
+}
+
+/* The first problem whose text holds s, or NULL. */
+static const struct tfs_plan_problem *find_problem(const struct tfs_plan *p,
+						   const char *s)
+{
+	for (size_t i = 0; i < p->nproblems; i++)
+		if (strstr(p->problems[i].text, s))
+			return &p->problems[i];
+	return NULL;
+}
+
+static const struct tfs_plan_rec *find_rec(const struct tfs_plan *p,
+					   const char *key)
+{
+	for (size_t i = 0; i < p->nrecs; i++)
+		if (!strcmp(p->recs[i].key, key))
+			return &p->recs[i];
+	return NULL;
+}
+
+/* ===== the model ===== */
+
+static void test_plan_counts_llama_2_7b_exactly(void **state)
+{
+	/* H 4096, L 32, I 11008, V 32000, 32 heads of 128, untied:
+	 * layer = 4 x 4096^2 (67108864) + 3 x 4096 x 11008 (135266304)
+	 *       + 2 x 4096 = 202383360; x 32 = 6476267520
+	 * + 2 x 32000 x 4096 (262144000) + 4096 = 6738415616, the published
+	 * count; largest: the embedding, 32000 x 4096 = 131072000 */
+	struct tfs_plan_shape s = {4096, 32, 11008, 32000, 32, 32, 0, 0};
+	uint64_t n, big;
+
+	(void)state;
+	assert_int_equal(tfs_plan_count_params(&s, &n, &big), 0);
+	assert_int_equal(n, 6738415616ull);
+	assert_int_equal(big, 131072000ull);
+}
+
+static void test_plan_counts_grouped_query_attention(void **state)
+{
+	/* Llama 2 70B: H 8192, L 80, I 28672, V 32000, 64 heads, 8 kv heads
+	 * of 128: q and o 8192^2 each (134217728), k and v 8192 x 1024 each
+	 * (16777216), MLP 3 x 8192 x 28672 (704643072), norms 16384:
+	 * layer 855654400, x 80 = 68452352000; + 2 x 262144000 + 8192 =
+	 * 68976648192.  Largest: the embedding 262144000 (> 8192 x 28672). */
+	struct tfs_plan_shape s = {8192, 80, 28672, 32000, 64, 8, 0, 0};
+	/* Llama 3 8B: H 4096, L 32, I 14336, V 128256, 32/8 heads: layer =
+	 * 2 x 16777216 + 2 x 4194304 + 176160768 + 8192 = 218112000, x 32 =
+	 * 6979584000, + 2 x 525336576 + 4096 = 8030261248 */
+	struct tfs_plan_shape l3 = {4096, 32, 14336, 128256, 32, 8, 0, 0};
+	uint64_t n, big;
+
+	(void)state;
+	assert_int_equal(tfs_plan_count_params(&s, &n, &big), 0);
+	assert_int_equal(n, 68976648192ull);
+	assert_int_equal(big, 262144000ull);
+	assert_int_equal(tfs_plan_count_params(&l3, &n, &big), 0);
+	assert_int_equal(n, 8030261248ull);
+	assert_int_equal(big, 525336576ull);
+}
+
+static void test_plan_tied_embeddings_count_once(void **state)
+{
+	/* the 7B shape tied: 6738415616 - 131072000 = 6607343616 */
+	struct tfs_plan_shape s = {4096, 32, 11008, 32000, 32, 32, 0, 1};
+	struct tfs_plan_shape bad = {4096, 32, 11008, 32000, 0, 0, 0, 0};
+	struct tfs_plan_shape odd = {4096, 32, 11008, 32000, 3, 0, 0, 0};
+	uint64_t n, big;
+
+	(void)state;
+	assert_int_equal(tfs_plan_count_params(&s, &n, &big), 0);
+	assert_int_equal(n, 6607343616ull);
+	assert_int_equal(tfs_plan_count_params(&bad, &n, &big), -EINVAL);
+	assert_int_equal(tfs_plan_count_params(&odd, &n, &big), -EINVAL);
+	odd.head_dim = 128; /* 3 heads of 128 project 4096 to 384 */
+	assert_int_equal(tfs_plan_count_params(&odd, &n, &big), 0);
+}
+
+/* ===== host memory ===== */
+
+static void test_plan_7b_on_8_ranks_fits_with_every_item_exact(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+	const struct tfs_plan_item *it;
+
+	(void)state;
+	zero3_nvme(&c);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	/* P = 7e9 / 8 = 875000000; bf16, E = 2 */
+	assert_int_equal(plan->per_rank, 875000000ull);
+	assert_int_equal(plan->elem, 2);
+	/* S = 1e9 >= P: one sub-group, G = P */
+	assert_int_equal(plan->largest_subgroup, 875000000ull);
+	/* pool: 1e8 aligned to 1024 / 2 = 512 elements: 195313 x 512 =
+	 * 100000256; x 5 buffers x 2 B = 1000002560, pinned */
+	it = find_item(plan, "parameter swap pool");
+	assert_non_null(it);
+	assert_int_equal(it->pinned, 1000002560ull);
+	assert_int_equal(it->pageable, 0);
+	/* in RAM: min(1e9, 8.75e8) x 2 = 1750000000, pinned */
+	it = find_item(plan, "parameters kept in RAM");
+	assert_int_equal(it->pinned, 1750000000ull);
+	/* P <= max_in_cpu: no sub-group on NVMe, no reuse buffer */
+	assert_false(plan->subgroups_on_nvme);
+	assert_null(find_item(plan, "fp16 buffer for NVMe sub-groups"));
+	/* gradient partitions: 8.75e8 x 2 B, pinned (optimizer pin_memory) */
+	it = find_item(plan, "gradient partitions");
+	assert_int_equal(it->pinned, 1750000000ull);
+	/* optimizer pool: G aligned to 256 fp32 elements: 3417969 x 256 =
+	 * 875000064; x 4 buffers x 4 B = 14000001024 */
+	it = find_item(plan, "optimizer swap pool");
+	assert_int_equal(it->pinned, 14000001024ull);
+	/* fp32 gradient buffer: G x 4 = 3500000000, pageable */
+	it = find_item(plan, "fp32 gradient buffer");
+	assert_int_equal(it->pageable, 3500000000ull);
+	assert_int_equal(it->pinned, 0);
+	/* per rank: 1000002560 + 1750000000 + 1750000000 + 14000001024 */
+	assert_int_equal(plan->rank_pinned, 18500003584ull);
+	assert_int_equal(plan->rank_pageable, 3500000000ull);
+	/* tensorfs, pinned: cache 1e9 x 2 + pool 5 x 1e8 x 2 = 3e9; 64 MiB */
+	assert_int_equal(plan->tfs_pinned, 3000000000ull);
+	assert_int_equal(plan->tfs_pageable, 64 * MIB);
+	/* node: 8 x 18500003584 + 3e9; 8 x 3.5e9 + 64 MiB */
+	assert_int_equal(plan->node_pinned, 151000028672ull);
+	assert_int_equal(plan->node_pageable, 28000000000ull + 64 * MIB);
+	/* NVMe: 8 x 8.75e8 x 2 and 8 x 8.75e8 x 16 */
+	assert_int_equal(plan->nvme_params, 14000000000ull);
+	assert_int_equal(plan->nvme_optimizer, 112000000000ull);
+	/* 179 GB of 256 GiB (274.9 GB), under 90%: fits */
+	assert_int_equal(plan->severity, TFS_PLAN_FITS);
+	assert_non_null(find_problem(plan, "largest parameter is unknown"));
+}
+
+static void test_plan_70b_on_8_ranks_pins_more_than_ram(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(70000000000ull);
+	const struct tfs_plan_item *it;
+	const struct tfs_plan_rec *r;
+
+	(void)state;
+	zero3_nvme(&c);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	/* P = 8.75e9 > S = 1e9, largest parameter unknown: G = S */
+	assert_int_equal(plan->per_rank, 8750000000ull);
+	assert_int_equal(plan->largest_subgroup, 1000000000ull);
+	/* P > max_in_cpu: sub-groups on NVMe, and DeepSpeed reserves a
+	 * buffer of the sub-group's full parameters: min(1e9 x 8, 7e10) =
+	 * 8e9 elements (a multiple of 512) x 2 B = 16e9 */
+	assert_true(plan->subgroups_on_nvme);
+	it = find_item(plan, "fp16 buffer for NVMe sub-groups");
+	assert_non_null(it);
+	assert_int_equal(it->pinned, 16000000000ull);
+	/* in RAM: 1e9 x 2; gradient partitions 8.75e9 x 2 = 17.5e9;
+	 * optimizer pool 4 x 1e9 x 4 = 16e9 (1e9 is a multiple of 256) */
+	assert_int_equal(find_item(plan, "parameters kept in RAM")->pinned,
+			 2000000000ull);
+	assert_int_equal(find_item(plan, "gradient partitions")->pinned,
+			 17500000000ull);
+	assert_int_equal(find_item(plan, "optimizer swap pool")->pinned,
+			 16000000000ull);
+	/* rank: 1000002560 + 2e9 + 16e9 + 17.5e9 + 16e9 = 52500002560;
+	 * node: x 8 + 3e9 = 423000020480 pinned, over 256 GiB */
+	assert_int_equal(plan->rank_pinned, 52500002560ull);
+	assert_int_equal(plan->node_pinned, 423000020480ull);
+	assert_int_equal(plan->severity, TFS_PLAN_FAIL);
+	assert_non_null(find_problem(plan, "pinned host memory per node"));
+	/* recommended: sub_group_size 5e8 leaves 295e9 pinned, too much;
+	 * 2e8 gives reuse 1.6e9 x 2 = 3.2e9, optimizer pool 2e8 x 16 =
+	 * 3.2e9, fp32 gradients 0.8e9: rank pinned 1000002560 + 2e9 + 3.2e9
+	 * + 17.5e9 + 3.2e9 = 26900002560, node 215200020480 + 3e9 pinned,
+	 * 6.4e9 + 64 MiB pageable: 224.67e9 < 90% of 256 GiB (247.39e9) */
+	r = find_rec(plan, "zero_optimization.sub_group_size");
+	assert_non_null(r);
+	assert_true(r->changed);
+	assert_string_equal(r->value, "2e8");
+	assert_string_equal(r->current, "1e9");
+	assert_int_equal(plan->rec_node_pinned, 218200020480ull);
+	assert_int_equal(plan->rec_node_pageable, 6400000000ull + 64 * MIB);
+	assert_int_equal(plan->rec_severity, TFS_PLAN_FITS);
+}
+
+static void test_plan_aligns_to_intra_op_parallelism(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "intra_op_parallelism", "4", err, sizeof(err)),
+	    0);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	/* 1024 x 4 / 2 = 2048 elements: 1e8 -> 48829 x 2048 = 100001792;
+	 * x 5 x 2 B = 1000017920 */
+	assert_int_equal(find_item(plan, "parameter swap pool")->pinned,
+			 1000017920ull);
+	/* fp32: 1024 x 4 / 4 = 1024: 8.75e8 -> 854493 x 1024 = 875000832;
+	 * x 4 x 4 B = 14000013312 */
+	assert_int_equal(find_item(plan, "optimizer swap pool")->pinned,
+			 14000013312ull);
+}
+
+static void test_plan_cpu_offload_holds_everything_in_ram(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+	char err[256];
+
+	(void)state;
+	tfs_config_defaults(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "offload_param.device", "cpu", err, sizeof(err)),
+	    0);
+	assert_int_equal(tfs_config_set(&c, "offload_optimizer.device", "cpu",
+					err, sizeof(err)),
+			 0);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	/* fp16: all P = 8.75e8 x 2 pinned; no swap pools */
+	assert_null(find_item(plan, "parameter swap pool"));
+	assert_null(find_item(plan, "optimizer swap pool"));
+	assert_int_equal(find_item(plan, "parameters kept in RAM")->pinned,
+			 1750000000ull);
+	/* optimizer state 12 x 8.75e8 = 10.5e9 pageable, fp32 gradients
+	 * 4 x 8.75e8 = 3.5e9 pageable (pin_memory false), gradient
+	 * partitions 1.75e9 pageable, fp32 gradient buffer 3.5e9 */
+	assert_int_equal(find_item(plan, "optimizer state in RAM")->pageable,
+			 10500000000ull);
+	assert_int_equal(find_item(plan, "fp32 gradients in RAM")->pageable,
+			 3500000000ull);
+	assert_int_equal(plan->rank_pageable, 10500000000ull + 3500000000ull +
+						  1750000000ull +
+						  3500000000ull);
+	assert_int_equal(plan->nvme_params + plan->nvme_optimizer, 0);
+}
+
+static void test_plan_stage_2_treats_nvme_as_cpu(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+
+	(void)state;
+	zero3_nvme(&c);
+	f.stage = 2;
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	/* only the CPU optimizer: 12 x P pageable, 4 x P pinned */
+	assert_int_equal(plan->nds, 2);
+	assert_int_equal(plan->rank_pageable, 10500000000ull);
+	assert_int_equal(plan->rank_pinned, 3500000000ull);
+	assert_int_equal(plan->nvme_optimizer, 0);
+	assert_non_null(find_problem(plan, "treats offload_optimizer nvme as "
+					   "cpu"));
+	assert_non_null(find_problem(plan, "works with ZeRO stage 3 only"));
+	assert_int_equal(plan->severity, TFS_PLAN_WARN);
+}
+
+/* ===== what DeepSpeed would stop with ===== */
+
+static void test_plan_buffer_size_below_largest_partition_fails(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(6738415616ull);
+	const struct tfs_plan_problem *pr;
+	const struct tfs_plan_rec *r;
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "buffer_size", "1e7", err, sizeof(err)), 0);
+	f.ranks = 1;
+	f.largest_param = 131072000;
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	/* one rank: the embedding's partition is all of it, 131072000 >=
+	 * 1e7, and 262 MB >= min_aio (1 MiB): swapped, does not fit */
+	assert_int_equal(plan->largest_partition, 131072000ull);
+	pr = find_problem(plan, "More elements 131072000 than buffer size "
+				"10000000");
+	assert_non_null(pr);
+	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
+	assert_string_equal(pr->key, "offload_param.buffer_size");
+	/* recommended: the next of 1, 1.2, 1.5, 2, ... x 10^k above it */
+	r = find_rec(plan, "offload_param.buffer_size");
+	assert_string_equal(r->value, "1.5e8");
+	assert_true(r->changed);
+}
+
+static void test_plan_buffer_size_equal_to_partition_fails(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(6738415616ull);
+
+	(void)state;
+	zero3_nvme(&c);
+	/* get_buffer asserts numel < buffer_size: 8 x 1e8 over 8 ranks is a
+	 * partition of exactly 1e8, which fails; 8e8 - 8 one less fits */
+	f.largest_param = 800000000;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_non_null(find_problem(plan, "More elements 100000000"));
+	f.largest_param = 800000000 - 8;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_null(find_problem(plan, "More elements"));
+}
+
+static void test_plan_small_partitions_are_never_swapped(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(6738415616ull);
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "buffer_size", "1000", err, sizeof(err)), 0);
+	/* a partition of 4e5 x 2 B = 800 KB < 1 MiB stays in RAM */
+	f.largest_param = 3200000;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_null(find_problem(plan, "More elements"));
+}
+
+static void test_plan_fast_init_with_small_buffers_fails(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(70000000000ull);
+	const struct tfs_plan_problem *pr;
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "fast_init", "true", err, sizeof(err)), 0);
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	/* sub-groups on NVMe; a buffer holds align(1e8) = 100000256 fp16
+	 * elements, the largest sub-group align(1e9, 256) = 1e9 */
+	pr = find_problem(plan, "too small for initializing fp32 params "
+				"1000000000");
+	assert_non_null(pr);
+	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
+	assert_string_equal(
+	    find_rec(plan, "offload_optimizer.fast_init")->value, "false");
+	/* with every parameter in RAM no sub-group is read from NVMe, and
+	 * fast_init has nothing to do: 7e9 over 8 ranks */
+	f.params = 7000000000ull;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_null(find_problem(plan, "too small for initializing"));
+}
+
+static void
+test_plan_optimizer_buffer_count_below_adam_states_fails(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(tfs_config_set(&c, "offload_optimizer.buffer_count",
+					"3", err, sizeof(err)),
+			 0);
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_non_null(find_problem(plan, "assert pinned_buffers is not "
+					   "None"));
+	assert_string_equal(
+	    find_rec(plan, "offload_optimizer.buffer_count")->value, "4");
+	/* pipelined both ways: 4 x (1 + 1 + 1) = 12 */
+	assert_int_equal(tfs_config_set(&c, "offload_optimizer.buffer_count",
+					"8", err, sizeof(err)),
+			 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "pipeline_read", "on", err, sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "pipeline_write", "yes", err, sizeof(err)), 0);
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_non_null(find_problem(plan, "ran out of swap buffers"));
+	assert_string_equal(
+	    find_rec(plan, "offload_optimizer.buffer_count")->value, "12");
+}
+
+static void test_plan_thread_count_is_a_warning(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+	const struct tfs_plan_problem *pr;
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "thread_count", "2", err, sizeof(err)), 0);
+	assert_int_equal(c.aio_intra_op_parallelism, 2);
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	pr = find_problem(plan, "thread_count is ignored by DeepSpeed");
+	assert_non_null(pr);
+	assert_int_equal(pr->severity, TFS_PLAN_WARN);
+	assert_int_equal(plan->severity, TFS_PLAN_WARN);
+	assert_non_null(strstr(pr->text, "intra_op_parallelism = 2"));
+}
+
+static void test_plan_missing_nvme_path_fails(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "offload_param.nvme_path", "", err, sizeof(err)),
+	    0);
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_non_null(find_problem(plan, "offload_param.device = nvme "
+					   "without nvme_path"));
+	assert_int_equal(plan->severity, TFS_PLAN_FAIL);
+}
+
+static void test_plan_block_size_not_4k_fails_as_the_mount_would(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "block_size", "6000", err, sizeof(err)), 0);
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_non_null(find_problem(plan, "is not a multiple of 4 KiB"));
+	assert_int_equal(plan->severity, TFS_PLAN_FAIL);
+	assert_string_equal(find_rec(plan, "aio.block_size")->value, "1MiB");
+	assert_int_equal(plan->rec_severity, TFS_PLAN_FITS);
+}
+
+static void test_plan_memlock_below_pinned(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+
+	(void)state;
+	zero3_nvme(&c);
+	/* DeepSpeed pins 18.5e9 per rank, tensorfs 3e9: both over 1 GiB */
+	f.memlock = GIB;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_int_equal(find_problem(plan, "DeepSpeed pins")->severity,
+			 TFS_PLAN_WARN);
+	assert_int_equal(find_problem(plan, "mount refuses to start")->severity,
+			 TFS_PLAN_FAIL);
+	assert_string_equal(find_rec(plan, "offload_param.pin_memory")->value,
+			    "false");
+}
+
+static void test_plan_nvme_capacity(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+
+	(void)state;
+	zero3_nvme(&c);
+	/* needs 14e9 + 112e9 = 126e9 */
+	f.nvme = 100000000000ull;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_int_equal(find_problem(plan, "swap files need")->severity,
+			 TFS_PLAN_FAIL);
+	f.nvme = 130000000000ull; /* 97%: a warning */
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_int_equal(find_problem(plan, "swap files need")->severity,
+			 TFS_PLAN_WARN);
+	f.nvme = 1000000000000ull;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_null(find_problem(plan, "swap files need"));
+}
+
+static void test_plan_sub_group_bound_uses_largest_partition(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(70000000000ull);
+
+	(void)state;
+	zero3_nvme(&c);
+	/* S = 1e9 < P: a sub-group closes once it reaches S, so it can
+	 * overshoot by one partition less one element: 1e9 + 32768000 - 1
+	 * with a largest parameter of 262144000 over 8 ranks */
+	f.largest_param = 262144000;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_int_equal(plan->largest_partition, 32768000ull);
+	assert_int_equal(plan->largest_subgroup, 1032767999ull);
+}
+
+static void test_plan_inputs_problems_are_kept(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+
+	(void)state;
+	zero3_nvme(&c);
+	tfs_plan_init(plan);
+	tfs_plan_add(plan, TFS_PLAN_FAIL, "aio", "aio is inside %s",
+		     "zero_optimization");
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_non_null(find_problem(plan, "aio is inside zero_optimization"));
+	assert_int_equal(plan->severity, TFS_PLAN_FAIL);
+	assert_string_equal(tfs_plan_verdict(plan->severity), "will fail");
+}
+
+static void test_plan_rejects_unusable_facts(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(0);
+
+	(void)state;
+	tfs_config_defaults(&c);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), -EINVAL);
+	f = node8(7);
+	f.ranks = 0;
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_plan_counts_llama_2_7b_exactly),
+	    cmocka_unit_test(test_plan_counts_grouped_query_attention),
+	    cmocka_unit_test(test_plan_tied_embeddings_count_once),
+	    cmocka_unit_test(
+		test_plan_7b_on_8_ranks_fits_with_every_item_exact),
+	    cmocka_unit_test(test_plan_70b_on_8_ranks_pins_more_than_ram),
+	    cmocka_unit_test(test_plan_aligns_to_intra_op_parallelism),
+	    cmocka_unit_test(test_plan_cpu_offload_holds_everything_in_ram),
+	    cmocka_unit_test(test_plan_stage_2_treats_nvme_as_cpu),
+	    cmocka_unit_test(
+		test_plan_buffer_size_below_largest_partition_fails),
+	    cmocka_unit_test(test_plan_buffer_size_equal_to_partition_fails),
+	    cmocka_unit_test(test_plan_small_partitions_are_never_swapped),
+	    cmocka_unit_test(test_plan_fast_init_with_small_buffers_fails),
+	    cmocka_unit_test(
+		test_plan_optimizer_buffer_count_below_adam_states_fails),
+	    cmocka_unit_test(test_plan_thread_count_is_a_warning),
+	    cmocka_unit_test(test_plan_missing_nvme_path_fails),
+	    cmocka_unit_test(
+		test_plan_block_size_not_4k_fails_as_the_mount_would),
+	    cmocka_unit_test(test_plan_memlock_below_pinned),
+	    cmocka_unit_test(test_plan_nvme_capacity),
+	    cmocka_unit_test(test_plan_sub_group_bound_uses_largest_partition),
+	    cmocka_unit_test(test_plan_inputs_problems_are_kept),
+	    cmocka_unit_test(test_plan_rejects_unusable_facts),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,1371 @@
+/*
+ * plan.c: tensorfs-plan, what a DeepSpeed NVMe offload configuration
+ * costs and whether it will run, before it runs.
+ *
+ * The inputs become one struct tfs_config: the defaults, then -c
+ * FILE.ini, then --deepspeed ds_config.json (its zero_optimization.
+ * offload_param, .offload_optimizer, .sub_group_size, .stage, the
+ * top-level aio and the fp16/bf16 flags, each set through
+ * tfs_config_set() so that a JSON value is parsed exactly as the same
+ * key of an INI file), then --dtype.  The model gives N (--params, or
+ * --model config.json counted by tfs_plan_count_params()) and the
+ * largest parameter; the machine gives RAM (MemTotal), RLIMIT_MEMLOCK
+ * and NVMe space.  lib/plan.c does the arithmetic; this file reads,
+ * explains what it read (the "auto" values, keys DeepSpeed would reject)
+ * and prints the result as text or JSON (jansson).
+ *
+ * Exit status: the plan's severity (0 fits, 1 warnings, 2 will fail), or
+ * sysexits(3)'s EX_USAGE (64), EX_DATAERR (65, a malformed input) and
+ * EX_NOINPUT (66, an input that cannot be read).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sysexits.h>
+
+#include "config.h"
+#include "memcheck.h"
+#include "plan.h"
+#include "units.h"
+
+static const char *prog = "tensorfs-plan";
+
+/* clang-format off: the text as --help prints it */
+static void usage(FILE *f)
+{
+	fputs(
+"Usage: tensorfs-plan [-c FILE.ini] [--deepspeed ds_config.json]\n"
+"                     (--params N | --model config.json) [OPTIONS]\n"
+"\n"
+"Explain a DeepSpeed ZeRO offload configuration before it runs: the host\n"
+"memory DeepSpeed takes per rank and per node, pinned and pageable, item\n"
+"by item with its formula; the memory of the tensorfs mount; the NVMe\n"
+"space the swap files need; the errors DeepSpeed would stop with later\n"
+"(a parameter larger than buffer_size, fast_init with small buffers, too\n"
+"few optimizer buffers, more pinned memory than RAM) and why; and\n"
+"recommended values that fit, each with its reason.\n"
+"\n"
+"Inputs (later ones override earlier ones):\n"
+"  -c FILE.ini          a tensorfs.ini: [offload_param], [offload_optimizer],\n"
+"                       [zero_optimization] and [aio] keys, DeepSpeed's\n"
+"                       names and units (see tensorfs --print-config)\n"
+"  --deepspeed FILE     a ds_config.json: zero_optimization.stage,\n"
+"                       .offload_param, .offload_optimizer, .sub_group_size,\n"
+"                       the top-level aio and fp16/bf16.enabled; numbers may\n"
+"                       be 1e8, \"1e8\" or \"auto\" (the value Hugging Face's\n"
+"                       Trainer or DeepSpeed substitutes is shown).  Without\n"
+"                       it ZeRO stage 3 is assumed\n"
+"  --params N           the model's parameters: 7e9, 13e9, 70000000000\n"
+"  --model FILE         a Hugging Face config.json; parameters counted as\n"
+"                       V*H*(tied ? 1 : 2) + L*(H*q + 2*H*kv + q*H + 3*H*I\n"
+"                       + 2*H) + H, with H hidden_size, L num_hidden_layers,\n"
+"                       I intermediate_size, V vocab_size, q = heads*d,\n"
+"                       kv = num_key_value_heads*d, d = head_dim or H/heads\n"
+"                       (Llama, Mistral, Qwen2: gated MLP, RMSNorm); the\n"
+"                       largest parameter is max(V*H, H*I, q*H); absent\n"
+"                       tie_word_embeddings means true, as in transformers'\n"
+"                       PretrainedConfig.  --params, if given too, wins for N\n"
+"  --largest-param N    elements of the largest parameter (e.g. the\n"
+"                       embedding, vocab_size*hidden_size), to check\n"
+"                       buffer_size; --model supplies it\n"
+"  --dtype TYPE         model dtype: bf16, fp16, fp32 (default: from the\n"
+"                       ds_config's fp16/bf16, else the INI's dtype)\n"
+"\n"
+"The machine:\n"
+"  --ranks N            ranks (GPUs) per node (default 1)\n"
+"  --nodes N            nodes; the world size is ranks x nodes (default 1)\n"
+"  --ram SIZE           host memory per node (default: this machine's\n"
+"                       MemTotal), e.g. 256G, 512GiB\n"
+"  --nvme SIZE          space under nvme_path per node (default: unknown,\n"
+"                       not checked)\n"
+"  --memlock SIZE       RLIMIT_MEMLOCK of the ranks, or 'unlimited'\n"
+"                       (default: this process's, as ulimit -l shows)\n"
+"\n"
+"Output:\n"
+"  --json               print the same as one JSON object\n"
+"  --full               print the equivalent tensorfs.ini in full, with\n"
+"                       comments, instead of only the keys that differ\n"
+"                       from the defaults\n"
+"  -h, --help           print this help and exit\n"
+"  -V, --version        print the version and exit\n"
+"\n"
+"Sizes take K, M, G, T (powers of 1024, also KiB...TiB) or KB, MB, GB, TB\n"
+"(powers of 1000).  Counts take DeepSpeed's notation: 1e9, 1.5e9.\n"
+"\n"
+"Host memory is counted per rank as DeepSpeed 0.16 allocates it: the\n"
+"parameter swap pool (buffer_count x buffer_size x dtype), parameters\n"
+"kept in RAM (min(max_in_cpu, parameters per rank) x dtype), the fp16\n"
+"buffer for NVMe sub-groups, the gradient partitions, the optimizer swap\n"
+"pool (optimizer buffer_count x sub-group x 4 B) and the fp32 gradient\n"
+"buffer, or the optimizer state itself when offloaded to cpu; the\n"
+"tensorfs mount adds its cache (max_in_cpu), its pool and 64 MiB per\n"
+"node.  NVMe holds dtype x N of parameters and 16 B x N of optimizer\n"
+"state (fp32 weights, exp_avg, exp_avg_sq, fp32 gradients) per node's\n"
+"share.  A node over 90% of its RAM is a warning, over 100% a failure.\n"
+"\n"
+"Exit status:\n"
+"  0   the configuration fits\n"
+"  1   it runs, with warnings worth reading\n"
+"  2   it will fail (DeepSpeed stops, or the node runs out of memory)\n"
+"  64  usage error: unknown option, missing --params/--model, bad number\n"
+"  65  malformed input: invalid JSON (with line:column), a bad INI key\n"
+"      or value (with file:line), a config.json without the sizes\n"
+"  66  an input file that cannot be opened\n"
+"\n"
+"Examples:\n"
+"  tensorfs-plan --deepspeed ds_config.json --params 70e9 --ranks 8\n"
+"  tensorfs-plan -c /etc/tensorfs.ini --model config.json --ram 512G --json\n",
+	      f);
+}
+/* clang-format on */
+
+static void die(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+static void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (code == EX_USAGE)
+		fprintf(stderr, "Try '%s --help' for more information.\n",
+			prog);
+	exit(code);
+}
+
+/* ===== what was read, to explain ===== */
+
+#define MAX_NOTES 24
+
+/* An "auto" (or otherwise substituted) value and who decides it. */
+struct note {
+	char key[64];
+	char value[48];
+	char how[256];
+};
+
+struct input {
+	struct tfs_config c;
+	struct tfs_plan_facts f;
+	const char *ini, *ds, *model;
+	uint64_t hidden; /* from --model, for "auto" values */
+	int dtype_given;
+	int ram_given;
+	struct note notes[MAX_NOTES];
+	size_t nnotes;
+	struct tfs_plan *p; /* problems of the inputs go here first */
+};
+
+static void note(struct input *in, const char *key, const char *value,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void note(struct input *in, const char *key, const char *value,
+		 const char *fmt, ...)
+{
+	struct note *n;
+	va_list ap;
+
+	if (in->nnotes == MAX_NOTES)
+		return;
+	n = &in->notes[in->nnotes++];
+	snprintf(n->key, sizeof(n->key), "%s", key);
+	snprintf(n->value, sizeof(n->value), "%s", value);
+	va_start(ap, fmt);
+	vsnprintf(n->how, sizeof(n->how), fmt, ap);
+	va_end(ap);
+}
+
+/* ===== numbers and files ===== */
+
+/* A count in DeepSpeed's notation, no unit. */
+static int parse_count(const char *s, uint64_t *out)
+{
+	int suffix = 0;
+
+	return tfs_parse_size(s, out, &suffix) || suffix ? -EINVAL : 0;
+}
+
+static uint64_t count_arg(const char *opt, const char *s, uint64_t min)
+{
+	uint64_t v;
+
+	if (parse_count(s, &v) || v < min)
+		die(EX_USAGE, "%s '%s' is not a whole number%s (e.g. 8, 7e9)",
+		    opt, s, min ? " above 0" : "");
+	return v;
+}
+
+static uint64_t size_arg(const char *opt, const char *s)
+{
+	uint64_t v;
+
+	if (tfs_parse_size(s, &v, NULL) || !v)
+		die(EX_USAGE, "%s '%s' is not a size (e.g. 256G, 512GiB)", opt,
+		    s);
+	return v;
+}
+
+/* MemTotal of this machine, or 0. */
+static uint64_t mem_total(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* Load a JSON file or exit 66/65 with where it is wrong. */
+static json_t *load_json(const char *path, const char *what)
+{
+	json_error_t e;
+	json_t *j;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		die(EX_NOINPUT, "%s '%s': cannot open: %s", what, path,
+		    strerror(errno));
+	j = json_loadf(f, 0, &e);
+	fclose(f);
+	if (!j)
+		die(EX_DATAERR, "%s:%d:%d: invalid JSON: %s; fix the file",
+		    path, e.line, e.column, e.text);
+	if (!json_is_object(j))
+		die(EX_DATAERR,
+		    "%s: the top level is not a JSON object; give "
+		    "a %s",
+		    path, what);
+	return j;
+}
+
+/* A JSON scalar as the INI would write it into buf; 0, or -1 if it is
+ * not a scalar.  *is_string tells whether it was a JSON string. */
+static int scalar(const json_t *v, char *buf, size_t len, int *is_string)
+{
+	double d;
+
+	*is_string = 0;
+	if (json_is_string(v)) {
+		*is_string = 1;
+		snprintf(buf, len, "%s", json_string_value(v));
+	} else if (json_is_integer(v)) {
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	} else if (json_is_real(v)) {
+		d = json_real_value(v);
+		if (d >= 0 && d < 9.2e18 && d == (double)(uint64_t)d)
+			snprintf(buf, len, "%llu", (unsigned long long)d);
+		else
+			snprintf(buf, len, "%.17g", d);
+	} else if (json_is_boolean(v)) {
+		snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+/* ===== the ds_config.json ===== */
+
+/* zero_optimization's fields in DeepSpeed 0.16.5 (runtime/zero/config.py
+ * DeepSpeedZeroConfig, names and aliases; populate_by_name), which
+ * rejects any other key (DeepSpeedConfigModel: extra="forbid"). */
+static const char *const zero_fields[] = {
+    "stage",
+    "contiguous_gradients",
+    "reduce_scatter",
+    "reduce_bucket_size",
+    "use_multi_rank_bucket_allreduce",
+    "allgather_partitions",
+    "allgather_bucket_size",
+    "overlap_comm",
+    "load_from_fp32_weights",
+    "elastic_checkpoint",
+    "offload_param",
+    "offload_optimizer",
+    "sub_group_size",
+    "cpu_offload_param",
+    "cpu_offload_use_pin_memory",
+    "cpu_offload",
+    "prefetch_bucket_size",
+    "stage3_prefetch_bucket_size",
+    "param_persistence_threshold",
+    "stage3_param_persistence_threshold",
+    "model_persistence_threshold",
+    "stage3_model_persistence_threshold",
+    "max_live_parameters",
+    "stage3_max_live_parameters",
+    "max_reuse_distance",
+    "stage3_max_reuse_distance",
+    "gather_16bit_weights_on_model_save",
+    "stage3_gather_16bit_weights_on_model_save",
+    "module_granularity_threshold",
+    "stage3_module_granularity_threshold",
+    "use_all_reduce_for_fetch_params",
+    "stage3_use_all_reduce_for_fetch_params",
+    "stage3_gather_fp16_weights_on_model_save",
+    "ignore_unused_parameters",
+    "legacy_stage1",
+    "round_robin_gradients",
+    "zero_hpz_partition_size",
+    "zero_quantized_weights",
+    "zero_quantized_nontrainable_weights",
+    "zero_quantized_gradients",
+    "zeropp_loco_param",
+    "mics_shard_size",
+    "mics_hierarchical_params_gather",
+    "memory_efficient_linear",
+    "pipeline_loading_checkpoint",
+    "override_module_apply",
+    "log_trace_cache_warnings",
+    NULL};
+
+/* offload_config.py: DeepSpeedZeroOffloadParamConfig and
+ * DeepSpeedZeroOffloadOptimizerConfig, also extra="forbid" */
+static const char *const param_fields[] = {
+    "device",	  "nvme_path", "buffer_count", "buffer_size", "max_in_cpu",
+    "pin_memory", NULL};
+static const char *const optim_fields[] = {
+    "device",	  "nvme_path",	   "buffer_count",
+    "pin_memory", "pipeline_read", "pipeline_write",
+    "fast_init",  "ratio",	   NULL};
+/* swap_tensor/aio_config.py get_aio_config reads these only */
+static const char *const aio_fields[] = {"block_size",
+					 "queue_depth",
+					 "intra_op_parallelism",
+					 "single_submit",
+					 "overlap_events",
+					 "use_gds",
+					 NULL};
+
+static int in_list(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, name))
+			return 1;
+	return 0;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t s = prev[j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (prev[j] + 1 < s)
+				s = prev[j] + 1;
+			if (cur[j - 1] + 1 < s)
+				s = cur[j - 1] + 1;
+			cur[j] = s;
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof(prev[0]));
+	}
+	return prev[lb];
+}
+
+/* "; did you mean 'x'?" for the nearest of list, or "" */
+static const char *nearest(const char *const *list, const char *name, char *buf,
+			   size_t len)
+{
+	const char *best = NULL;
+	size_t bd = 4;
+
+	for (; *list; list++) {
+		size_t d = edit_distance(name, *list);
+
+		if (d < bd) {
+			bd = d;
+			best = *list;
+		}
+	}
+	buf[0] = '\0';
+	if (best)
+		snprintf(buf, len, "; did you mean '%s'?", best);
+	return buf;
+}
+
+/* DeepSpeed's default of a zero_optimization key, for "auto". */
+static const char *zero_default(const char *name)
+{
+	static const struct {
+		const char *name, *def;
+	} d[] = {
+	    {"reduce_bucket_size", "5e8"},
+	    {"allgather_bucket_size", "5e8"},
+	    {"stage3_prefetch_bucket_size", "5e7"},
+	    {"prefetch_bucket_size", "5e7"},
+	    {"stage3_param_persistence_threshold", "1e5"},
+	    {"param_persistence_threshold", "1e5"},
+	    {"stage3_max_live_parameters", "1e9"},
+	    {"max_live_parameters", "1e9"},
+	    {"stage3_max_reuse_distance", "1e9"},
+	    {"max_reuse_distance", "1e9"},
+	    {"sub_group_size", "1e9"},
+	};
+
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (!strcmp(d[i].name, name))
+			return d[i].def;
+	return NULL;
+}
+
+/* A zero_optimization key that Hugging Face's Trainer fills from the
+ * model's hidden_size (transformers integrations/deepspeed.py
+ * HfTrainerDeepSpeedConfig.trainer_config_finalize). */
+static void hf_auto(struct input *in, const char *name)
+{
+	uint64_t h = in->hidden, v = 0;
+	const char *formula = NULL;
+	char key[64], val[48];
+
+	snprintf(key, sizeof(key), "zero_optimization.%s", name);
+	if (!strcmp(name, "reduce_bucket_size")) {
+		v = h * h;
+		formula = "hidden_size x hidden_size";
+	} else if (!strcmp(name, "stage3_prefetch_bucket_size")) {
+		v = h * h / 10 * 9 + h * h % 10 * 9 / 10;
+		formula = "0.9 x hidden_size x hidden_size (ZeRO-3)";
+	} else if (!strcmp(name, "stage3_param_persistence_threshold")) {
+		v = 10 * h;
+		formula = "10 x hidden_size (ZeRO-3)";
+	}
+	if (formula && h) {
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+		note(in, key, val,
+		     "Hugging Face's Trainer writes %s, hidden_size "
+		     "%llu from --model",
+		     formula, (unsigned long long)h);
+	} else if (formula) {
+		note(in, key, "hidden_size-based",
+		     "Hugging Face's Trainer "
+		     "writes %s (give --model to see it); under plain "
+		     "DeepSpeed, which drops \"auto\", the default %s",
+		     formula, zero_default(name));
+	} else {
+		note(in, key,
+		     zero_default(name) ? zero_default(name)
+					: "DeepSpeed's default",
+		     "neither Hugging Face's Trainer "
+		     "nor Accelerate fills it; DeepSpeed's config drops "
+		     "\"auto\" (DeepSpeedConfigModel.__init__) and uses its "
+		     "default");
+	}
+}
+
+/* Set section.name of the config from a JSON value found at path. */
+static void set_from_json(struct input *in, const char *path,
+			  const char *section, const char *name,
+			  const json_t *v)
+{
+	char key[96], buf[TFS_CFG_STR_MAX], err[512], def[48];
+	const struct tfs_cfg_key *k = tfs_config_key(section, name);
+	int is_string;
+
+	if (!k)
+		return;
+	snprintf(key, sizeof(key), "%s.%s", section, name);
+	if (json_is_null(v))
+		return; /* Optional, None: the default */
+	if (scalar(v, buf, sizeof(buf), &is_string)) {
+		tfs_plan_add(in->p, TFS_PLAN_FAIL, key,
+			     "%s: %s is not a "
+			     "single value; DeepSpeed's config rejects it; "
+			     "write a %s",
+			     in->ds, path,
+			     k->type == TFS_CFG_BOOL ? "true or false"
+			     : k->type == TFS_CFG_STR || k->type == TFS_CFG_ENUM
+				 ? "string"
+				 : "number");
+		return;
+	}
+	if (is_string && !strcmp(buf, "auto")) {
+		if (!strcmp(section, "aio")) {
+			tfs_plan_add(
+			    in->p, TFS_PLAN_FAIL, key,
+			    "%s: %s is "
+			    "\"auto\", but DeepSpeed reads aio with "
+			    "get_scalar_param() (aio_config.py), which "
+			    "keeps the string and hands it to the aio "
+			    "op, and nothing fills it in; write a "
+			    "number",
+			    in->ds, path);
+			return;
+		}
+		note(in, path, tfs_config_format(&in->c, k, def, sizeof(def)),
+		     "neither Hugging Face's Trainer nor Accelerate fills it; "
+		     "DeepSpeed's config drops \"auto\" "
+		     "(DeepSpeedConfigModel.__init__) and uses its default");
+		return;
+	}
+	if (is_string && k->type != TFS_CFG_STR && k->type != TFS_CFG_ENUM &&
+	    k->type != TFS_CFG_BOOL)
+		tfs_plan_add(in->p, TFS_PLAN_WARN, key,
+			     "%s: %s is the string "
+			     "\"%s\"; tensorfs-plan reads it as a number, but "
+			     "DeepSpeed's pydantic config parses integer "
+			     "strings only and may reject it; write %s without "
+			     "quotes",
+			     in->ds, path, buf, buf);
+	if (tfs_config_set(&in->c, key, buf, err, sizeof(err)))
+		tfs_plan_add(in->p, TFS_PLAN_FAIL, key, "%s: %s: %s", in->ds,
+			     path, err);
+}
+
+/* Report the keys of obj (at path) that DeepSpeed does not know. */
+static void unknown_keys(struct input *in, const json_t *obj, const char *path,
+			 const char *const *fields, enum tfs_plan_severity sev,
+			 const char *why)
+{
+	const char *name;
+	json_t *v;
+	char near[96];
+
+	json_object_foreach((json_t *)obj, name, v)
+	{
+		if (in_list(fields, name))
+			continue;
+		(void)v;
+		tfs_plan_add(in->p, sev, "",
+			     "%s: %s.%s is not a key DeepSpeed "
+			     "knows%s; %s",
+			     in->ds, path, name,
+			     nearest(fields, name, near, sizeof(near)), why);
+	}
+}
+
+static void read_offload(struct input *in, const json_t *zero,
+			 const char *section, const char *const *fields)
+{
+	const json_t *o = json_object_get(zero, section), *v;
+	char path[96];
+
+	if (!o || json_is_null(o))
+		return;
+	snprintf(path, sizeof(path), "zero_optimization.%s", section);
+	if (!json_is_object(o)) {
+		tfs_plan_add(in->p, TFS_PLAN_FAIL, section,
+			     "%s: %s is not an "
+			     "object; DeepSpeed's config rejects it; write "
+			     "{\"device\": \"nvme\", ...}",
+			     in->ds, path);
+		return;
+	}
+	for (const char *const *f = fields; *f; f++) {
+		v = json_object_get(o, *f);
+		if (!v)
+			continue;
+		snprintf(path, sizeof(path), "zero_optimization.%s.%s", section,
+			 *f);
+		set_from_json(in, path, section, *f, v);
+	}
+	snprintf(path, sizeof(path), "zero_optimization.%s", section);
+	unknown_keys(in, o, path, fields, TFS_PLAN_FAIL,
+		     "DeepSpeed's config "
+		     "model forbids unknown keys (extra=\"forbid\") and stops "
+		     "with 'Extra inputs are not permitted'; remove it or fix "
+		     "its name");
+}
+
+/* fp16.enabled or bf16.enabled: 1 true, 0 false or absent, -1 "auto" */
+static int enabled(const json_t *root, const char *section)
+{
+	const json_t *s = json_object_get(root, section), *e;
+
+	if (!json_is_object(s))
+		return 0;
+	e = json_object_get(s, "enabled");
+	if (json_is_string(e) && !strcmp(json_string_value(e), "auto"))
+		return -1;
+	return json_is_true(e);
+}
+
+static void read_deepspeed(struct input *in)
+{
+	json_t *root = load_json(in->ds, "DeepSpeed config"), *zero, *v, *aio;
+	const char *name;
+	char buf[64], err[256];
+	int is_string, fp16, bf16;
+
+	zero = json_object_get(root, "zero_optimization");
+	in->f.stage = 0; /* DeepSpeed's default: ZeRO off */
+	if (json_is_boolean(zero)) {
+		/* the deprecated form (zero/config.py read_zero_config_
+		 * deprecated): true is stage 1 */
+		in->f.stage = json_is_true(zero);
+		tfs_plan_add(in->p, TFS_PLAN_WARN, "zero_optimization.stage",
+			     "%s: zero_optimization is %s, a deprecated form "
+			     "DeepSpeed reads as stage %u; write {\"stage\": "
+			     "3, ...}",
+			     in->ds, json_is_true(zero) ? "true" : "false",
+			     in->f.stage);
+		zero = NULL;
+	} else if (zero && !json_is_object(zero)) {
+		tfs_plan_add(in->p, TFS_PLAN_FAIL, "zero_optimization",
+			     "%s: "
+			     "zero_optimization is not an object; DeepSpeed "
+			     "rejects it",
+			     in->ds);
+		zero = NULL;
+	}
+	if (zero) {
+		v = json_object_get(zero, "stage");
+		if (v && !scalar(v, buf, sizeof(buf), &is_string) &&
+		    !(is_string && !strcmp(buf, "auto"))) {
+			uint64_t s;
+
+			if (parse_count(buf, &s) || s > 3)
+				tfs_plan_add(in->p, TFS_PLAN_FAIL,
+					     "zero_optimization.stage",
+					     "%s: "
+					     "zero_optimization.stage = %s is "
+					     "not 0, 1, 2 or 3; DeepSpeed "
+					     "rejects it",
+					     in->ds, buf);
+			else
+				in->f.stage = (unsigned)s;
+		} else if (v) {
+			in->f.stage = 0;
+			note(in, "zero_optimization.stage", "0",
+			     "DeepSpeed "
+			     "drops \"auto\" and uses its default, 0 (ZeRO "
+			     "off); write 3");
+		}
+		read_offload(in, zero, "offload_param", param_fields);
+		read_offload(in, zero, "offload_optimizer", optim_fields);
+		v = json_object_get(zero, "sub_group_size");
+		if (v)
+			set_from_json(in, "zero_optimization.sub_group_size",
+				      "zero_optimization", "sub_group_size", v);
+		json_object_foreach(zero, name, v)
+		{
+			if (json_is_string(v) &&
+			    !strcmp(json_string_value(v), "auto") &&
+			    strcmp(name, "sub_group_size") &&
+			    strcmp(name, "stage"))
+				hf_auto(in, name);
+		}
+		if (json_object_get(zero, "aio"))
+			tfs_plan_add(
+			    in->p, TFS_PLAN_FAIL, "aio",
+			    "%s: aio is "
+			    "inside zero_optimization, where "
+			    "DeepSpeedZeroConfig forbids unknown keys: "
+			    "DeepSpeed stops with 'Extra inputs are not "
+			    "permitted' (DeepSpeed issue #2721; the "
+			    "Hugging Face DeepSpeed guide's NVMe "
+			    "example has it there); move \"aio\" to the "
+			    "top level, beside zero_optimization",
+			    in->ds);
+		json_object_del(zero, "aio"); /* reported above */
+		unknown_keys(
+		    in, zero, "zero_optimization", zero_fields, TFS_PLAN_WARN,
+		    "DeepSpeed's config forbids "
+		    "unknown keys (extra=\"forbid\"), so unless your "
+		    "DeepSpeed is newer than 0.16 and has it, it stops "
+		    "with 'Extra inputs are not permitted'");
+	}
+
+	aio = json_object_get(root, "aio");
+	if (json_is_object(aio)) {
+		/* tensorfs reads the old name as intra_op_parallelism, as
+		 * in an INI file; DeepSpeed ignores it (the plan says so) */
+		v = json_object_get(aio, "thread_count");
+		if (v && !json_object_get(aio, "intra_op_parallelism"))
+			set_from_json(in, "aio.thread_count", "aio",
+				      "intra_op_parallelism", v);
+		if (v)
+			in->c.flags |= TFS_CFG_F_THREAD_COUNT;
+		for (const char *const *f = aio_fields; *f; f++) {
+			char path[64];
+
+			v = json_object_get(aio, *f);
+			if (!v)
+				continue;
+			snprintf(path, sizeof(path), "aio.%s", *f);
+			set_from_json(in, path, "aio", *f, v);
+		}
+		json_object_foreach(aio, name, v)
+		{
+			char near[96];
+
+			if (in_list(aio_fields, name) ||
+			    !strcmp(name, "thread_count"))
+				continue;
+			tfs_plan_add(
+			    in->p, TFS_PLAN_WARN, "",
+			    "%s: aio.%s is "
+			    "ignored by DeepSpeed: get_aio_config() "
+			    "reads only its six keys%s",
+			    in->ds, name,
+			    nearest(aio_fields, name, near, sizeof(near)));
+		}
+	}
+
+	/* the model dtype: engine.py get_data_types */
+	fp16 = enabled(root, "fp16");
+	bf16 = enabled(root, "bf16");
+	if (!bf16)
+		bf16 = enabled(root, "bfloat16");
+	if (!in->dtype_given) {
+		const char *dt = bf16 == 1		      ? "bf16"
+				 : fp16 == 1		      ? "fp16"
+				 : (bf16 == -1 || fp16 == -1) ? "bf16"
+							      : "fp32";
+
+		if (tfs_config_set(&in->c, "offload_param.dtype", dt, err,
+				   sizeof(err)))
+			die(EX_SOFTWARE, "%s", err);
+		if (bf16 == -1 || fp16 == -1)
+			note(
+			    in, bf16 == -1 ? "bf16.enabled" : "fp16.enabled",
+			    "bf16 assumed",
+			    "Hugging Face's Trainer sets it "
+			    "from --bf16/--fp16 (neither: fp32); tensorfs-plan "
+			    "assumes a 2-byte dtype; give --dtype to choose");
+	}
+	if (fp16 == 1 && bf16 == 1)
+		tfs_plan_add(
+		    in->p, TFS_PLAN_FAIL, "",
+		    "%s: fp16 and bf16 are "
+		    "both enabled; DeepSpeed asserts 'bfloat16 and fp16 "
+		    "modes cannot be simultaneously enabled'; enable "
+		    "one",
+		    in->ds);
+	json_decref(root);
+}
+
+/* ===== the model's config.json ===== */
+
+static uint64_t model_uint(const json_t *o, const char *name)
+{
+	const json_t *v = json_object_get(o, name);
+
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		return (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static void read_model(struct input *in, uint64_t *params, uint64_t *largest)
+{
+	json_t *root = load_json(in->model, "Hugging Face config.json");
+	const json_t *o = root, *tied;
+	struct tfs_plan_shape s = {0};
+	int rc;
+
+	/* multimodal configs keep the language model in text_config */
+	if (!json_object_get(o, "hidden_size") &&
+	    json_is_object(json_object_get(o, "text_config")))
+		o = json_object_get(o, "text_config");
+	s.hidden = model_uint(o, "hidden_size");
+	s.layers = model_uint(o, "num_hidden_layers");
+	s.intermediate = model_uint(o, "intermediate_size");
+	s.vocab = model_uint(o, "vocab_size");
+	s.heads = model_uint(o, "num_attention_heads");
+	s.kv_heads = model_uint(o, "num_key_value_heads");
+	s.head_dim = model_uint(o, "head_dim");
+	tied = json_object_get(root, "tie_word_embeddings");
+	if (!tied)
+		tied = json_object_get(o, "tie_word_embeddings");
+	s.tied = tied ? json_is_true(tied) : 1;
+	rc = tfs_plan_count_params(&s, params, largest);
+	if (rc)
+		die(EX_DATAERR,
+		    "%s: cannot count the parameters: it needs "
+		    "hidden_size, num_hidden_layers, intermediate_size, "
+		    "vocab_size and num_attention_heads (dividing hidden_size "
+		    "unless head_dim is given); give --params N instead",
+		    in->model);
+	in->hidden = s.hidden;
+	if (model_uint(o, "num_local_experts") || model_uint(o, "num_experts"))
+		tfs_plan_add(in->p, TFS_PLAN_WARN, "",
+			     "%s: a mixture of "
+			     "experts; the count (%llu) has one MLP per layer, "
+			     "not one per expert; give --params with the real "
+			     "total",
+			     in->model, (unsigned long long)*params);
+	json_decref(root);
+}
+
+/* ===== text output ===== */
+
+/* Print text wrapped at 79 columns: the first line after lead, the
+ * others after indent. */
+static void wrap2(FILE *f, const char *lead, const char *indent,
+		  const char *text)
+{
+	size_t col = strlen(lead), start = col;
+	const char *p = text;
+
+	fputs(lead, f);
+	while (*p) {
+		size_t w = strcspn(p, " ");
+
+		if (col > start && col + 1 + w > 79) {
+			fprintf(f, "\n%s", indent);
+			col = start = strlen(indent);
+		} else if (col > start) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, w, f);
+		col += w;
+		p += w;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}
+
+static void wrap(FILE *f, const char *indent, const char *text)
+{
+	wrap2(f, indent, indent, text);
+}
+
+static const char *cell(uint64_t v, char *buf, size_t len)
+{
+	if (!v)
+		return "-";
+	return tfs_format_size(v, buf, len);
+}
+
+static void item_row(const struct tfs_plan_item *it)
+{
+	char a[48], b[48], line[512];
+
+	printf("  %-38s %11s %11s\n", it->name, cell(it->pinned, a, sizeof(a)),
+	       cell(it->pageable, b, sizeof(b)));
+	snprintf(line, sizeof(line), "= %s", it->formula);
+	wrap(stdout, "      ", line);
+}
+
+static void sum_row(const char *name, uint64_t pinned, uint64_t pageable)
+{
+	char a[48], b[48];
+
+	printf("  %-38s %11s %11s\n", name, cell(pinned, a, sizeof(a)),
+	       cell(pageable, b, sizeof(b)));
+}
+
+static char *dev_name(uint64_t d, char *buf, size_t len)
+{
+	const struct tfs_cfg_key *k = tfs_config_key("offload_param", "device");
+	struct tfs_config c;
+
+	memset(&c, 0, sizeof(c));
+	c.offload_param_device = d;
+	return tfs_config_format(&c, k, buf, len);
+}
+
+/* The ini text: keys that differ from the defaults, or all of it. */
+static char *ini_text(const struct tfs_config *c, int full)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		die(EX_OSERR, "out of memory");
+	if (full)
+		tfs_config_print(c, f);
+	else
+		tfs_config_print_changed(c, f);
+	fclose(f);
+	return buf;
+}
+
+static const char *const sev_name[] = {"note", "warning", "error"};
+
+static void print_text(const struct input *in, const struct tfs_plan *p,
+		       int full)
+{
+	const struct tfs_plan_facts *f = &in->f;
+	char a[48], b[48], d[48], e[48], line[1024];
+	uint64_t tot = p->node_pinned + p->node_pageable, nv;
+	char *ini;
+
+	printf("tensorfs-plan: %s parameters, %s (%zu B), %u rank%s x %u "
+	       "node%s (world %llu): %s per rank\n",
+	       tfs_format_count(f->params, a, sizeof(a)),
+	       tfs_dtype_name((unsigned)in->c.offload_param_dtype), p->elem,
+	       f->ranks, f->ranks == 1 ? "" : "s", f->nodes,
+	       f->nodes == 1 ? "" : "s", (unsigned long long)p->world,
+	       tfs_format_count(p->per_rank, b, sizeof(b)));
+	snprintf(line, sizeof(line),
+		 "inputs: %s%s%s%s; ZeRO stage %u%s; "
+		 "offload_param %s, offload_optimizer %s",
+		 in->ini ? in->ini : "", in->ini && in->ds ? " + " : "",
+		 in->ds ? in->ds : "", !in->ini && !in->ds ? "defaults" : "",
+		 f->stage, in->ds ? "" : " (assumed)",
+		 dev_name(in->c.offload_param_device, d, sizeof(d)),
+		 dev_name(in->c.offload_optimizer_device, e, sizeof(e)));
+	wrap2(stdout, "", "  ", line);
+	snprintf(line, sizeof(line),
+		 "machine: RAM %s per node%s, "
+		 "RLIMIT_MEMLOCK %s, NVMe %s",
+		 f->ram ? tfs_format_size(f->ram, a, sizeof(a)) : "unknown",
+		 in->ram_given ? "" : " (MemTotal)",
+		 f->memlock == UINT64_MAX
+		     ? "unlimited"
+		     : tfs_format_size(f->memlock, b, sizeof(b)),
+		 f->nvme ? tfs_format_size(f->nvme, d, sizeof(d))
+			 : "not given (--nvme)");
+	wrap2(stdout, "", "  ", line);
+	if (p->largest_partition) {
+		snprintf(line, sizeof(line),
+			 "largest parameter %llu elements, "
+			 "partition %llu per rank; largest sub-group at most "
+			 "%llu",
+			 (unsigned long long)f->largest_param,
+			 (unsigned long long)p->largest_partition,
+			 (unsigned long long)p->largest_subgroup);
+		wrap2(stdout, "", "  ", line);
+	}
+
+	if (in->nnotes) {
+		printf("\n\"auto\" and substituted values:\n");
+		for (size_t i = 0; i < in->nnotes; i++) {
+			snprintf(line, sizeof(line), "%s = %s: %s",
+				 in->notes[i].key, in->notes[i].value,
+				 in->notes[i].how);
+			wrap2(stdout, "  ", "    ", line);
+		}
+	}
+
+	ini = ini_text(&in->c, full);
+	printf("\nequivalent tensorfs.ini (%s):\n",
+	       full ? "every key"
+		    : "keys that differ from the defaults; "
+		      "--full prints all");
+	fputs(*ini ? ini : "(all defaults)\n", stdout);
+	free(ini);
+
+	printf("\n%-40s %11s %11s\n", "host memory", "pinned", "pageable");
+	if (p->nds) {
+		printf("DeepSpeed, per rank:\n");
+		for (size_t i = 0; i < p->nds; i++)
+			item_row(&p->ds[i]);
+		sum_row("per rank", p->rank_pinned, p->rank_pageable);
+		snprintf(line, sizeof(line), "per node (%u rank%s)", f->ranks,
+			 f->ranks == 1 ? "" : "s");
+		sum_row(line, p->rank_pinned * f->ranks,
+			p->rank_pageable * f->ranks);
+	} else {
+		printf("DeepSpeed: nothing offloaded to host memory\n");
+	}
+	printf("tensorfs mount, per node:\n");
+	for (size_t i = 0; i < 3; i++)
+		item_row(&p->tfs[i]);
+	sum_row("node total", p->node_pinned, p->node_pageable);
+	if (f->ram)
+		snprintf(line, sizeof(line),
+			 "= %s of %s RAM (%llu%%); pinned "
+			 "per rank %s, RLIMIT_MEMLOCK %s",
+			 tfs_format_size(tot, a, sizeof(a)),
+			 tfs_format_size(f->ram, b, sizeof(b)),
+			 (unsigned long long)(tot / (f->ram / 100 ? f->ram / 100
+								  : 1)),
+			 tfs_format_size(p->rank_pinned, d, sizeof(d)),
+			 f->memlock == UINT64_MAX
+			     ? "unlimited"
+			     : tfs_format_size(f->memlock, e, sizeof(e)));
+	else
+		snprintf(line, sizeof(line), "= %s; RAM unknown",
+			 tfs_format_size(tot, a, sizeof(a)));
+	wrap(stdout, "    ", line);
+
+	nv = p->nvme_params + p->nvme_optimizer;
+	if (nv) {
+		size_t n = (size_t)snprintf(line, sizeof(line),
+					    "NVMe space per node:");
+
+		if (p->nvme_params)
+			n += (size_t)snprintf(
+			    line + n, sizeof(line) - n,
+			    " %s of parameter files (P x %zu B x %u "
+			    "rank%s)%s",
+			    tfs_format_size(p->nvme_params, a, sizeof(a)),
+			    p->elem, f->ranks, f->ranks == 1 ? "" : "s",
+			    p->nvme_optimizer ? " +" : "");
+		if (p->nvme_optimizer)
+			n += (size_t)snprintf(
+			    line + n, sizeof(line) - n,
+			    " %s of optimizer files (P x 16 B x %u rank%s)",
+			    tfs_format_size(p->nvme_optimizer, b, sizeof(b)),
+			    f->ranks, f->ranks == 1 ? "" : "s");
+		snprintf(line + n, sizeof(line) - n, " = %s%s%s",
+			 tfs_format_size(nv, d, sizeof(d)),
+			 f->nvme ? " of " : "; capacity not given (--nvme)",
+			 f->nvme ? tfs_format_size(f->nvme, e, sizeof(e)) : "");
+		printf("\n");
+		wrap2(stdout, "", "  ", line);
+	} else {
+		printf("\nNVMe space: nothing swapped to NVMe\n");
+	}
+
+	printf("\nproblems:%s\n", p->nproblems ? "" : " none");
+	for (size_t i = 0; i < p->nproblems; i++) {
+		snprintf(line, sizeof(line), "%s: %s",
+			 sev_name[p->problems[i].severity],
+			 p->problems[i].text);
+		wrap2(stdout, "  ", "    ", line);
+	}
+
+	printf("\nrecommended values:%s\n", p->nrecs ? "" : " none");
+	for (size_t i = 0; i < p->nrecs; i++) {
+		const struct tfs_plan_rec *r = &p->recs[i];
+
+		if (r->changed)
+			printf("  %s = %s  (now %s)\n", r->key, r->value,
+			       *r->current ? r->current : "empty");
+		else
+			printf("  %s = %s  (keep)\n", r->key, r->value);
+		wrap(stdout, "      ", r->reason);
+	}
+	snprintf(line, sizeof(line),
+		 "with the recommended values: %s pinned "
+		 "+ %s pageable = %s per node%s%s: %s",
+		 tfs_format_size(p->rec_node_pinned, a, sizeof(a)),
+		 tfs_format_size(p->rec_node_pageable, b, sizeof(b)),
+		 tfs_format_size(p->rec_node_pinned + p->rec_node_pageable, d,
+				 sizeof(d)),
+		 f->ram ? " of " : "",
+		 f->ram ? tfs_format_size(f->ram, e, sizeof(e)) : "",
+		 tfs_plan_verdict(p->rec_severity));
+	wrap2(stdout, "", "  ", line);
+	printf("\nverdict: %s (exit %d)\n", tfs_plan_verdict(p->severity),
+	       (int)p->severity);
+}
+
+/* ===== JSON output ===== */
+
+static json_t *bytes_json(uint64_t v)
+{
+	return json_integer((json_int_t)(v > INT64_MAX ? INT64_MAX : v));
+}
+
+static json_t *item_json(const struct tfs_plan_item *it)
+{
+	return json_pack("{s:s, s:o, s:o, s:s, s:s}", "name", it->name,
+			 "pinned", bytes_json(it->pinned), "pageable",
+			 bytes_json(it->pageable), "formula", it->formula,
+			 "source", it->source);
+}
+
+static json_t *pair_json(uint64_t pinned, uint64_t pageable)
+{
+	return json_pack("{s:o, s:o, s:o}", "pinned", bytes_json(pinned),
+			 "pageable", bytes_json(pageable), "total",
+			 bytes_json(pinned + pageable));
+}
+
+static void print_json(const struct input *in, const struct tfs_plan *p,
+		       int full)
+{
+	const struct tfs_plan_facts *f = &in->f;
+	json_t *o = json_object(), *a, *settings = json_object();
+	char buf[TFS_CFG_STR_MAX], *ini, key[96];
+	const struct tfs_cfg_key *keys;
+	size_t n;
+
+	json_object_set_new(
+	    o, "model",
+	    json_pack("{s:o, s:s, s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o}",
+		      "params", bytes_json(f->params), "dtype",
+		      tfs_dtype_name((unsigned)in->c.offload_param_dtype),
+		      "bytes_per_param", (int)p->elem, "ranks_per_node",
+		      (int)f->ranks, "nodes", (int)f->nodes, "world_size",
+		      bytes_json(p->world), "params_per_rank",
+		      bytes_json(p->per_rank), "largest_param",
+		      f->largest_param ? bytes_json(f->largest_param)
+				       : json_null(),
+		      "largest_partition",
+		      p->largest_partition ? bytes_json(p->largest_partition)
+					   : json_null(),
+		      "largest_sub_group", bytes_json(p->largest_subgroup)));
+	json_object_set_new(
+	    o, "machine",
+	    json_pack("{s:o, s:o, s:o}", "ram",
+		      f->ram ? bytes_json(f->ram) : json_null(), "memlock",
+		      f->memlock == UINT64_MAX ? json_string("unlimited")
+					       : bytes_json(f->memlock),
+		      "nvme", f->nvme ? bytes_json(f->nvme) : json_null()));
+	json_object_set_new(
+	    o, "inputs",
+	    json_pack("{s:o, s:o, s:o, s:i}", "ini",
+		      in->ini ? json_string(in->ini) : json_null(), "deepspeed",
+		      in->ds ? json_string(in->ds) : json_null(), "model",
+		      in->model ? json_string(in->model) : json_null(),
+		      "zero_stage", (int)f->stage));
+
+	a = json_array();
+	for (size_t i = 0; i < in->nnotes; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "key",
+						   in->notes[i].key, "value",
+						   in->notes[i].value, "how",
+						   in->notes[i].how));
+	json_object_set_new(o, "auto", a);
+
+	keys = tfs_config_keys(&n);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s.%s", keys[i].section,
+			 keys[i].name);
+		json_object_set_new(settings, key,
+				    json_string(tfs_config_format(
+					&in->c, &keys[i], buf, sizeof(buf))));
+	}
+	json_object_set_new(o, "settings", settings);
+	ini = ini_text(&in->c, full);
+	json_object_set_new(o, "ini", json_string(ini));
+	free(ini);
+
+	a = json_array();
+	for (size_t i = 0; i < p->nds; i++)
+		json_array_append_new(a, item_json(&p->ds[i]));
+	json_object_set_new(o, "deepspeed_per_rank", a);
+	json_object_set_new(o, "deepspeed_rank_total",
+			    pair_json(p->rank_pinned, p->rank_pageable));
+	json_object_set_new(
+	    o, "deepspeed_node_total",
+	    pair_json(p->rank_pinned * f->ranks, p->rank_pageable * f->ranks));
+	a = json_array();
+	for (size_t i = 0; i < 3; i++)
+		json_array_append_new(a, item_json(&p->tfs[i]));
+	json_object_set_new(o, "tensorfs_per_node", a);
+	json_object_set_new(o, "node_total",
+			    pair_json(p->node_pinned, p->node_pageable));
+	json_object_set_new(
+	    o, "nvme_per_node",
+	    json_pack("{s:o, s:o, s:o}", "params", bytes_json(p->nvme_params),
+		      "optimizer", bytes_json(p->nvme_optimizer), "total",
+		      bytes_json(p->nvme_params + p->nvme_optimizer)));
+
+	a = json_array();
+	for (size_t i = 0; i < p->nproblems; i++)
+		json_array_append_new(
+		    a, json_pack("{s:s, s:s, s:s}", "severity",
+				 sev_name[p->problems[i].severity], "key",
+				 p->problems[i].key, "message",
+				 p->problems[i].text));
+	json_object_set_new(o, "problems", a);
+
+	a = json_array();
+	for (size_t i = 0; i < p->nrecs; i++)
+		json_array_append_new(
+		    a,
+		    json_pack("{s:s, s:s, s:s, s:b, s:s}", "key",
+			      p->recs[i].key, "value", p->recs[i].value,
+			      "current", p->recs[i].current, "changed",
+			      p->recs[i].changed, "reason", p->recs[i].reason));
+	json_object_set_new(o, "recommended", a);
+	json_object_set_new(
+	    o, "with_recommended",
+	    json_pack("{s:o, s:s}", "node_total",
+		      pair_json(p->rec_node_pinned, p->rec_node_pageable),
+		      "verdict", tfs_plan_verdict(p->rec_severity)));
+	json_object_set_new(o, "verdict",
+			    json_string(tfs_plan_verdict(p->severity)));
+	json_object_set_new(o, "exit_code", json_integer(p->severity));
+
+	if (json_dumpf(o, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF)
+		die(EX_IOERR, "cannot write the output");
+	json_decref(o);
+}
+
+/* ===== main ===== */
+
+int main(int argc, char **argv)
+{
+	enum {
+		O_DS = 256,
+		O_PARAMS,
+		O_MODEL,
+		O_LARGEST,
+		O_DTYPE,
+		O_RANKS,
+		O_NODES,
+		O_RAM,
+		O_NVME,
+		O_MEMLOCK,
+		O_JSON,
+		O_FULL
+	};
+	static const struct option longopts[] = {
+	    {"deepspeed", required_argument, NULL, O_DS},
+	    {"params", required_argument, NULL, O_PARAMS},
+	    {"model", required_argument, NULL, O_MODEL},
+	    {"largest-param", required_argument, NULL, O_LARGEST},
+	    {"dtype", required_argument, NULL, O_DTYPE},
+	    {"ranks", required_argument, NULL, O_RANKS},
+	    {"nodes", required_argument, NULL, O_NODES},
+	    {"ram", required_argument, NULL, O_RAM},
+	    {"nvme", required_argument, NULL, O_NVME},
+	    {"memlock", required_argument, NULL, O_MEMLOCK},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"full", no_argument, NULL, O_FULL},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
+	static struct input in;
+	struct tfs_mem_limits lim;
+	const char *dtype = NULL, *params_arg = NULL;
+	uint64_t params = 0, largest = 0, largest_arg = 0;
+	int c, json = 0, full = 0, memlock_given = 0, rc;
+	char err[1024];
+
+	tfs_config_defaults(&in.c);
+	in.f.ranks = 1;
+	in.f.nodes = 1;
+	in.f.stage = 3;
+	in.f.memlock = UINT64_MAX;
+	in.p = malloc(sizeof(*in.p));
+	if (!in.p)
+		die(EX_OSERR, "out of memory");
+	tfs_plan_init(in.p);
+
+	while ((c = getopt_long(argc, argv, "c:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			in.ini = optarg;
+			break;
+		case O_DS:
+			in.ds = optarg;
+			break;
+		case O_PARAMS:
+			params_arg = optarg;
+			params = count_arg("--params", optarg, 1);
+			break;
+		case O_MODEL:
+			in.model = optarg;
+			break;
+		case O_LARGEST:
+			largest_arg = count_arg("--largest-param", optarg, 1);
+			break;
+		case O_DTYPE:
+			dtype = optarg;
+			if (tfs_dtype_lookup(dtype) < 0)
+				die(EX_USAGE,
+				    "--dtype '%s' is not a tensor "
+				    "type; use bf16, fp16 or fp32",
+				    dtype);
+			in.dtype_given = 1;
+			break;
+		case O_RANKS:
+			in.f.ranks = (unsigned)count_arg("--ranks", optarg, 1);
+			if (in.f.ranks > 4096)
+				die(EX_USAGE, "--ranks %s: at most 4096",
+				    optarg);
+			break;
+		case O_NODES:
+			in.f.nodes = (unsigned)count_arg("--nodes", optarg, 1);
+			if (in.f.nodes > 1000000)
+				die(EX_USAGE, "--nodes %s: at most 1e6",
+				    optarg);
+			break;
+		case O_RAM:
+			in.f.ram = size_arg("--ram", optarg);
+			in.ram_given = 1;
+			break;
+		case O_NVME:
+			in.f.nvme = size_arg("--nvme", optarg);
+			break;
+		case O_MEMLOCK:
+			in.f.memlock = strcasecmp(optarg, "unlimited")
+					   ? size_arg("--memlock", optarg)
+					   : UINT64_MAX;
+			memlock_given = 1;
+			break;
+		case O_JSON:
+			json = 1;
+			break;
+		case O_FULL:
+			full = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("tensorfs-plan %s\n", TFS_VERSION_STRING);
+			return 0;
+		default:
+			fprintf(stderr,
+				"Try '%s --help' for more information.\n",
+				prog);
+			return EX_USAGE;
+		}
+	}
+	if (optind < argc)
+		die(EX_USAGE, "unexpected argument '%s'", argv[optind]);
+	if (!params_arg && !in.model)
+		die(EX_USAGE, "give the model's size: --params N (e.g. 7e9) or "
+			      "--model config.json");
+	if (!in.ram_given)
+		in.f.ram = mem_total();
+	if (!memlock_given && !tfs_mem_limits(&lim))
+		in.f.memlock = lim.memlock;
+
+	if (in.ini) {
+		rc = tfs_config_load(&in.c, in.ini, err, sizeof(err));
+		if (rc == -EDOM) /* well-formed, but will not mount */
+			tfs_plan_add(in.p, TFS_PLAN_FAIL,
+				     strstr(err, "aio.block_size =")
+					 ? "aio.block_size"
+					 : "offload_param.buffer_size",
+				     "%s; the "
+				     "tensorfs mount refuses it",
+				     err);
+		else if (rc == -EINVAL)
+			die(EX_DATAERR, "%s", err);
+		else if (rc)
+			die(EX_NOINPUT, "%s", err);
+	}
+	if (in.model)
+		read_model(&in, &params, &largest);
+	if (params_arg)
+		params = count_arg("--params", params_arg, 1);
+	if (largest_arg)
+		largest = largest_arg;
+	if (in.ds)
+		read_deepspeed(&in);
+	if (dtype && tfs_config_set(&in.c, "offload_param.dtype", dtype, err,
+				    sizeof(err)))
+		die(EX_USAGE, "--dtype: %s", err);
+	in.f.params = params;
+	in.f.largest_param = largest;
+
+	if (tfs_plan_compute(&in.c, &in.f, in.p))
+		die(EX_USAGE,
+		    "cannot plan for these facts (params %llu, "
+		    "ranks %u, nodes %u)",
+		    (unsigned long long)params, in.f.ranks, in.f.nodes);
+	if (json)
+		print_json(&in, in.p, full);
+	else
+		print_text(&in, in.p, full);
+	if (fflush(stdout))
+		die(EX_IOERR, "cannot write the output: %s", strerror(errno));
+	rc = (int)in.p->severity;
+	free(in.p);
+	return rc;
+}
