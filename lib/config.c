@@ -355,29 +355,6 @@ void tfs_config_defaults(struct tfs_config *c)
 
 /* ===== names ===== */
 
-/* Edit distance, for "did you mean". */
-static size_t distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
-
-	if (la >= 63 || lb >= 63)
-		return 99;
-	for (size_t j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-
-			cur[j] = sub < del ? (sub < ins ? sub : ins)
-					   : (del < ins ? del : ins);
-		}
-		memcpy(prev, cur, (lb + 1) * sizeof(prev[0]));
-	}
-	return prev[lb];
-}
-
 /* The nearest section name to s, or NULL if none is close. */
 static const char *nearest_section(const char *s)
 {
@@ -385,7 +362,7 @@ static const char *nearest_section(const char *s)
 	size_t bd = 4;
 
 	for (size_t i = 0; i < NKEYS; i++) {
-		size_t d = distance(s, keys[i].section);
+		size_t d = tfs_edit_distance(s, keys[i].section);
 
 		if (d < bd) {
 			bd = d;
@@ -409,7 +386,7 @@ static const struct tfs_cfg_key *nearest_key(const char *sec,
 
 			if (pass == 0 && strcmp(keys[i].section, sec))
 				continue;
-			d = distance(name, keys[i].name);
+			d = tfs_edit_distance(name, keys[i].name);
 			if (d < bd) {
 				bd = d;
 				best = &keys[i];

@@ -31,4 +31,8 @@ char *tfs_format_size(uint64_t bytes, char *buf, size_t len);
  * digits, as the plain number.  Returns buf; 32 bytes always suffice. */
 char *tfs_format_count(uint64_t v, char *buf, size_t len);
 
+/* Levenshtein distance between a and b, for "did you mean" (99 for
+ * strings of 63 characters or more). */
+size_t tfs_edit_distance(const char *a, const char *b);
+
 #endif

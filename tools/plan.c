@@ -360,30 +360,6 @@ static int in_list(const char *const *list, const char *name)
 	return 0;
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
-
-	if (la >= 63 || lb >= 63)
-		return 99;
-	for (size_t j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t s = prev[j - 1] + (a[i - 1] != b[j - 1]);
-
-			if (prev[j] + 1 < s)
-				s = prev[j] + 1;
-			if (cur[j - 1] + 1 < s)
-				s = cur[j - 1] + 1;
-			cur[j] = s;
-		}
-		memcpy(prev, cur, (lb + 1) * sizeof(prev[0]));
-	}
-	return prev[lb];
-}
-
 /* "; did you mean 'x'?" for the nearest of list, or "" */
 static const char *nearest(const char *const *list, const char *name, char *buf,
 			   size_t len)
@@ -392,7 +368,7 @@ static const char *nearest(const char *const *list, const char *name, char *buf,
 	size_t bd = 4;
 
 	for (; *list; list++) {
-		size_t d = edit_distance(name, *list);
+		size_t d = tfs_edit_distance(name, *list);
 
 		if (d < bd) {
 			bd = d;
