@@ -86,7 +86,13 @@ int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
 		  size_t errlen)
 {
 	char a[32], b[32], c[32], d[32];
-	uint64_t need = cache + pool + spare;
+	uint64_t need = cache + pool + spare, pinned_need = cache + pool;
+
+	/* saturate: an absurd configuration must not wrap into a small one */
+	if (need < cache || need < pool || need < spare)
+		need = UINT64_MAX;
+	if (pinned_need < cache || pinned_need < pool)
+		pinned_need = UINT64_MAX;
 	uint64_t avail = l->mem_available;
 	const char *what = "MemAvailable";
 
@@ -107,7 +113,7 @@ int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
 			 tfs_format_size(avail, d, sizeof(d)), what);
 		return -ENOMEM;
 	}
-	if (pinned && cache + pool > l->memlock) {
+	if (pinned && pinned_need > l->memlock) {
 		snprintf(err, errlen,
 			 "pin_memory locks the cache (max_in_cpu: %s) and the "
 			 "write-back pool (buffer_count x buffer_size: %s), but "
