@@ -1,0 +1,131 @@
+/*
+ * test_memcheck.c: whether a cache and pool fit the machine (lib/memcheck.h).
+ * Description: fits, too large for MemAvailable or a cgroup's memory.max,
+ * pinned over RLIMIT_MEMLOCK, sums that would wrap, and this process's
+ * own limits read from /proc and getrlimit.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <cmocka.h>
+
+#include "memcheck.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+static struct tfs_mem_limits machine(uint64_t avail, uint64_t cgroup,
+				      uint64_t memlock)
+{
+	struct tfs_mem_limits l;
+
+	memset(&l, 0, sizeof(l));
+	l.mem_available = avail;
+	l.cgroup_free = cgroup;
+	l.memlock = memlock;
+	return l;
+}
+
+static void test_memcheck_fitting_budget_passes(void **state)
+{
+	struct tfs_mem_limits l = machine(16 * GiB, UINT64_MAX, UINT64_MAX);
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 0, 64 * MiB, err,
+				       sizeof(err)), 0);
+	/* pinned too, with room under the lock limit */
+	l.memlock = 4 * GiB;
+	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 1, 64 * MiB, err,
+				       sizeof(err)), 0);
+}
+
+static void test_memcheck_over_memavailable_names_keys_and_numbers(void **state)
+{
+	struct tfs_mem_limits l = machine(2 * GiB, UINT64_MAX, UINT64_MAX);
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 0, 64 * MiB, err,
+				       sizeof(err)), -ENOMEM);
+	assert_non_null(strstr(err, "max_in_cpu"));
+	assert_non_null(strstr(err, "buffer_count"));
+	assert_non_null(strstr(err, "MemAvailable"));
+	assert_non_null(strstr(err, "2 GiB available"));
+	assert_non_null(strstr(err, "memory_check = false"));
+}
+
+static void test_memcheck_cgroup_limit_counts_when_smaller(void **state)
+{
+	struct tfs_mem_limits l = machine(64 * GiB, GiB, UINT64_MAX);
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(tfs_mem_check(&l, GiB, GiB, 0, 64 * MiB, err,
+				       sizeof(err)), -ENOMEM);
+	assert_non_null(strstr(err, "cgroup"));
+}
+
+static void test_memcheck_pinned_over_memlock_is_eperm(void **state)
+{
+	struct tfs_mem_limits l = machine(64 * GiB, UINT64_MAX, 8 * MiB);
+	char err[512] = "";
+
+	(void)state;
+	/* cache and pool are both locked: 4 + 6 MiB > 8 MiB */
+	assert_int_equal(tfs_mem_check(&l, 4 * MiB, 6 * MiB, 1, 64 * MiB, err,
+				       sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "RLIMIT_MEMLOCK"));
+	assert_non_null(strstr(err, "pin_memory"));
+	/* not pinned, the lock limit does not matter */
+	assert_int_equal(tfs_mem_check(&l, 4 * MiB, 6 * MiB, 0, 64 * MiB, err,
+				       sizeof(err)), 0);
+}
+
+static void test_memcheck_huge_sums_do_not_wrap(void **state)
+{
+	struct tfs_mem_limits l = machine(64 * GiB, UINT64_MAX, 64 * GiB);
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(tfs_mem_check(&l, UINT64_MAX - 10, 100, 0, 64 * MiB,
+				       err, sizeof(err)), -ENOMEM);
+	l.mem_available = UINT64_MAX;
+	assert_int_equal(tfs_mem_check(&l, UINT64_MAX - 10, 100, 1, 0, err,
+				       sizeof(err)), -EPERM);
+}
+
+static void test_memcheck_reads_this_process_limits(void **state)
+{
+	struct tfs_mem_limits l;
+	struct rlimit rl;
+
+	(void)state;
+	assert_int_equal(tfs_mem_limits(&l), 0);
+	assert_true(l.mem_available > 0);
+	assert_true(l.mem_available != UINT64_MAX);	/* /proc/meminfo read */
+	assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		assert_true(l.memlock == UINT64_MAX);
+	else
+		assert_true(l.memlock == (uint64_t)rl.rlim_cur);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_memcheck_fitting_budget_passes),
+		cmocka_unit_test(test_memcheck_over_memavailable_names_keys_and_numbers),
+		cmocka_unit_test(test_memcheck_cgroup_limit_counts_when_smaller),
+		cmocka_unit_test(test_memcheck_pinned_over_memlock_is_eperm),
+		cmocka_unit_test(test_memcheck_huge_sums_do_not_wrap),
+		cmocka_unit_test(test_memcheck_reads_this_process_limits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
