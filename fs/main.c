@@ -36,6 +36,7 @@
 #include "fs.h"
 #include "io.h"
 #include "memcheck.h"
+#include "statedir.h"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
@@ -126,6 +127,16 @@ static void set_open_flags(struct fuse_file_info *fi)
 
 /* ===== handlers ===== */
 
+/* Fail a request that would change /.tensorfs or what is in it. */
+#define DENY_STATEDIR(req, parent, name, creating)                           \
+	do {                                                                 \
+		int deny_ = tfs_statedir_deny((parent), (name), (creating));  \
+		if (deny_) {                                                 \
+			fuse_reply_err((req), deny_);                        \
+			return;                                              \
+		}                                                            \
+	} while (0)
+
 static void op_init(void *data, struct fuse_conn_info *conn)
 {
 	(void)data;
@@ -154,7 +165,14 @@ static void op_destroy(void *data)
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct stat st;
-	int rc = tfs_lookup(g_fs, parent, name, &st);
+	int rc = tfs_statedir_lookup(parent, name, &st);
+
+	if (rc > 0) {
+		reply_entry(req, 0, &st);
+		return;
+	}
+	if (rc == 0)
+		rc = tfs_lookup(g_fs, parent, name, &st);
 
 	if (rc == -ENOENT) {
 		/* a negative entry the kernel may cache */
@@ -179,7 +197,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct stat st;
-	int rc = tfs_getattr(g_fs, ino, &st);
+	int rc = tfs_statedir_is(ino) ? tfs_statedir_getattr(ino, &st)
+				       : tfs_getattr(g_fs, ino, &st);
 
 	(void)fi;
 	if (rc)
@@ -195,6 +214,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	int set = 0, rc;
 
 	(void)fi;
+	DENY_STATEDIR(req, ino, NULL, 0);
 	if (to_set & FUSE_SET_ATTR_MODE)
 		set |= TFS_SET_MODE;
 	if (to_set & FUSE_SET_ATTR_UID)
@@ -223,7 +243,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[PATH_MAX + 1];
-	ssize_t n = tfs_readlink(g_fs, ino, buf, sizeof(buf) - 1);
+	ssize_t n = tfs_statedir_is(ino) ? -EINVAL :
+		    tfs_readlink(g_fs, ino, buf, sizeof(buf) - 1);
 
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
@@ -238,8 +259,10 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
-	int rc = tfs_mknod(g_fs, parent, name, mode, rdev, c->uid, c->gid,
-			   &st);
+	int rc;
+
+	DENY_STATEDIR(req, parent, name, 1);
+	rc = tfs_mknod(g_fs, parent, name, mode, rdev, c->uid, c->gid, &st);
 
 	reply_entry(req, rc, &st);
 }
@@ -249,18 +272,23 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
-	int rc = tfs_mkdir(g_fs, parent, name, mode, c->uid, c->gid, &st);
+	int rc;
+
+	DENY_STATEDIR(req, parent, name, 1);
+	rc = tfs_mkdir(g_fs, parent, name, mode, c->uid, c->gid, &st);
 
 	reply_entry(req, rc, &st);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	DENY_STATEDIR(req, parent, name, 0);
 	fuse_reply_err(req, -tfs_unlink(g_fs, parent, name));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	DENY_STATEDIR(req, parent, name, 0);
 	fuse_reply_err(req, -tfs_rmdir(g_fs, parent, name));
 }
 
@@ -269,7 +297,10 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
-	int rc = tfs_symlink(g_fs, parent, name, link, c->uid, c->gid, &st);
+	int rc;
+
+	DENY_STATEDIR(req, parent, name, 1);
+	rc = tfs_symlink(g_fs, parent, name, link, c->uid, c->gid, &st);
 
 	reply_entry(req, rc, &st);
 }
@@ -280,6 +311,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	unsigned int f = 0;
 
+	DENY_STATEDIR(req, parent, name, 0);
+	DENY_STATEDIR(req, newparent, newname, 0);
 	if (flags & RENAME_NOREPLACE)
 		f |= TFS_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
@@ -296,15 +329,61 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
 	struct stat st;
-	int rc = tfs_link(g_fs, ino, newparent, newname, &st);
+	int rc;
+
+	DENY_STATEDIR(req, ino, NULL, 0);
+	DENY_STATEDIR(req, newparent, newname, 1);
+	rc = tfs_link(g_fs, ino, newparent, newname, &st);
 
 	reply_entry(req, rc, &st);
+}
+
+/* A /.tensorfs file opened: its content rendered now, kept in fi->fh. */
+struct statefile {
+	char *buf;
+	size_t len;
+};
+
+static void open_statefile(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	struct statefile *f;
+	int rc;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	f->buf = tfs_statedir_render(g_fs, &g_cfg, ino, &f->len, &rc);
+	if (!f->buf) {
+		free(f);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->direct_io = 1;	/* st_size is 0: reads must reach us */
+	fi->keep_cache = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		free(f->buf);
+		free(f);
+	}
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino,
 		    struct fuse_file_info *fi)
 {
-	int rc = tfs_open(g_fs, ino, fi->flags);
+	int rc;
+
+	if (tfs_statedir_is(ino)) {
+		open_statefile(req, ino, fi);
+		return;
+	}
+	rc = tfs_open(g_fs, ino, fi->flags);
 
 	if (rc) {
 		fuse_reply_err(req, -rc);
@@ -323,6 +402,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct stat st;
 	int rc;
 
+	DENY_STATEDIR(req, parent, name, 1);
 	rc = tfs_mknod(g_fs, parent, name, S_IFREG | (mode & 07777), 0,
 		       c->uid, c->gid, &st);
 	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
@@ -357,9 +437,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const void *data;
 	ssize_t n;
 
-	(void)fi;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (tfs_statedir_is(ino)) {
+		struct statefile *f = (struct statefile *)(uintptr_t)fi->fh;
+		size_t o = (size_t)off < f->len ? (size_t)off : f->len;
+
+		fuse_reply_buf(req, f->buf + o,
+			       size < f->len - o ? size : f->len - o);
 		return;
 	}
 	n = tfs_read_ref(g_fs, ino, size, (uint64_t)off, &data);
@@ -375,6 +462,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	ssize_t n;
 
 	(void)fi;
+	DENY_STATEDIR(req, ino, NULL, 0);
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -395,20 +483,27 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino,
 {
 	/* each close(): start the write-back, report an earlier failure */
 	(void)fi;
-	fuse_reply_err(req, -tfs_flush(g_fs, ino));
+	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 : -tfs_flush(g_fs, ino));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	(void)fi;
+	if (tfs_statedir_is(ino)) {
+		struct statefile *f = (struct statefile *)(uintptr_t)fi->fh;
+
+		free(f->buf);
+		free(f);
+		fuse_reply_err(req, 0);
+		return;
+	}
 	fuse_reply_err(req, -tfs_release(g_fs, ino));
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
-	int rc = tfs_fsync(g_fs, ino, datasync);
+	int rc = tfs_statedir_is(ino) ? 0 : tfs_fsync(g_fs, ino, datasync);
 
 	(void)fi;
 	if (rc)
@@ -420,8 +515,14 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	int rc = tfs_opendir(g_fs, ino);
+	int rc = tfs_statedir_is(ino) ? 0 : tfs_opendir(g_fs, ino);
 
+	if (!rc && tfs_statedir_is(ino)) {
+		struct stat st;
+
+		tfs_statedir_getattr(ino, &st);
+		rc = S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	}
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -464,7 +565,12 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	rc = tfs_readdir(g_fs, ino, off < 0 ? 0 : (uint64_t)off, fill_dir, &d);
+	if (tfs_statedir_is(ino))
+		rc = tfs_statedir_readdir(off < 0 ? 0 : (uint64_t)off,
+					  fill_dir, &d);
+	else
+		rc = tfs_readdir(g_fs, ino, off < 0 ? 0 : (uint64_t)off,
+				 fill_dir, &d);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -484,7 +590,8 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
 	(void)fi;
-	fuse_reply_err(req, -tfs_fsync(g_fs, ino, datasync));
+	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 :
+					       -tfs_fsync(g_fs, ino, datasync));
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -501,6 +608,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	int f = 0;
 
+	DENY_STATEDIR(req, ino, NULL, 0);
 	if (flags & XATTR_CREATE)
 		f |= TFS_XATTR_CREATE;
 	if (flags & XATTR_REPLACE)
@@ -518,7 +626,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = tfs_getxattr(g_fs, ino, name, buf, size);
+	n = tfs_statedir_is(ino) ? -ENODATA :
+				   tfs_getxattr(g_fs, ino, name, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)
@@ -537,7 +646,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = tfs_listxattr(g_fs, ino, buf, size);
+	n = tfs_statedir_is(ino) ? 0 : tfs_listxattr(g_fs, ino, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)
@@ -549,6 +658,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	DENY_STATEDIR(req, ino, NULL, 0);
 	fuse_reply_err(req, -tfs_removexattr(g_fs, ino, name));
 }
 
@@ -556,6 +666,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			 off_t offset, off_t length, struct fuse_file_info *fi)
 {
 	(void)fi;
+	DENY_STATEDIR(req, ino, NULL, 0);
 	if (offset < 0 || length <= 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -831,6 +942,14 @@ int main(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
 		return 1;
+	}
+	{
+		struct stat root;
+
+		if (tfs_getattr(g_fs, TFS_FS_ROOT, &root) == 0)
+			tfs_statedir_init(root.st_uid, root.st_gid);
+		else
+			tfs_statedir_init(0, 0);
 	}
 	if (tfs_fs_replayed(g_fs))
 		logmsg(LOG_NOTICE, "%s: recovered %llu journal transactions "

@@ -105,6 +105,7 @@ struct tfs_fs {
 };
 
 static int open_cache(struct tfs_fs *fs, char *err, size_t errlen);
+_Static_assert(TFS_FS_ROOT == TFS_ROOT_INO, "fs.h and format.h disagree");
 
 /* ===== small helpers ===== */
 

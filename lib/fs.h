@@ -31,6 +31,9 @@
 
 struct tfs_fs;
 
+/* Inode number of the root directory (FUSE's FUSE_ROOT_ID too). */
+#define TFS_FS_ROOT 1u
+
 struct tfs_fs_opts {
 	unsigned int commit_interval_ms;	/* 0: default 5000 */
 	int readonly;				/* open read-only (fsck) */

@@ -1,0 +1,139 @@
+/*
+ * statedir.c: /.tensorfs/, the mount's counters and configuration as
+ * files (see statedir.h).  A fixed table of four files; inode numbers
+ * STATEDIR_INO (the directory) and STATEDIR_INO + 1 + i (file i).
+ */
+#include "statedir.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "stats.h"
+
+/* far above the numbers the file system gives out, which count up from 1 */
+#define STATEDIR_INO	(UINT64_C(1) << 62)
+
+enum { F_STATS, F_JSON, F_METRICS, F_CONFIG, NFILES };
+
+static const char *const names[NFILES] = {
+	[F_STATS] = "stats",
+	[F_JSON] = "stats.json",
+	[F_METRICS] = "metrics",
+	[F_CONFIG] = "config",
+};
+
+static uid_t owner_uid;
+static gid_t owner_gid;
+static time_t born;
+
+void tfs_statedir_init(uid_t uid, gid_t gid)
+{
+	owner_uid = uid;
+	owner_gid = gid;
+	born = time(NULL);
+}
+
+int tfs_statedir_is(uint64_t ino)
+{
+	return ino >= STATEDIR_INO && ino <= STATEDIR_INO + NFILES;
+}
+
+int tfs_statedir_getattr(uint64_t ino, struct stat *st)
+{
+	if (!tfs_statedir_is(ino))
+		return -ENOENT;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = owner_uid;
+	st->st_gid = owner_gid;
+	st->st_atime = st->st_mtime = st->st_ctime = born;
+	st->st_blksize = 4096;
+	if (ino == STATEDIR_INO) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+	} else {
+		/* size 0, like /proc: readers read to end of file */
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+	}
+	return 0;
+}
+
+int tfs_statedir_lookup(uint64_t parent, const char *name, struct stat *st)
+{
+	if (parent == TFS_FS_ROOT && !strcmp(name, TFS_STATEDIR_NAME))
+		return tfs_statedir_getattr(STATEDIR_INO, st) ? 0 : 1;
+	if (parent != STATEDIR_INO)
+		return 0;
+	for (int i = 0; i < NFILES; i++)
+		if (!strcmp(name, names[i]))
+			return tfs_statedir_getattr(STATEDIR_INO + 1 + (uint64_t)i,
+						    st) ? 0 : 1;
+	return -ENOENT;
+}
+
+int tfs_statedir_deny(uint64_t parent, const char *name, int creating)
+{
+	if (parent == STATEDIR_INO || tfs_statedir_is(parent))
+		return EROFS;
+	if (parent == TFS_FS_ROOT && name && !strcmp(name, TFS_STATEDIR_NAME))
+		return creating ? EEXIST : EROFS;
+	return 0;
+}
+
+int tfs_statedir_readdir(uint64_t cookie, tfs_fill_fn fill, void *arg)
+{
+	if (cookie < 1 && fill(arg, ".", STATEDIR_INO, S_IFDIR, 1))
+		return 0;
+	if (cookie < 2 && fill(arg, "..", TFS_FS_ROOT, S_IFDIR, 2))
+		return 0;
+	for (uint64_t i = cookie < 2 ? 0 : cookie - 2; i < NFILES; i++)
+		if (fill(arg, names[i], STATEDIR_INO + 1 + i, S_IFREG, i + 3))
+			return 0;
+	return 0;
+}
+
+char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
+			  uint64_t ino, size_t *len, int *rc)
+{
+	struct tfs_stats s;
+	char *buf = NULL;
+	size_t n = 0;
+
+	*rc = 0;
+	if (!tfs_statedir_is(ino) || ino == STATEDIR_INO) {
+		*rc = -EISDIR;
+		return NULL;
+	}
+	switch (ino - STATEDIR_INO - 1) {
+	case F_CONFIG: {
+		FILE *m = open_memstream(&buf, &n);
+
+		if (!m)
+			break;
+		tfs_config_print(cfg, m);
+		if (fclose(m)) {
+			free(buf);
+			buf = NULL;
+		}
+		break;
+	}
+	default:
+		tfs_stats_get(fs, &s);
+		buf = tfs_stats_render(&s, ino - STATEDIR_INO - 1 == F_STATS ?
+						   TFS_STATS_TEXT :
+					   ino - STATEDIR_INO - 1 == F_JSON ?
+						   TFS_STATS_JSON :
+						   TFS_STATS_PROM);
+		n = buf ? strlen(buf) : 0;
+		break;
+	}
+	if (!buf)
+		*rc = -ENOMEM;
+	*len = n;
+	return buf;
+}

@@ -1,0 +1,49 @@
+/*
+ * statedir.h: the mount's state as read-only files in /.tensorfs/.
+ *
+ *   .tensorfs/stats       "name value" per line (lib/stats.h)
+ *   .tensorfs/stats.json  the same as one JSON object
+ *   .tensorfs/metrics     Prometheus text format
+ *   .tensorfs/config      the effective configuration, as an INI file
+ *
+ * The directory lives in the FUSE layer only: its inode numbers are above
+ * any the file system gives out, readdir of the root does not list it
+ * (so find, du and cp -r do not walk into it), it holds no blocks, and
+ * every change in or to it fails with EROFS.  Each open renders the file
+ * anew, so a reader sees one consistent snapshot.
+ */
+#ifndef TFS_STATEDIR_H
+#define TFS_STATEDIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+
+#define TFS_STATEDIR_NAME ".tensorfs"
+
+struct tfs_config;
+
+/* The mount's identity for the virtual inodes' attributes (the root's
+ * owner, the mount time). */
+void tfs_statedir_init(uid_t uid, gid_t gid);
+/* Whether ino is the directory or one of its files. */
+int tfs_statedir_is(uint64_t ino);
+/* Lookup of name in parent: 1 with *st if it is the directory or one of
+ * its files, -ENOENT for another name inside it, 0 if not ours. */
+int tfs_statedir_lookup(uint64_t parent, const char *name, struct stat *st);
+/* Attributes of a virtual inode: 0, or -ENOENT. */
+int tfs_statedir_getattr(uint64_t ino, struct stat *st);
+/* Whether making, removing or renaming name in parent touches the
+ * directory: the errno to fail with (EROFS, or EEXIST to create it), or
+ * 0. */
+int tfs_statedir_deny(uint64_t parent, const char *name, int creating);
+/* The directory's entries after cookie, as tfs_readdir() gives them. */
+int tfs_statedir_readdir(uint64_t cookie, tfs_fill_fn fill, void *arg);
+/* A file's content now: malloc'd (caller frees), length in *len; NULL
+ * with -errno in *len's place returned through rc. */
+char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
+			  uint64_t ino, size_t *len, int *rc);
+
+#endif

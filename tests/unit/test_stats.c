@@ -1,0 +1,123 @@
+/*
+ * test_stats.c: a mount's counters and their renderings (lib/stats.h).
+ * Description: the text, JSON and Prometheus renderings each carry every
+ * counter once with its value and type, and tfs_stats_get() reads counters
+ * that move by what a file system was asked to do.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fs.h"
+#include "journal.h"
+#include "stats.h"
+#include "testimg.h"
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static void test_stats_renderings_carry_every_counter(void **state)
+{
+	struct tfs_stats s;
+	char *text, *json, *prom;
+	size_t n = 0;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.cache_hits = 7;
+	s.dirty_bytes = 123456789012ull;
+#define X(name, type, help) n++;
+	TFS_STATS
+#undef X
+	text = tfs_stats_render(&s, TFS_STATS_TEXT);
+	json = tfs_stats_render(&s, TFS_STATS_JSON);
+	prom = tfs_stats_render(&s, TFS_STATS_PROM);
+	assert_non_null(text);
+	assert_non_null(json);
+	assert_non_null(prom);
+	/* one line per counter */
+	assert_int_equal(count(text, "\n"), n);
+	assert_non_null(strstr(text, "cache_hits 7\n"));
+	assert_non_null(strstr(text, "dirty_bytes 123456789012\n"));
+	assert_int_equal(strncmp(text, "app_read_bytes 0\n", 17), 0);
+	/* JSON: an object, every name once, values as numbers */
+	assert_int_equal(json[0], '{');
+	assert_non_null(strstr(json, "\"cache_hits\": 7"));
+	assert_non_null(strstr(json, "\"dirty_bytes\": 123456789012"));
+	assert_int_equal(count(json, "\":"), n);
+	assert_int_equal(count(json, ","), n - 1);
+	assert_non_null(strstr(json, "\n}\n"));
+	/* Prometheus: HELP, TYPE and a sample for each */
+	assert_int_equal(count(prom, "# HELP tensorfs_"), n);
+	assert_int_equal(count(prom, "# TYPE tensorfs_"), n);
+	assert_non_null(strstr(prom, "# TYPE tensorfs_cache_hits counter\n"
+				     "tensorfs_cache_hits 7\n"));
+	assert_non_null(strstr(prom, "# TYPE tensorfs_dirty_bytes gauge\n"));
+	free(text);
+	free(json);
+	free(prom);
+}
+
+static void test_stats_counters_move_with_the_file_system(void **state)
+{
+	char path[64], err[256];
+	struct tfs_fs *fs;
+	struct tfs_stats a, b;
+	struct stat st;
+	static uint8_t buf[3 * 4096 + 17];
+
+	(void)state;
+	assert_int_equal(img_make(path, 64 * MiB), 0);
+	assert_int_equal(img_format(path, 64 * MiB), 0);
+	assert_int_equal(tfs_fs_open(path, NULL, &fs, err, sizeof(err)), 0);
+	tfs_stats_get(fs, &a);
+	assert_true(a.fs_bytes > 0 && a.fs_bytes <= 64 * MiB);
+	assert_true(a.fs_free_bytes <= a.fs_bytes);
+	assert_true(a.pool_total > 0);
+	assert_int_equal(a.inodes, 1);
+	assert_int_equal(tfs_mknod(fs, TFS_FS_ROOT, "f", S_IFREG | 0644, 0, 0,
+				   0, &st), 0);
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(tfs_write(fs, st.st_ino, buf, sizeof(buf), 100),
+			 (ssize_t)sizeof(buf));
+	tfs_stats_get(fs, &b);
+	assert_int_equal(b.app_write_bytes - a.app_write_bytes, sizeof(buf));
+	assert_true(b.dirty_bytes > 0);
+	assert_int_equal(b.inodes, 2);
+	assert_int_equal(tfs_fsync(fs, st.st_ino, 0), 0);
+	assert_int_equal(tfs_read(fs, st.st_ino, buf, sizeof(buf), 100),
+			 (ssize_t)sizeof(buf));
+	tfs_stats_get(fs, &a);
+	assert_int_equal(a.dirty_bytes, 0);
+	assert_true(a.dev_write_bytes - b.dev_write_bytes >= sizeof(buf));
+	assert_true(a.writeback_bytes >= sizeof(buf));
+	assert_int_equal(a.app_read_bytes, sizeof(buf));
+	assert_true(a.fs_free_bytes < b.fs_bytes);
+	assert_int_equal(tfs_fs_close(fs), 0);
+	unlink(path);
+	tfs_io_thread_exit();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stats_renderings_carry_every_counter),
+		cmocka_unit_test(test_stats_counters_move_with_the_file_system),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
