@@ -56,6 +56,7 @@
 #include "io.h"
 #include "journal.h"
 #include "meta.h"
+#include "tensor.h"
 
 #define BS		TFS_BLOCK_SIZE
 #define MAX_FILE_SIZE	(1ull << 56)
@@ -65,6 +66,8 @@
 #define NO_TAG		UINT64_MAX	/* release_pending(): nothing */
 #define VXATTR_EXTENTS	"user.tensorfs.extents"
 #define VXATTR_CACHED	"user.tensorfs.cached"
+#define TFS_XATTR_DTYPE	"user.tensor.dtype"
+#define TFS_XATTR_SHAPE	"user.tensor.shape"
 
 struct pending {
 	uint64_t pblk, len, tag;
@@ -2253,6 +2256,32 @@ static int vxattr(const char *name)
 	return !strncmp(name, "user.tensorfs.", 14);
 }
 
+/*
+ * user.tensor.dtype and user.tensor.shape describe a file's tensor to
+ * tensorfs-cat and other readers: a value that is not a dtype or a shape
+ * is refused (EINVAL) rather than kept to mislead them.  A trailing
+ * newline (echo -n forgotten) is allowed.
+ */
+static int check_tensor_xattr(const char *name, const void *value,
+			      size_t size)
+{
+	struct tfs_tensor_shape shape;
+	char v[256];
+	int dtype = !strcmp(name, TFS_XATTR_DTYPE);
+
+	if (!dtype && strcmp(name, TFS_XATTR_SHAPE))
+		return 0;
+	if (size >= sizeof(v) || memchr(value, '\0', size))
+		return -EINVAL;
+	memcpy(v, value, size);
+	v[size] = '\0';
+	if (size && v[size - 1] == '\n')
+		v[size - 1] = '\0';
+	if (dtype)
+		return tfs_tensor_dtype_lookup(v) < 0 ? -EINVAL : 0;
+	return tfs_tensor_shape_parse(v, &shape) ? -EINVAL : 0;
+}
+
 int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		 const void *value, size_t size, int flags)
 {
@@ -2269,6 +2298,9 @@ int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		return -EOPNOTSUPP;
 	if (vxattr(name))
 		return -EPERM;
+	rc = check_tensor_xattr(name, value, size);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
 	if (!ip) {

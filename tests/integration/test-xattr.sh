@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: extended attributes: set, get, list, replace, remove; binary, empty, 4000-byte and many values; XATTR_CREATE (EEXIST) and XATTR_REPLACE (ENODATA); ENODATA, ERANGE, E2BIG; attributes on directories; the virtual user.tensorfs.extents is readable but never listed; everything persists across a remount
+# Description: extended attributes: set, get, list, replace, remove; binary, empty, 4000-byte and many values; XATTR_CREATE (EEXIST) and XATTR_REPLACE (ENODATA); ENODATA, ERANGE, E2BIG; attributes on directories; the virtual user.tensorfs.extents is readable but never listed; everything persists across a remount; user.tensor.dtype and user.tensor.shape accept only real dtypes and shapes (EINVAL otherwise)
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -90,6 +90,21 @@ getfattr --absolute-names -d "$MNT/data" 2>/dev/null | grep -q tensorfs && tfs_f
 # removing a file with attributes frees them (fsck checks at the end)
 setfattr -n user.gone -v "0x$hex" "$MNT/data" || tfs_fail "setfattr failed"
 rm "$MNT/data" || tfs_fail "rm failed"
+
+# ----- tensor metadata: only real dtypes and shapes are kept -----
+setfattr -n user.tensor.dtype -v bf16 "$f" || tfs_fail "setting user.tensor.dtype = bf16 failed"
+setfattr -n user.tensor.shape -v "4096,1024" "$f" || tfs_fail "setting user.tensor.shape failed"
+tfs_eq "user.tensor.dtype" bf16 "$(val user.tensor.dtype)"
+for bad in fp99 "" complex64; do
+	setfattr -n user.tensor.dtype -v "$bad" "$f" 2>"$WORK/err" &&
+		tfs_fail "user.tensor.dtype = '$bad' was accepted"
+	grep -q "Invalid argument" "$WORK/err" || tfs_fail "user.tensor.dtype = '$bad': expected EINVAL, got '$(cat "$WORK/err")'"
+done
+setfattr -n user.tensor.shape -v "4096,x" "$f" 2>"$WORK/err" && tfs_fail "user.tensor.shape = '4096,x' was accepted"
+grep -q "Invalid argument" "$WORK/err" || tfs_fail "user.tensor.shape = '4096,x': expected EINVAL"
+tfs_eq "user.tensor.dtype after refused values" bf16 "$(val user.tensor.dtype)"
+setfattr -x user.tensor.dtype "$f" && setfattr -x user.tensor.shape "$f" ||
+	tfs_fail "removing the tensor attributes failed"
 
 # ----- after a remount -----
 

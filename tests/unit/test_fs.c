@@ -2450,6 +2450,35 @@ static void test_fs_xattr_create_replace_semantics(void **state)
 				      TFS_XATTR_CREATE), -EEXIST);
 }
 
+static void test_fs_tensor_xattrs_take_only_dtypes_and_shapes(void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "t");
+	char v[32];
+
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.tensor.dtype", "fp8_e4m3",
+				      8, 0), 0);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.tensor.dtype", "bf16\n",
+				      5, 0), 0);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.tensor.shape",
+				      "(4096, 1024)", 12, 0), 0);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.tensor.dtype", "fp99",
+				      4, 0), -EINVAL);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.tensor.dtype", "", 0,
+				      0), -EINVAL);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.tensor.dtype",
+				      "fp16\0x", 6, 0), -EINVAL);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.tensor.shape", "4,x",
+				      3, 0), -EINVAL);
+	/* the refused values changed nothing */
+	assert_int_equal(tfs_getxattr(f->fs, ino, "user.tensor.dtype", v,
+				      sizeof(v)), 5);
+	assert_memory_equal(v, "bf16\n", 5);
+	/* other user attributes are free-form */
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.tensor.note", "fp99",
+				      4, 0), 0);
+}
+
 static void test_fs_xattr_list_and_limits(void **state)
 {
 	struct fx *f = *state;
@@ -3070,6 +3099,7 @@ int main(void)
 		T(test_fs_punch_hole),
 		T(test_fs_punch_hole_in_unwritten_extent),
 		T(test_fs_xattr_create_replace_semantics),
+		T(test_fs_tensor_xattrs_take_only_dtypes_and_shapes),
 		T(test_fs_xattr_list_and_limits),
 		T(test_fs_xattrs_survive_crash_after_sync),
 		T(test_fs_write_back_error_reaches_fsync_and_next_write),
