@@ -1,0 +1,48 @@
+#!/bin/bash
+# Description: tensorfs-stat prints a header and one line per interval that shows a write moving through the mount (application and device MB/s), --json gives the same as JSON lines, and a path that is not a tensorfs mount or a bad interval is refused with exit 1 or 2
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+tfs_need python3 dd
+STAT="$TFS_BIN/tensorfs-stat"
+tfs_setup 2G -o max_in_cpu=64MiB
+
+# 3 lines, half a second apart, while 400 MiB are written with O_DIRECT
+(sleep 0.2; dd if=/dev/zero of="$MNT/x" bs=1M count=400 oflag=direct status=none) &
+writer=$!
+"$STAT" "$MNT" 0.5 3 >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err" >&2; tfs_fail "tensorfs-stat exited $?"; }
+wait "$writer" || tfs_fail "the writer failed"
+head -2 "$WORK/out" | grep -q "hit%" || tfs_fail "no header: $(head -2 "$WORK/out")"
+tfs_eq "lines after the header" 3 "$(tail -n +3 "$WORK/out" | wc -l)"
+# some line shows the writes (app write MB/s, column 2)
+awk 'NR > 2 && $2 > 0 {found = 1} END {exit !found}' "$WORK/out" ||
+	tfs_fail "no line shows application writes: $(cat "$WORK/out")"
+
+"$STAT" --json "$MNT" 0.2 2 >"$WORK/json" || tfs_fail "tensorfs-stat --json failed"
+python3 - "$WORK/json" <<'PY' || tfs_fail "--json lines are not JSON with the fields"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+if len(lines) != 2:
+    sys.exit(f"{len(lines)} lines, expected 2")
+for l in lines:
+    d = json.loads(l)
+    for k in ("app_read_mb_s", "app_write_mb_s", "dev_read_mb_s", "dev_write_mb_s",
+              "cache_hit_pct", "cache_bytes", "cache_limit_bytes", "dirty_bytes",
+              "pool_busy", "pool_total", "inflight", "pool_waits"):
+        if k not in d:
+            sys.exit(f"no {k} in {l}")
+    if d["cache_limit_bytes"] != 64 << 20:
+        sys.exit(f"cache_limit_bytes {d['cache_limit_bytes']}")
+PY
+
+# errors
+"$STAT" "$WORK" 2>"$WORK/err"
+tfs_eq "exit status for a directory that is not a mount" 1 $?
+grep -q "not a tensorfs mount" "$WORK/err" || tfs_fail "message: $(cat "$WORK/err")"
+"$STAT" "$MNT" abc 2>/dev/null
+tfs_eq "exit status for a bad interval" 2 $?
+"$STAT" 2>/dev/null
+tfs_eq "exit status without MOUNTPOINT" 2 $?
+"$STAT" --help | grep -q "Exit status" || tfs_fail "--help has no exit status section"
+tfs_umount
+tfs_pass

@@ -1,0 +1,257 @@
+/*
+ * stat.c: tensorfs-stat, what a mount is doing, a line per interval (like
+ * vmstat).
+ *
+ * It reads MOUNTPOINT/.tensorfs/stats ("name value" lines, lib/stats.h)
+ * every INTERVAL seconds and prints the change: application and device
+ * MB/s, the cache's hit rate, what the cache and the pool hold, requests
+ * in flight and writers that waited.  It needs nothing but that file, so
+ * it runs as any user who can read the mount.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+static void usage(FILE *f)
+{
+	fputs(
+"Usage: tensorfs-stat [--json] MOUNTPOINT [INTERVAL [COUNT]]\n"
+"\n"
+"Show what a tensorfs mount is doing, one line per INTERVAL seconds (default\n"
+"1; fractions allowed), COUNT lines (default: until interrupted; without\n"
+"INTERVAL, one line over one second), as vmstat does:\n"
+"\n"
+"  app r/w    MB/s applications read and wrote (10^6 bytes/s)\n"
+"  dev r/w    MB/s read from and written to the device\n"
+"  hit%       reads served from tensorfs's RAM cache, of all reads\n"
+"  cache      MiB of file data in RAM / the cache's limit (max_in_cpu)\n"
+"  dirty      MiB in RAM not yet on the device\n"
+"  pool       write-back chunks in use / in the pool\n"
+"  inflt      device requests in flight\n"
+"  waits      writes that waited for a full pool in the interval\n"
+"\n"
+"A header is printed again every screenful.  The counters come from\n"
+"MOUNTPOINT/.tensorfs/stats.\n"
+"\n"
+"Options:\n"
+"  --json      one JSON object per line, with the same fields, for scripts\n"
+"  -h, --help  print this help and exit\n"
+"\n"
+"Exit status: 0 when done, 1 if MOUNTPOINT is not a tensorfs mount (or its\n"
+"counters cannot be read), 2 on a usage error.\n", f);
+}
+
+/* Read MOUNT/.tensorfs/stats into *s.  0 or -errno. */
+static int read_stats(const char *path, struct tfs_stats *s)
+{
+	char name[64];
+	unsigned long long v;
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (!f)
+		return -errno;
+	memset(s, 0, sizeof(*s));
+	while (fscanf(f, "%63s %llu", name, &v) == 2) {
+#define X(field, type, help)                                                 \
+		if (!strcmp(name, #field)) {                                 \
+			s->field = v;                                        \
+			n++;                                                 \
+		}
+		TFS_STATS
+#undef X
+	}
+	fclose(f);
+	return n ? 0 : -EINVAL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int screen_rows(void)
+{
+	struct winsize w;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 &&
+	    w.ws_row > 4)
+		return w.ws_row - 2;
+	return 20;
+}
+
+#define D(field) ((double)(b->field - a->field))
+
+static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
+		       double dt, int json)
+{
+	double rd = D(cache_hits) + D(cache_misses);
+	double hit = rd > 0 ? 100.0 * D(cache_hits) / rd : NAN;
+	double mib = 1048576.0;
+
+	if (json) {
+		char h[16] = "null";	/* no reads in the interval */
+
+		if (!isnan(hit))
+			snprintf(h, sizeof(h), "%.1f", hit);
+		printf("{\"app_read_mb_s\": %.1f, \"app_write_mb_s\": %.1f, "
+		       "\"dev_read_mb_s\": %.1f, \"dev_write_mb_s\": %.1f, "
+		       "\"cache_hit_pct\": %s, \"cache_bytes\": %llu, "
+		       "\"cache_limit_bytes\": %llu, \"dirty_bytes\": %llu, "
+		       "\"pool_busy\": %llu, \"pool_total\": %llu, "
+		       "\"inflight\": %llu, \"pool_waits\": %llu, "
+		       "\"interval_s\": %.3f}\n",
+		       D(app_read_bytes) / dt / 1e6,
+		       D(app_write_bytes) / dt / 1e6,
+		       D(dev_read_bytes) / dt / 1e6,
+		       D(dev_write_bytes) / dt / 1e6, h,
+		       (unsigned long long)b->cache_bytes,
+		       (unsigned long long)b->cache_limit_bytes,
+		       (unsigned long long)b->dirty_bytes,
+		       (unsigned long long)b->pool_busy,
+		       (unsigned long long)b->pool_total,
+		       (unsigned long long)b->dev_inflight,
+		       (unsigned long long)(b->pool_waits - a->pool_waits), dt);
+	} else {
+		char h[8];
+
+		if (isnan(hit))
+			snprintf(h, sizeof(h), "-");
+		else
+			snprintf(h, sizeof(h), "%.0f", hit);
+		printf("%7.0f %7.0f %7.0f %7.0f %5s %7.0f/%-7.0f %7.0f "
+		       "%5llu/%-5llu %5llu %6llu\n",
+		       D(app_read_bytes) / dt / 1e6,
+		       D(app_write_bytes) / dt / 1e6,
+		       D(dev_read_bytes) / dt / 1e6,
+		       D(dev_write_bytes) / dt / 1e6, h,
+		       (double)b->cache_bytes / mib,
+		       (double)b->cache_limit_bytes / mib,
+		       (double)b->dirty_bytes / mib,
+		       (unsigned long long)b->pool_busy,
+		       (unsigned long long)b->pool_total,
+		       (unsigned long long)b->dev_inflight,
+		       (unsigned long long)(b->pool_waits - a->pool_waits));
+	}
+	fflush(stdout);
+}
+
+static void header(void)
+{
+	printf("%-15s %-15s %5s %-15s %7s %-11s %5s %6s\n", "---app MB/s---",
+	       "---dev MB/s---", "", "---cache MiB---", "", "", "", "");
+	printf("%7s %7s %7s %7s %5s %15s %7s %11s %5s %6s\n", "read", "write",
+	       "read", "write", "hit%", "used/limit", "dirty", "pool", "inflt",
+	       "waits");
+}
+
+/* A positive number of seconds, or -1. */
+static double seconds(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 86400)
+		return -1;
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tfs_stats a, b;
+	char path[4096];
+	double interval = 1, t0, t1;
+	long count = -1;
+	int json = 0, c, rc, rows, line = 0;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fputs("Try 'tensorfs-stat --help' for more information.\n",
+			      stderr);
+			return 2;
+		}
+	}
+	if (argc - optind < 1 || argc - optind > 3) {
+		fprintf(stderr, "tensorfs-stat: %s\nUsage: tensorfs-stat [--json] "
+			"MOUNTPOINT [INTERVAL [COUNT]]\n",
+			argc - optind < 1 ? "missing MOUNTPOINT" : "too many arguments");
+		return 2;
+	}
+	if (argc - optind == 1) {
+		count = 1;
+	} else {
+		interval = seconds(argv[optind + 1]);
+		if (interval < 0) {
+			fprintf(stderr, "tensorfs-stat: interval '%s' is not a "
+				"number of seconds (e.g. 1 or 0.5)\n",
+				argv[optind + 1]);
+			return 2;
+		}
+		if (argc - optind == 3) {
+			char *end;
+
+			count = strtol(argv[optind + 2], &end, 10);
+			if (*end || end == argv[optind + 2] || count < 1) {
+				fprintf(stderr, "tensorfs-stat: count '%s' is "
+					"not a whole number of lines\n",
+					argv[optind + 2]);
+				return 2;
+			}
+		}
+	}
+	snprintf(path, sizeof(path), "%s/.tensorfs/stats", argv[optind]);
+	rc = read_stats(path, &a);
+	if (rc) {
+		fprintf(stderr, "tensorfs-stat: '%s' is not a tensorfs mount "
+			"(cannot read %s: %s)\n", argv[optind], path,
+			strerror(-rc));
+		return 1;
+	}
+	rows = screen_rows();
+	t0 = now_s();
+	while (count < 0 || count-- > 0) {
+		struct timespec ts = { (time_t)interval,
+				       (long)((interval - (double)(time_t)interval) *
+					      1e9) };
+
+		nanosleep(&ts, NULL);
+		rc = read_stats(path, &b);
+		t1 = now_s();
+		if (rc) {
+			fprintf(stderr, "tensorfs-stat: cannot read %s: %s; "
+				"was it unmounted?\n", path, strerror(-rc));
+			return 1;
+		}
+		if (!json && line++ % rows == 0)
+			header();
+		print_line(&a, &b, t1 - t0, json);
+		a = b;
+		t0 = t1;
+	}
+	return 0;
+}
