@@ -2343,6 +2343,63 @@ static ssize_t copy_out(void *dst, size_t size, const void *src, size_t len)
 	return (ssize_t)len;
 }
 
+/* The largest header read to answer user.tensor.* (safetensors headers
+ * of big checkpoints run to a few MiB). */
+#define HEADER_XATTR_MAX (16u << 20)
+
+/*
+ * user.tensor.dtype (shape 0) or user.tensor.shape (shape 1) of a file
+ * that has none set, from its .npy or .safetensors header: the tensor's
+ * dtype or shape ("4096,1024"); for a .safetensors file of several
+ * tensors, one "name: value" line per tensor.  NULL when the file has no
+ * such header.  Caller frees.
+ */
+static char *header_xattr(struct tfs_fs *fs, uint64_t ino, uint64_t fsize,
+			  int shape)
+{
+	uint8_t head[16];
+	uint64_t need = 0;
+	struct tfs_tensor_list *l = NULL;
+	char *buf = NULL, *out = NULL, err[128];
+	size_t len = 0;
+	FILE *m;
+	ssize_t n = tfs_read(fs, ino, head, sizeof(head), 0);
+
+	if (n < 10 || tfs_tensor_probe(head, (size_t)n, &need) ==
+			      TFS_TENSOR_RAW ||
+	    need > HEADER_XATTR_MAX || need > fsize)
+		return NULL;
+	buf = malloc(need);
+	if (!buf || tfs_read(fs, ino, buf, need, 0) != (ssize_t)need ||
+	    tfs_tensor_parse(buf, need, fsize, &l, err, sizeof(err)))
+		goto out;
+	m = open_memstream(&out, &len);
+	if (!m)
+		goto out;
+	for (size_t i = 0; i < l->count; i++) {
+		const struct tfs_tensor *t = &l->tensors[i];
+		char v[256];
+
+		if (shape)
+			tfs_tensor_shape_format(&t->shape, 0, v, sizeof(v));
+		else
+			snprintf(v, sizeof(v), "%s", t->dtype >= 0 ?
+				 tfs_tensor_dtype_name(t->dtype) : t->dtype_name);
+		if (l->count == 1)
+			fputs(v, m);
+		else
+			fprintf(m, "%s%s: %s", i ? "\n" : "", t->name, v);
+	}
+	if (fclose(m)) {
+		free(out);
+		out = NULL;
+	}
+out:
+	tfs_tensor_list_free(l);
+	free(buf);
+	return out;
+}
+
 ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		     void *value, size_t size)
 {
@@ -2369,6 +2426,18 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		rc = copy_out(value, size, num, (size_t)n);
 	} else if ((x = tfs_xattr_find(ip, name))) {
 		rc = copy_out(value, size, x->value, x->vlen);
+	} else if (S_ISREG(ip->a.mode) && (!strcmp(name, TFS_XATTR_DTYPE) ||
+					   !strcmp(name, TFS_XATTR_SHAPE))) {
+		uint64_t fsize = ip->a.size;
+		char *v;
+
+		/* not set: read from the file's own header, without the
+		 * lock (reading takes the file's locks) */
+		pthread_mutex_unlock(&fs->lock);
+		v = header_xattr(fs, ino, fsize, !strcmp(name, TFS_XATTR_SHAPE));
+		rc = v ? copy_out(value, size, v, strlen(v)) : -ENODATA;
+		free(v);
+		return rc;
 	} else {
 		rc = -ENODATA;
 	}

@@ -1,0 +1,99 @@
+#!/bin/bash
+# Description: on a mount, user.tensor.dtype and user.tensor.shape of .npy and .safetensors files come from their headers without being set (a listing for several tensors), a set value wins, raw files have none; np.save and np.memmap files on the mount read back with tensorfs-cat exactly as numpy reads them
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+tfs_need getfattr setfattr
+CAT="$TFS_BIN/tensorfs-cat"
+PY=""
+for p in python3 /usr/bin/python3; do
+	if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import numpy' 2>/dev/null; then
+		PY=$p
+		break
+	fi
+done
+[ -n "$PY" ] || tfs_skip "needs python3 with numpy (apt-get install python3-numpy)"
+tfs_setup 1G
+
+xval() { getfattr --only-values -n "$1" "$2" 2>/dev/null; }
+
+"$PY" - "$MNT" <<'PY' || tfs_fail "numpy could not write its files on the mount"
+import json, struct, sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(7)
+np.save(f"{d}/w.npy", rng.standard_normal((16, 33)).astype(np.float16))
+np.save(f"{d}/i.npy", np.arange(-50, 50, dtype=np.int64).reshape(4, 25))
+m = np.memmap(f"{d}/mm.bin", dtype=np.float32, mode="w+", shape=(20, 40))
+m[:] = rng.standard_normal((20, 40)).astype(np.float32)
+m[3, 7] = np.inf
+m.flush()
+del m
+# a big one, for --stats against numpy
+big = np.memmap(f"{d}/big.bin", dtype=np.float32, mode="w+", shape=(512, 1024))
+big[:] = rng.standard_normal((512, 1024)).astype(np.float32) * 3 + 1
+big[0, :10] = 0
+big.flush()
+del big
+h = json.dumps({"a.weight": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]},
+                "b": {"dtype": "F32", "shape": [4], "data_offsets": [12, 28]}}).encode()
+with open(f"{d}/m.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + bytes(28))
+PY
+
+# ----- attributes from the headers -----
+tfs_eq "dtype of an fp16 .npy" fp16 "$(xval user.tensor.dtype "$MNT/w.npy")"
+tfs_eq "shape of an fp16 .npy" 16,33 "$(xval user.tensor.shape "$MNT/w.npy")"
+tfs_eq "dtype of an int64 .npy" int64 "$(xval user.tensor.dtype "$MNT/i.npy")"
+tfs_eq "dtypes of a .safetensors" "$(printf 'a.weight: bf16\nb: fp32')" "$(xval user.tensor.dtype "$MNT/m.safetensors")"
+tfs_eq "shapes of a .safetensors" "$(printf 'a.weight: 2,3\nb: 4')" "$(xval user.tensor.shape "$MNT/m.safetensors")"
+getfattr -n user.tensor.dtype "$MNT/mm.bin" >/dev/null 2>&1 && tfs_fail "a raw file has a dtype nobody set"
+setfattr -n user.tensor.dtype -v fp32 "$MNT/mm.bin" &&
+	setfattr -n user.tensor.shape -v 20,40 "$MNT/mm.bin" || tfs_fail "cannot set the memmap's dtype and shape"
+setfattr -n user.tensor.shape -v 2,8,33 "$MNT/w.npy" || tfs_fail "cannot set a shape on a .npy"
+tfs_eq "a set shape wins over the header" 2,8,33 "$(xval user.tensor.shape "$MNT/w.npy")"
+setfattr -x user.tensor.shape "$MNT/w.npy"
+tfs_eq "the header's shape once the set one is gone" 16,33 "$(xval user.tensor.shape "$MNT/w.npy")"
+
+# ----- tensorfs-cat reads them as numpy does -----
+"$CAT" --stats --dtype fp32 "$MNT/big.bin" >"$WORK/big.stats" || tfs_fail "tensorfs-cat --stats big.bin failed"
+for f in w.npy i.npy mm.bin; do
+	"$CAT" --json "$MNT/$f" >"$WORK/$f.json" || tfs_fail "tensorfs-cat --json $f failed"
+done
+"$PY" - "$MNT" "$WORK" <<'PY' || tfs_fail "tensorfs-cat's values differ from numpy's"
+import json, sys
+import numpy as np
+mnt, work = sys.argv[1], sys.argv[2]
+def vals(x):
+    if isinstance(x, list):
+        return [v for e in x for v in vals(e)]
+    if isinstance(x, str):
+        return [float(x)]  # "nan", "inf", "-inf"
+    return [x]
+def check(name, want):
+    j = json.load(open(f"{work}/{name}.json"))
+    got = np.array(vals(j["values"]), dtype=np.float64)
+    w = want.astype(np.float64).ravel()
+    if list(j["shape"]) != list(want.shape):
+        sys.exit(f"{name}: shape {j['shape']}, numpy {want.shape}")
+    if got.shape != w.shape or not np.array_equal(got, w, equal_nan=True):
+        sys.exit(f"{name}: values differ")
+check("w.npy", np.load(f"{mnt}/w.npy"))
+check("i.npy", np.load(f"{mnt}/i.npy"))
+check("mm.bin", np.memmap(f"{mnt}/mm.bin", dtype=np.float32, mode="r", shape=(20, 40)))
+big = np.memmap(f"{mnt}/big.bin", dtype=np.float32, mode="r").astype(np.float64)
+st = {}
+for line in open(f"{work}/big.stats"):
+    k, v = line.split(None, 1)
+    st[k] = v.strip()
+for k, want in (("min", big.min()), ("max", big.max()), ("mean", big.mean()), ("std", big.std())):
+    if abs(float(st[k]) - want) > 1e-6 * max(1.0, abs(want)):
+        sys.exit(f"--stats {k} {st[k]}, numpy {want}")
+if int(st["count"]) != big.size or int(st["zeros"]) != int((big == 0).sum()):
+    sys.exit(f"--stats count/zeros {st['count']}/{st['zeros']}")
+PY
+"$CAT" --stats "$MNT/mm.bin" >"$WORK/stats" || tfs_fail "tensorfs-cat --stats mm.bin failed"
+grep -qE '^inf +1$' "$WORK/stats" || tfs_fail "--stats does not count the one Inf: $(cat "$WORK/stats")"
+tfs_umount
+tfs_fsck_clean
+tfs_pass
