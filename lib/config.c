@@ -134,17 +134,6 @@ static uint64_t uval(const struct tfs_config *c, const struct tfs_cfg_key *k)
 	return v;
 }
 
-static void say(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 /* ===== enumerations ===== */
 
 /* The index of word in the '|'-separated list, or -1. */
@@ -252,7 +241,7 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 	switch (k->type) {
 	case TFS_CFG_BOOL:
 		if (parse_bool(v, &u)) {
-			say(err, len, "%s.%s = '%s' is not a boolean; use true "
+			tfs_say(err, len, "%s.%s = '%s' is not a boolean; use true "
 				      "or false", k->section, k->name, v);
 			return -EINVAL;
 		}
@@ -261,7 +250,7 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 	case TFS_CFG_DTYPE:
 		rc = tfs_dtype_lookup(v);
 		if (rc < 0) {
-			say(err, len, "%s.%s = '%s' is not a tensor type; use one "
+			tfs_say(err, len, "%s.%s = '%s' is not a tensor type; use one "
 				      "of fp16, bf16, fp32, fp64, fp8_e4m3, "
 				      "fp8_e5m2, int8, uint8, int16, int32, "
 				      "int64, bool", k->section, k->name, v);
@@ -273,7 +262,7 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 	case TFS_CFG_ENUM:
 		rc = enum_lookup(k->unit, v);
 		if (rc < 0) {
-			say(err, len, "%s.%s = '%s' is not one of its values; use "
+			tfs_say(err, len, "%s.%s = '%s' is not one of its values; use "
 				      "%s", k->section, k->name, v,
 			    enum_choices(k->unit, choices, sizeof(choices)));
 			return -EINVAL;
@@ -283,7 +272,7 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 		return 0;
 	case TFS_CFG_STR:
 		if (strlen(v) >= TFS_CFG_STR_MAX) {
-			say(err, len, "%s.%s is longer than %d characters; use a "
+			tfs_say(err, len, "%s.%s is longer than %d characters; use a "
 				      "shorter path", k->section, k->name,
 			    TFS_CFG_STR_MAX - 1);
 			return -EINVAL;
@@ -292,12 +281,12 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 		return 0;
 	case TFS_CFG_REAL:
 		if (parse_real(v, &d)) {
-			say(err, len, "%s.%s = '%s' is not a number (e.g. 0.5)",
+			tfs_say(err, len, "%s.%s = '%s' is not a number (e.g. 0.5)",
 			    k->section, k->name, v);
 			return -EINVAL;
 		}
 		if (d < (double)k->min || d > (double)k->max) {
-			say(err, len, "%s.%s = '%s' is out of range; it must be "
+			tfs_say(err, len, "%s.%s = '%s' is out of range; it must be "
 				      "between %llu and %llu", k->section,
 			    k->name, v, (unsigned long long)k->min,
 			    (unsigned long long)k->max);
@@ -312,14 +301,14 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 	}
 	rc = tfs_parse_size(v, &u, &has_suffix);
 	if (rc == -ERANGE) {
-		say(err, len, "%s.%s = '%s' is too large; it must be at most "
+		tfs_say(err, len, "%s.%s = '%s' is too large; it must be at most "
 			      "%llu %s", k->section, k->name, v,
 		    (unsigned long long)k->max, k->unit);
 		return -EINVAL;
 	}
 	if (!rc && k->type == TFS_CFG_ELEMS && has_suffix) {
 		if (u & TFS_CFG_BYTES) {
-			say(err, len, "%s.%s = '%s' is too large", k->section,
+			tfs_say(err, len, "%s.%s = '%s' is too large", k->section,
 			    k->name, v);
 			return -EINVAL;
 		}
@@ -328,7 +317,7 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 		return 0;
 	}
 	if (rc || (k->type == TFS_CFG_UINT && has_suffix)) {
-		say(err, len, "%s.%s = '%s' is not %s", k->section, k->name, v,
+		tfs_say(err, len, "%s.%s = '%s' is not %s", k->section, k->name, v,
 		    k->type == TFS_CFG_UINT ? "a whole number (e.g. 8 or 1e8)" :
 		    k->type == TFS_CFG_ELEMS ? "a number of elements (e.g. 1e8) "
 					       "or of bytes (e.g. 256MiB)"
@@ -336,7 +325,7 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 		return -EINVAL;
 	}
 	if (u < k->min || u > k->max) {
-		say(err, len, "%s.%s = '%s' is out of range; it must be "
+		tfs_say(err, len, "%s.%s = '%s' is out of range; it must be "
 			      "between %llu and %llu %s", k->section, k->name,
 		    v, (unsigned long long)k->min, (unsigned long long)k->max,
 		    k->unit);
@@ -451,7 +440,7 @@ static int check(const struct tfs_config *c, char *err, size_t errlen,
 
 	*a = *b = NULL;
 	if (bs % 4096) {
-		say(err, errlen, "aio.block_size = %llu is not a multiple of "
+		tfs_say(err, errlen, "aio.block_size = %llu is not a multiple of "
 				 "4 KiB (4096); device I/O is 4 KiB aligned, so "
 				 "use a multiple such as 1MiB",
 		    (unsigned long long)bs);
@@ -459,7 +448,7 @@ static int check(const struct tfs_config *c, char *err, size_t errlen,
 		return -EINVAL;
 	}
 	if (bs && pool / bs < 2) {
-		say(err, errlen, "the write-back pool (buffer_count x "
+		tfs_say(err, errlen, "the write-back pool (buffer_count x "
 				 "buffer_size = %llu bytes) holds fewer than "
 				 "two aio.block_size blocks of %llu; raise "
 				 "buffer_size or lower block_size",
@@ -591,7 +580,7 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 	int line, rc = 0, at;
 
 	if (!l) {
-		say(err, errlen, "%s: out of memory", path);
+		tfs_say(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	*l = zero;
@@ -601,23 +590,23 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 	l->f = fopen(path, "r");
 	if (!l->f) {
 		rc = errno ? -errno : -ENOENT;
-		say(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
+		tfs_say(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
 		goto out;
 	}
 	line = ini_parse_stream(read_line, l, on_key, l);
 	fclose(l->f);
 	if (line == -2) {
-		say(err, errlen, "%s: out of memory", path);
+		tfs_say(err, errlen, "%s: out of memory", path);
 		rc = -ENOMEM;
 		goto out;
 	}
 	if (l->failed) {
-		say(err, errlen, "%s:%d: %s", path, l->err_line, l->msg);
+		tfs_say(err, errlen, "%s:%d: %s", path, l->err_line, l->msg);
 		rc = -EINVAL;
 		goto out;
 	}
 	if (line > 0) {
-		say(err, errlen, "%s:%d: syntax error: expected [section] or "
+		tfs_say(err, errlen, "%s:%d: syntax error: expected [section] or "
 				 "key = value", path, line);
 		rc = -EINVAL;
 		goto out;
@@ -630,7 +619,7 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 		if (b && l->key_line[b - keys] > at)
 			at = l->key_line[b - keys];
 		if (at) {
-			say(err, errlen, "%s:%d: %s", path, at, l->msg);
+			tfs_say(err, errlen, "%s:%d: %s", path, at, l->msg);
 			rc = -EDOM;
 		}
 	}
@@ -693,12 +682,12 @@ int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 	if (matches > 1 && mounts == 1) {
 		k = mount;	/* the plain name means the mount's key */
 	} else if (matches > 1) {
-		say(err, errlen, "'%s' is in more than one section; write "
+		tfs_say(err, errlen, "'%s' is in more than one section; write "
 				 "section.%s", key, key);
 		return -EINVAL;
 	}
 	if (!k) {
-		say(err, errlen, "unknown setting '%s'%s", key,
+		tfs_say(err, errlen, "unknown setting '%s'%s", key,
 		    suggest(NULL, dot ? dot + 1 : key, near, sizeof(near)));
 		return -ENOENT;
 	}

@@ -57,6 +57,7 @@
 #include "journal.h"
 #include "meta.h"
 #include "tensor.h"
+#include "units.h"
 
 #define BS		TFS_BLOCK_SIZE
 #define MAX_FILE_SIZE	(1ull << 56)
@@ -121,17 +122,6 @@ static struct tfs_timespec now(void)
 	t.sec = ts.tv_sec;
 	t.nsec = (uint32_t)ts.tv_nsec;
 	return t;
-}
-
-static void say(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
 }
 
 /* Queue a record's result: a record that could not be queued makes the
@@ -503,7 +493,7 @@ static int mark_extents(struct tfs_inode *ip, void *arg)
 		struct tfs_extent *e = &ip->map.ext[i];
 
 		if (tfs_alloc_mark_used(b->fs->alloc, e->pblk, e->len)) {
-			say(b->err, b->errlen,
+			tfs_say(b->err, b->errlen,
 			    "extent of inode %llu (device blocks %llu..%llu) "
 			    "overlaps another or lies outside the data area; "
 			    "run tensorfs-fsck",
@@ -542,11 +532,11 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	rc = tfs_dev_open(path, dflags, &fs->dev);
 	if (rc) {
 		if (rc == -EBUSY)
-			say(err, errlen, "'%s' is in use: mounted by tensorfs "
+			tfs_say(err, errlen, "'%s' is in use: mounted by tensorfs "
 					 "or opened by another tool",
 			    path);
 		else
-			say(err, errlen, "cannot open '%s': %s", path,
+			tfs_say(err, errlen, "cannot open '%s': %s", path,
 			    strerror(-rc));
 		goto fail;
 	}
@@ -598,7 +588,7 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		pthread_mutex_unlock(&fs->jlock);
 		release_pending(fs, tag);
 		if (rc) {
-			say(err, errlen, "cannot write to '%s': %s", path,
+			tfs_say(err, errlen, "cannot write to '%s': %s", path,
 			    strerror(-rc));
 			goto fail_journal;
 		}

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "crc32c.h"
+#include "units.h"
 
 #define CHUNK (1u << 20)
 
@@ -36,17 +37,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void say(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
 }
 
 static uint64_t round_up(uint64_t x)
@@ -327,7 +317,7 @@ static int read_super(struct tfs_journal *j, char *err, size_t errlen)
 
 	io = tfs_dev_read(j->dev, b, 2 * TFS_BLOCK_SIZE, 0);
 	if (io) {
-		say(err, errlen, "cannot read the superblock: %s",
+		tfs_say(err, errlen, "cannot read the superblock: %s",
 		    strerror(-io));
 		return io;
 	}
@@ -335,17 +325,17 @@ static int read_super(struct tfs_journal *j, char *err, size_t errlen)
 	rc[1] = tfs_super_decode(b + TFS_BLOCK_SIZE, &s[1]);
 	if (rc[0] && rc[1]) {
 		if (rc[0] == -EINVAL && rc[1] == -EINVAL) {
-			say(err, errlen, "not a tensorfs file system (no "
+			tfs_say(err, errlen, "not a tensorfs file system (no "
 					 "tensorfs superblock); format it "
 					 "with mkfs.tensorfs");
 			return -EINVAL;
 		}
 		if (rc[0] == -EPROTO || rc[1] == -EPROTO) {
-			say(err, errlen, "tensorfs format version not "
+			tfs_say(err, errlen, "tensorfs format version not "
 					 "supported by this build");
 			return -EPROTO;
 		}
-		say(err, errlen, "both superblock copies are corrupted "
+		tfs_say(err, errlen, "both superblock copies are corrupted "
 				 "(bad checksum or layout)");
 		return -EUCLEAN;
 	}
@@ -356,7 +346,7 @@ static int read_super(struct tfs_journal *j, char *err, size_t errlen)
 	else
 		j->sb = s[0].generation >= s[1].generation ? s[0] : s[1];
 	if (j->sb.dev_blocks * TFS_BLOCK_SIZE > tfs_dev_size(j->dev)) {
-		say(err, errlen, "device is %llu bytes but the file system "
+		tfs_say(err, errlen, "device is %llu bytes but the file system "
 				 "needs %llu: the image was truncated",
 		    (unsigned long long)tfs_dev_size(j->dev),
 		    (unsigned long long)(j->sb.dev_blocks * TFS_BLOCK_SIZE));
@@ -381,21 +371,21 @@ static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 		return -ENOMEM;
 	rc = tfs_dev_read(j->dev, all, round_up(len), base);
 	if (rc) {
-		say(err, errlen, "cannot read the checkpoint: %s",
+		tfs_say(err, errlen, "cannot read the checkpoint: %s",
 		    strerror(-rc));
 		goto out;
 	}
 	crc = tfs_crc32c(0, all, len);
 	if (crc != j->sb.ckpt_crc || tfs_ckpt_hdr_decode(all, &h) ||
 	    h.seq != j->sb.ckpt_seq) {
-		say(err, errlen, "checkpoint in slot %u is corrupted "
+		tfs_say(err, errlen, "checkpoint in slot %u is corrupted "
 				 "(checksum mismatch)", j->sb.slot);
 		rc = -EUCLEAN;
 		goto out;
 	}
 	rc = apply_all(m, all + TFS_HDR_SIZE, len - TFS_HDR_SIZE, &nrec);
 	if (rc || nrec != h.nrec) {
-		say(err, errlen, "checkpoint records do not form a valid "
+		tfs_say(err, errlen, "checkpoint records do not form a valid "
 				 "tree (record %llu)",
 		    (unsigned long long)nrec);
 		rc = rc == -ENOMEM ? rc : -EUCLEAN;
@@ -403,14 +393,14 @@ static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	}
 	if (!tfs_meta_get(m, TFS_ROOT_INO) ||
 	    !S_ISDIR(tfs_meta_get(m, TFS_ROOT_INO)->a.mode)) {
-		say(err, errlen, "checkpoint has no root directory");
+		tfs_say(err, errlen, "checkpoint has no root directory");
 		rc = -EUCLEAN;
 		goto out;
 	}
 	if (h.next_ino > tfs_meta_next_ino(m))
 		tfs_meta_set_next_ino(m, h.next_ino);
 	if (h.used_blocks != tfs_meta_used_blocks(m)) {
-		say(err, errlen, "checkpoint extents add up to %llu blocks, "
+		tfs_say(err, errlen, "checkpoint extents add up to %llu blocks, "
 				 "its header says %llu",
 		    (unsigned long long)tfs_meta_used_blocks(m),
 		    (unsigned long long)h.used_blocks);
@@ -510,7 +500,7 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 	if (rc)
 		return rc;
 	if (tfs_dev_size(dev) < 2 * TFS_BLOCK_SIZE) {
-		say(err, errlen, "not a tensorfs file system (%llu bytes, "
+		tfs_say(err, errlen, "not a tensorfs file system (%llu bytes, "
 				 "too small to hold one); format it with "
 				 "mkfs.tensorfs",
 		    (unsigned long long)tfs_dev_size(dev));
@@ -533,7 +523,7 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 
 		if (got < 0) {
 			rc = (int)got;
-			say(err, errlen, "cannot read the journal: %s",
+			tfs_say(err, errlen, "cannot read the journal: %s",
 			    strerror(-rc));
 			goto fail;
 		}
@@ -541,7 +531,7 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 			break;
 		rc = apply_all(m, payload + TFS_HDR_SIZE, h.payload_len, &n);
 		if (rc || n != h.nrec) {
-			say(err, errlen, "journal transaction %llu does not "
+			tfs_say(err, errlen, "journal transaction %llu does not "
 					 "apply to the tree",
 			    (unsigned long long)j->seq);
 			rc = rc == -ENOMEM ? rc : -EUCLEAN;
@@ -550,7 +540,7 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 		if (h.next_ino > tfs_meta_next_ino(m))
 			tfs_meta_set_next_ino(m, h.next_ino);
 		if (h.used_blocks != tfs_meta_used_blocks(m)) {
-			say(err, errlen, "journal transaction %llu: extents "
+			tfs_say(err, errlen, "journal transaction %llu: extents "
 					 "add up to %llu blocks, it says %llu",
 			    (unsigned long long)j->seq,
 			    (unsigned long long)tfs_meta_used_blocks(m),
@@ -564,7 +554,7 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 	}
 	if (!(j->sb.flags & TFS_SB_CLEAN) &&
 	    later_txn_exists(j, j->head, j->seq)) {
-		say(err, errlen, "journal is corrupted at offset %llu "
+		tfs_say(err, errlen, "journal is corrupted at offset %llu "
 				 "(transaction %llu is damaged but later "
 				 "ones exist)",
 		    (unsigned long long)j->head, (unsigned long long)j->seq);

@@ -39,6 +39,7 @@
  * overflow, so that any bytes give a list or -EINVAL, never a crash.
  */
 #include "tensor.h"
+#include "units.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -551,20 +552,6 @@ int tfs_tensor_shape_count(const struct tfs_tensor_shape *s, uint64_t *count)
 	return 0;
 }
 
-static void say(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void say(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 int tfs_tensor_shape_check(const struct tfs_tensor_shape *s, int dt,
 			   uint64_t bytes, char *err, size_t len)
 {
@@ -574,17 +561,17 @@ int tfs_tensor_shape_check(const struct tfs_tensor_shape *s, int dt,
 
 	tfs_tensor_shape_format(s, 0, sh, sizeof(sh));
 	if (!es) {
-		say(err, len, "dtype %d is not a tensor type", dt);
+		tfs_say(err, len, "dtype %d is not a tensor type", dt);
 		return -EINVAL;
 	}
 	if (tfs_tensor_shape_count(s, &count) ||
 	    __builtin_mul_overflow(count, (uint64_t)es, &need)) {
-		say(err, len, "shape %s has more bytes than fit in 64 bits",
+		tfs_say(err, len, "shape %s has more bytes than fit in 64 bits",
 		    sh);
 		return -EINVAL;
 	}
 	if (need != bytes) {
-		say(err, len,
+		tfs_say(err, len,
 		    "shape %s of %s needs %llu bytes (%llu elements of %zu), "
 		    "but there are %llu bytes of data%s",
 		    sh, dtypes[dt].name, (unsigned long long)need,
@@ -826,13 +813,13 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 
 	*out = NULL;
 	if (len < 10 || memcmp(b, npy_magic, 6)) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "not a .npy file: it does not begin with "
 		    "\\x93NUMPY");
 		goto out;
 	}
 	if (b[6] < 1 || b[6] > 3 || b[7] != 0) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    ".npy format version %u.%u is not one of 1.0, 2.0, 3.0",
 		    b[6], b[7]);
 		goto out;
@@ -842,7 +829,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 		start = 10;
 	} else {
 		if (len < 12) {
-			say(err, errlen, "truncated .npy header: %zu bytes",
+			tfs_say(err, errlen, "truncated .npy header: %zu bytes",
 			    len);
 			goto out;
 		}
@@ -850,7 +837,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 		start = 12;
 	}
 	if (hlen > len - start) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "truncated .npy header: it says %llu bytes, %llu are there",
 		    (unsigned long long)hlen,
 		    (unsigned long long)(len - start));
@@ -859,13 +846,13 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 	c.p = (const char *)b + start;
 	c.end = c.p + hlen;
 	if (lit_peek(&c) != '{') {
-		say(err, errlen, "the .npy header is not a Python dict");
+		tfs_say(err, errlen, "the .npy header is not a Python dict");
 		goto out;
 	}
 	c.p++;
 	while (lit_peek(&c) != '}') {
 		if (lit_string(&c, key, sizeof(key)) || lit_peek(&c) != ':') {
-			say(err, errlen,
+			tfs_say(err, errlen,
 			    "the .npy header dict is malformed at "
 			    "byte %td",
 			    c.p - (const char *)b);
@@ -874,7 +861,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 		c.p++;
 		if (!strcmp(key, "descr") && !have_descr) {
 			if (lit_peek(&c) == '[') {
-				say(err, errlen,
+				tfs_say(err, errlen,
 				    "the .npy file holds a structured "
 				    "array; only plain dtypes are "
 				    "supported");
@@ -882,7 +869,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 				goto out;
 			}
 			if (lit_string(&c, descr, sizeof(descr))) {
-				say(err, errlen,
+				tfs_say(err, errlen,
 				    "the .npy header's descr is not "
 				    "a string");
 				goto out;
@@ -892,7 +879,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 			if (lit_word(&c, "True"))
 				fortran = 1;
 			else if (!lit_word(&c, "False")) {
-				say(err, errlen,
+				tfs_say(err, errlen,
 				    "the .npy header's fortran_order "
 				    "is not True or False");
 				goto out;
@@ -903,12 +890,12 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 
 			if (r) {
 				if (r == -E2BIG)
-					say(err, errlen,
+					tfs_say(err, errlen,
 					    "the .npy shape has more "
 					    "than %d dimensions",
 					    TFS_TENSOR_MAX_DIMS);
 				else
-					say(err, errlen,
+					tfs_say(err, errlen,
 					    "the .npy header's shape "
 					    "is not a tuple of "
 					    "integers");
@@ -916,7 +903,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 			}
 			have_shape = 1;
 		} else {
-			say(err, errlen,
+			tfs_say(err, errlen,
 			    "the .npy header has key '%s' %s; "
 			    "expected descr, fortran_order, shape",
 			    key,
@@ -930,7 +917,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 		if (lit_peek(&c) == ',')
 			c.p++;
 		else if (lit_peek(&c) != '}') {
-			say(err, errlen,
+			tfs_say(err, errlen,
 			    "the .npy header dict is malformed at "
 			    "byte %td",
 			    c.p - (const char *)b);
@@ -942,11 +929,11 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 	while (c.p < c.end && *c.p == '\0') /* some writers pad with NULs */
 		c.p++;
 	if (c.p != c.end) {
-		say(err, errlen, "the .npy header has bytes after its dict");
+		tfs_say(err, errlen, "the .npy header has bytes after its dict");
 		goto out;
 	}
 	if (!have_descr || !have_fortran || !have_shape) {
-		say(err, errlen, "the .npy header lacks '%s'",
+		tfs_say(err, errlen, "the .npy header lacks '%s'",
 		    !have_descr	    ? "descr"
 		    : !have_fortran ? "fortran_order"
 				    : "shape");
@@ -954,7 +941,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 	}
 	rc = npy_descr(descr, &dt, &big);
 	if (rc) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "the .npy dtype '%s' is not supported; "
 		    "tensorfs reads bool, int, uint and float",
 		    descr);
@@ -965,11 +952,11 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 	if (tfs_tensor_shape_count(&shape, &count) ||
 	    __builtin_mul_overflow(count, (uint64_t)dtypes[dt].size, &nbytes) ||
 	    nbytes > UINT64_MAX - start - hlen) {
-		say(err, errlen, "the .npy shape %s is too large", sh);
+		tfs_say(err, errlen, "the .npy shape %s is too large", sh);
 		goto out;
 	}
 	if (file_size != UINT64_MAX && start + hlen + nbytes != file_size) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "the .npy header's shape %s of '%s' needs %llu bytes of "
 		    "data "
 		    "after the %llu-byte header, but the file has %llu",
@@ -997,7 +984,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 	rc = 0;
 out:
 	if (rc == -ENOMEM)
-		say(err, errlen, "out of memory");
+		tfs_say(err, errlen, "out of memory");
 	tfs_tensor_list_free(l);
 	return rc;
 }
@@ -1021,7 +1008,7 @@ static int st_metadata(struct tfs_tensor_list *l, json_t *m, char *err,
 	size_t n = json_object_size(m);
 
 	if (!json_is_object(m)) {
-		say(err, errlen, "__metadata__ is not a JSON object");
+		tfs_say(err, errlen, "__metadata__ is not a JSON object");
 		return -EINVAL;
 	}
 	l->meta = calloc(2 * n + 1, sizeof(char *));
@@ -1030,7 +1017,7 @@ static int st_metadata(struct tfs_tensor_list *l, json_t *m, char *err,
 	json_object_foreach(m, k, v)
 	{
 		if (!json_is_string(v)) {
-			say(err, errlen,
+			tfs_say(err, errlen,
 			    "__metadata__ '%s' is not a string; "
 			    "safetensors metadata maps strings to "
 			    "strings",
@@ -1061,7 +1048,7 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 
 	if (!json_is_object(v) || !json_is_string(dt) ||
 	    !json_is_array(shape) || !json_is_array(offs)) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "tensor '%s' is not an object with dtype, shape "
 		    "and data_offsets",
 		    name);
@@ -1070,14 +1057,14 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 	if (json_array_size(offs) != 2 ||
 	    json_u64(json_array_get(offs, 0), &begin) ||
 	    json_u64(json_array_get(offs, 1), &end) || begin > end) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "tensor '%s': data_offsets is not [begin, end] "
 		    "with 0 <= begin <= end",
 		    name);
 		return -EINVAL;
 	}
 	if (end > data_len) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "tensor '%s' ends at byte %llu of the data, "
 		    "past its end at %llu (file truncated?)",
 		    name, (unsigned long long)end,
@@ -1085,7 +1072,7 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 		return -EINVAL;
 	}
 	if (json_array_size(shape) > TFS_TENSOR_MAX_DIMS) {
-		say(err, errlen, "tensor '%s' has more than %d dimensions",
+		tfs_say(err, errlen, "tensor '%s' has more than %d dimensions",
 		    name, TFS_TENSOR_MAX_DIMS);
 		return -EINVAL;
 	}
@@ -1095,7 +1082,7 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 	json_array_foreach(shape, i, d)
 	{
 		if (json_u64(d, &t->shape.dim[i])) {
-			say(err, errlen,
+			tfs_say(err, errlen,
 			    "tensor '%s': shape is not a list of "
 			    "integers >= 0",
 			    name);
@@ -1113,7 +1100,7 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 	t->nbytes = end - begin;
 	tfs_tensor_shape_format(&t->shape, 0, sh, sizeof(sh));
 	if (tfs_tensor_shape_count(&t->shape, &count)) {
-		say(err, errlen, "tensor '%s': shape %s is too large", name,
+		tfs_say(err, errlen, "tensor '%s': shape %s is too large", name,
 		    sh);
 		return -EINVAL;
 	}
@@ -1121,12 +1108,12 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 		return 0; /* listed, not decoded: its size cannot be checked */
 	if (__builtin_mul_overflow(count, (uint64_t)dtypes[t->dtype].size,
 				   &need)) {
-		say(err, errlen, "tensor '%s': shape %s is too large", name,
+		tfs_say(err, errlen, "tensor '%s': shape %s is too large", name,
 		    sh);
 		return -EINVAL;
 	}
 	if (need != t->nbytes) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "tensor '%s': shape %s of %s needs %llu bytes, but "
 		    "data_offsets [%llu, %llu] hold %llu",
 		    name, sh, dtypes[t->dtype].safetensors,
@@ -1152,7 +1139,7 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 
 	*out = NULL;
 	if (len < 8) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "truncated .safetensors file: %zu bytes, the "
 		    "header length alone is 8",
 		    len);
@@ -1160,7 +1147,7 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 	}
 	n = le(b, 8);
 	if (n > TFS_TENSOR_SAFETENSORS_MAX_HEADER) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "the .safetensors header length %llu exceeds "
 		    "the limit of 100 MB",
 		    (unsigned long long)n);
@@ -1171,7 +1158,7 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 
 		if (file_size < have)
 			have = file_size;
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "truncated .safetensors header: it says %llu "
 		    "bytes, %llu are there",
 		    (unsigned long long)n,
@@ -1179,7 +1166,7 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 		goto out;
 	}
 	if (n < 2 || b[8] != '{') {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "the .safetensors header does not begin with "
 		    "'{'");
 		goto out;
@@ -1187,14 +1174,14 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 	data_len = file_size == UINT64_MAX ? UINT64_MAX : file_size - 8 - n;
 	root = json_loadb((const char *)b + 8, n, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "the .safetensors header is not valid JSON: "
 		    "%s at byte %d",
 		    je.text, je.position);
 		goto out;
 	}
 	if (!json_is_object(root)) {
-		say(err, errlen,
+		tfs_say(err, errlen,
 		    "the .safetensors header is not a JSON object");
 		goto out;
 	}
@@ -1219,7 +1206,7 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 					*c = &l->tensors[i];
 
 		if (c->offset < a->offset + a->nbytes) {
-			say(err, errlen,
+			tfs_say(err, errlen,
 			    "tensors '%s' and '%s' overlap in the "
 			    "data",
 			    a->name, c->name);
@@ -1232,7 +1219,7 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 	rc = 0;
 out:
 	if (rc == -ENOMEM)
-		say(err, errlen, "out of memory");
+		tfs_say(err, errlen, "out of memory");
 	json_decref(root);
 	tfs_tensor_list_free(l);
 	return rc;
@@ -1250,7 +1237,7 @@ int tfs_tensor_parse(const void *buf, size_t len, uint64_t file_size,
 						    err, errlen);
 	default:
 		*out = NULL;
-		say(err, errlen, "neither a .npy nor a .safetensors header");
+		tfs_say(err, errlen, "neither a .npy nor a .safetensors header");
 		return -EINVAL;
 	}
 }

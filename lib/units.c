@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <string.h>
 
 #define TFS_UNITS_MAX_DIGITS 64
@@ -352,4 +353,15 @@ size_t tfs_edit_distance(const char *a, const char *b)
 		memcpy(prev, cur, (lb + 1) * sizeof(prev[0]));
 	}
 	return prev[lb];
+}
+
+void tfs_say(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
 }

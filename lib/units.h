@@ -35,4 +35,9 @@ char *tfs_format_count(uint64_t v, char *buf, size_t len);
  * strings of 63 characters or more). */
 size_t tfs_edit_distance(const char *a, const char *b);
 
+/* printf into err (len bytes), for the messages lib/ hands back to
+ * people; err may be NULL or len 0. */
+void tfs_say(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #endif
