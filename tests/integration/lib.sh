@@ -53,6 +53,20 @@ tfs_need() {
 	done
 }
 
+# tfs_need_numpy: set PY to a python3 that has numpy (a pyenv python3
+# first in PATH may have none, Debian's has python3-numpy), or skip
+tfs_need_numpy() {
+	local _p
+	PY=""
+	for _p in python3 /usr/bin/python3; do
+		if command -v "$_p" >/dev/null 2>&1 && "$_p" -c 'import numpy' 2>/dev/null; then
+			PY=$_p
+			return 0
+		fi
+	done
+	tfs_skip "needs python3 with numpy (apt-get install python3-numpy)"
+}
+
 # tfs_mkimg SIZE: make a work dir and format $IMG of SIZE
 tfs_mkimg() {
 	[ -e /dev/fuse ] || tfs_skip "no /dev/fuse"

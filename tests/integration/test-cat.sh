@@ -13,16 +13,7 @@
 
 CAT="$TFS_BIN/tensorfs-cat"
 [ -x "$CAT" ] || tfs_fail "no tensorfs-cat in $TFS_BIN"
-# numpy may live in the system's python3 only (a pyenv python3 first in
-# PATH has none)
-PY=""
-for p in python3 /usr/bin/python3; do
-	if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import numpy' 2>/dev/null; then
-		PY=$p
-		break
-	fi
-done
-[ -n "$PY" ] || tfs_skip "needs python3 with numpy (apt-get install python3-numpy)"
+tfs_need_numpy
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tfs-$TEST_NAME.XXXXXX")
 cd "$WORK" || tfs_fail "cannot cd to $WORK"
 

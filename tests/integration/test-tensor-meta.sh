@@ -5,14 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 tfs_need getfattr setfattr
 CAT="$TFS_BIN/tensorfs-cat"
-PY=""
-for p in python3 /usr/bin/python3; do
-	if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import numpy' 2>/dev/null; then
-		PY=$p
-		break
-	fi
-done
-[ -n "$PY" ] || tfs_skip "needs python3 with numpy (apt-get install python3-numpy)"
+tfs_need_numpy
 tfs_setup 1G
 
 xval() { getfattr --only-values -n "$1" "$2" 2>/dev/null; }
