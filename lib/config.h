@@ -77,10 +77,11 @@ enum tfs_offload_device {
 	  "of pool.  In DeepSpeed: one parameter swap buffer, which must be "  \
 	  "larger than the largest parameter partition.")                      \
 	X(offload_param, pin_memory, BOOL, "false", 0, 1, "bool", TFS,         \
-	  "Lock the write-back pool in RAM (mlock) and register it with "      \
-	  "io_uring, saving a page walk per I/O.  Pinned memory counts "       \
-	  "against RLIMIT_MEMLOCK (ulimit -l); the mount refuses a pool "      \
-	  "larger than that limit.  In DeepSpeed: pins parameter partitions "  \
+	  "Lock the cache and the write-back pool in RAM (mlock) and "         \
+	  "register them with io_uring, saving a page walk per I/O.  Pinned " \
+	  "memory counts against RLIMIT_MEMLOCK (ulimit -l); the mount "       \
+	  "refuses a cache plus pool larger than that limit.  In DeepSpeed: "  \
+	  "pins parameter partitions "                                         \
 	  "as zero.Init creates them in host memory; its max_in_cpu buffer "   \
 	  "is pinned either way.")                                             \
 	X(offload_param, dtype, DTYPE, "fp16", 0, 0, "type", TFS,              \
@@ -159,7 +160,7 @@ enum tfs_offload_device {
 	X(mount, memory_check, BOOL, "true", 0, 1, "bool", TFS,                \
 	  "Refuse to mount when the cache and the pool do not fit in "         \
 	  "available memory (MemAvailable and the cgroup's memory.max), or "   \
-	  "the pinned pool exceeds RLIMIT_MEMLOCK.  false mounts anyway.")     \
+	  "with pin_memory they exceed RLIMIT_MEMLOCK.  false mounts anyway.") \
 	X(mount, commit_interval_ms, UINT, "5000", 10, 3600000, "ms", TFS,     \
 	  "How often metadata changes are committed to the journal.  A "      \
 	  "crash loses at most this much of the work that was not "           \
