@@ -144,13 +144,27 @@ static void die(int code, const char *fmt, ...)
 
 /* ===== what was read, to explain ===== */
 
-#define MAX_NOTES 24
+#define TFS_DEEPSPEED_MAX_NOTES 24
 
 /* An "auto" (or otherwise substituted) value and who decides it. */
-struct note {
+struct tfs_deepspeed_note {
 	char key[64];
 	char value[48];
 	char how[256];
+};
+
+/* Reading a ds_config.json: what the caller gives, what comes out. */
+struct tfs_deepspeed {
+	/* in, borrowed */
+	const char *name;     /* the file, for messages */
+	struct tfs_config *c; /* the keys it sets are set here */
+	struct tfs_plan *p;   /* its problems are added here */
+	uint64_t hidden;      /* hidden_size of the model, 0 unknown */
+	int dtype_given;      /* leave offload_param.dtype alone */
+	/* out */
+	unsigned int stage; /* zero_optimization.stage, 0 if absent */
+	struct tfs_deepspeed_note notes[TFS_DEEPSPEED_MAX_NOTES];
+	size_t nnotes;
 };
 
 struct input {
@@ -160,23 +174,22 @@ struct input {
 	uint64_t hidden; /* from --model, for "auto" values */
 	int dtype_given;
 	int ram_given;
-	struct note notes[MAX_NOTES];
-	size_t nnotes;
+	struct tfs_deepspeed dsr; /* what --deepspeed said */
 	struct tfs_plan *p; /* problems of the inputs go here first */
 };
 
-static void note(struct input *in, const char *key, const char *value,
+static void note(struct tfs_deepspeed *ds, const char *key, const char *value,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static void note(struct input *in, const char *key, const char *value,
+static void note(struct tfs_deepspeed *ds, const char *key, const char *value,
 		 const char *fmt, ...)
 {
-	struct note *n;
+	struct tfs_deepspeed_note *n;
 	va_list ap;
 
-	if (in->nnotes == MAX_NOTES)
+	if (ds->nnotes == TFS_DEEPSPEED_MAX_NOTES)
 		return;
-	n = &in->notes[in->nnotes++];
+	n = &ds->notes[ds->nnotes++];
 	snprintf(n->key, sizeof(n->key), "%s", key);
 	snprintf(n->value, sizeof(n->value), "%s", value);
 	va_start(ap, fmt);
@@ -409,9 +422,9 @@ static const char *zero_default(const char *name)
 /* A zero_optimization key that Hugging Face's Trainer fills from the
  * model's hidden_size (transformers integrations/deepspeed.py
  * HfTrainerDeepSpeedConfig.trainer_config_finalize). */
-static void hf_auto(struct input *in, const char *name)
+static void hf_auto(struct tfs_deepspeed *ds, const char *name)
 {
-	uint64_t h = in->hidden, v = 0;
+	uint64_t h = ds->hidden, v = 0;
 	const char *formula = NULL;
 	char key[64], val[48];
 
@@ -428,18 +441,18 @@ static void hf_auto(struct input *in, const char *name)
 	}
 	if (formula && h) {
 		snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
-		note(in, key, val,
+		note(ds, key, val,
 		     "Hugging Face's Trainer writes %s, hidden_size "
 		     "%llu from --model",
 		     formula, (unsigned long long)h);
 	} else if (formula) {
-		note(in, key, "hidden_size-based",
+		note(ds, key, "hidden_size-based",
 		     "Hugging Face's Trainer "
 		     "writes %s (give --model to see it); under plain "
 		     "DeepSpeed, which drops \"auto\", the default %s",
 		     formula, zero_default(name));
 	} else {
-		note(in, key,
+		note(ds, key,
 		     zero_default(name) ? zero_default(name)
 					: "DeepSpeed's default",
 		     "neither Hugging Face's Trainer "
@@ -450,7 +463,7 @@ static void hf_auto(struct input *in, const char *name)
 }
 
 /* Set section.name of the config from a JSON value found at path. */
-static void set_from_json(struct input *in, const char *path,
+static void set_from_json(struct tfs_deepspeed *ds, const char *path,
 			  const char *section, const char *name,
 			  const json_t *v)
 {
@@ -464,11 +477,11 @@ static void set_from_json(struct input *in, const char *path,
 	if (json_is_null(v))
 		return; /* Optional, None: the default */
 	if (scalar(v, buf, sizeof(buf), &is_string)) {
-		tfs_plan_add(in->p, TFS_PLAN_FAIL, key,
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, key,
 			     "%s: %s is not a "
 			     "single value; DeepSpeed's config rejects it; "
 			     "write a %s",
-			     in->ds, path,
+			     ds->name, path,
 			     k->type == TFS_CFG_BOOL ? "true or false"
 			     : k->type == TFS_CFG_STR || k->type == TFS_CFG_ENUM
 				 ? "string"
@@ -478,17 +491,17 @@ static void set_from_json(struct input *in, const char *path,
 	if (is_string && !strcmp(buf, "auto")) {
 		if (!strcmp(section, "aio")) {
 			tfs_plan_add(
-			    in->p, TFS_PLAN_FAIL, key,
+			    ds->p, TFS_PLAN_FAIL, key,
 			    "%s: %s is "
 			    "\"auto\", but DeepSpeed reads aio with "
 			    "get_scalar_param() (aio_config.py), which "
 			    "keeps the string and hands it to the aio "
 			    "op, and nothing fills it in; write a "
 			    "number",
-			    in->ds, path);
+			    ds->name, path);
 			return;
 		}
-		note(in, path, tfs_config_format(&in->c, k, def, sizeof(def)),
+		note(ds, path, tfs_config_format(ds->c, k, def, sizeof(def)),
 		     "neither Hugging Face's Trainer nor Accelerate fills it; "
 		     "DeepSpeed's config drops \"auto\" "
 		     "(DeepSpeedConfigModel.__init__) and uses its default");
@@ -496,22 +509,22 @@ static void set_from_json(struct input *in, const char *path,
 	}
 	if (is_string && k->type != TFS_CFG_STR && k->type != TFS_CFG_ENUM &&
 	    k->type != TFS_CFG_BOOL)
-		tfs_plan_add(in->p, TFS_PLAN_WARN, key,
+		tfs_plan_add(ds->p, TFS_PLAN_WARN, key,
 			     "%s: %s is the string "
 			     "\"%s\"; tensorfs-plan reads it as a number, but "
 			     "DeepSpeed's pydantic config parses integer "
 			     "strings only and may reject it; write %s without "
 			     "quotes",
-			     in->ds, path, buf, buf);
-	if (tfs_config_set(&in->c, key, buf, err, sizeof(err)))
-		tfs_plan_add(in->p, TFS_PLAN_FAIL, key, "%s: %s: %s", in->ds,
+			     ds->name, path, buf, buf);
+	if (tfs_config_set(ds->c, key, buf, err, sizeof(err)))
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, key, "%s: %s: %s", ds->name,
 			     path, err);
 }
 
 /* Report the keys of obj (at path) that DeepSpeed does not know. */
-static void unknown_keys(struct input *in, const json_t *obj, const char *path,
-			 const char *const *fields, enum tfs_plan_severity sev,
-			 const char *why)
+static void unknown_keys(struct tfs_deepspeed *ds, const json_t *obj,
+			 const char *path, const char *const *fields,
+			 enum tfs_plan_severity sev, const char *why)
 {
 	const char *name;
 	json_t *v;
@@ -522,15 +535,15 @@ static void unknown_keys(struct input *in, const json_t *obj, const char *path,
 		if (in_list(fields, name))
 			continue;
 		(void)v;
-		tfs_plan_add(in->p, sev, "",
+		tfs_plan_add(ds->p, sev, "",
 			     "%s: %s.%s is not a key DeepSpeed "
 			     "knows%s; %s",
-			     in->ds, path, name,
+			     ds->name, path, name,
 			     nearest(fields, name, near, sizeof(near)), why);
 	}
 }
 
-static void read_offload(struct input *in, const json_t *zero,
+static void read_offload(struct tfs_deepspeed *ds, const json_t *zero,
 			 const char *section, const char *const *fields)
 {
 	const json_t *o = json_object_get(zero, section), *v;
@@ -540,11 +553,11 @@ static void read_offload(struct input *in, const json_t *zero,
 		return;
 	snprintf(path, sizeof(path), "zero_optimization.%s", section);
 	if (!json_is_object(o)) {
-		tfs_plan_add(in->p, TFS_PLAN_FAIL, section,
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, section,
 			     "%s: %s is not an "
 			     "object; DeepSpeed's config rejects it; write "
 			     "{\"device\": \"nvme\", ...}",
-			     in->ds, path);
+			     ds->name, path);
 		return;
 	}
 	for (const char *const *f = fields; *f; f++) {
@@ -553,10 +566,10 @@ static void read_offload(struct input *in, const json_t *zero,
 			continue;
 		snprintf(path, sizeof(path), "zero_optimization.%s.%s", section,
 			 *f);
-		set_from_json(in, path, section, *f, v);
+		set_from_json(ds, path, section, *f, v);
 	}
 	snprintf(path, sizeof(path), "zero_optimization.%s", section);
-	unknown_keys(in, o, path, fields, TFS_PLAN_FAIL,
+	unknown_keys(ds, o, path, fields, TFS_PLAN_FAIL,
 		     "DeepSpeed's config "
 		     "model forbids unknown keys (extra=\"forbid\") and stops "
 		     "with 'Extra inputs are not permitted'; remove it or fix "
@@ -576,32 +589,34 @@ static int enabled(const json_t *root, const char *section)
 	return json_is_true(e);
 }
 
-static void read_deepspeed(struct input *in)
+/* Read the parsed ds_config.json root (an object) into ds. */
+static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
+		     size_t errlen)
 {
-	json_t *root = load_json(in->ds, "DeepSpeed config"), *zero, *v, *aio;
+	json_t *zero, *v, *aio;
 	const char *name;
-	char buf[64], err[256];
-	int is_string, fp16, bf16;
+	char buf[64];
+	int is_string, fp16, bf16, rc = 0;
 
 	zero = json_object_get(root, "zero_optimization");
-	in->f.stage = 0; /* DeepSpeed's default: ZeRO off */
+	ds->stage = 0; /* DeepSpeed's default: ZeRO off */
 	if (json_is_boolean(zero)) {
 		/* the deprecated form (zero/config.py read_zero_config_
 		 * deprecated): true is stage 1 */
-		in->f.stage = json_is_true(zero);
-		tfs_plan_add(in->p, TFS_PLAN_WARN, "zero_optimization.stage",
+		ds->stage = json_is_true(zero);
+		tfs_plan_add(ds->p, TFS_PLAN_WARN, "zero_optimization.stage",
 			     "%s: zero_optimization is %s, a deprecated form "
 			     "DeepSpeed reads as stage %u; write {\"stage\": "
 			     "3, ...}",
-			     in->ds, json_is_true(zero) ? "true" : "false",
-			     in->f.stage);
+			     ds->name, json_is_true(zero) ? "true" : "false",
+			     ds->stage);
 		zero = NULL;
 	} else if (zero && !json_is_object(zero)) {
-		tfs_plan_add(in->p, TFS_PLAN_FAIL, "zero_optimization",
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, "zero_optimization",
 			     "%s: "
 			     "zero_optimization is not an object; DeepSpeed "
 			     "rejects it",
-			     in->ds);
+			     ds->name);
 		zero = NULL;
 	}
 	if (zero) {
@@ -611,27 +626,27 @@ static void read_deepspeed(struct input *in)
 			uint64_t s;
 
 			if (parse_count(buf, &s) || s > 3)
-				tfs_plan_add(in->p, TFS_PLAN_FAIL,
+				tfs_plan_add(ds->p, TFS_PLAN_FAIL,
 					     "zero_optimization.stage",
 					     "%s: "
 					     "zero_optimization.stage = %s is "
 					     "not 0, 1, 2 or 3; DeepSpeed "
 					     "rejects it",
-					     in->ds, buf);
+					     ds->name, buf);
 			else
-				in->f.stage = (unsigned)s;
+				ds->stage = (unsigned)s;
 		} else if (v) {
-			in->f.stage = 0;
-			note(in, "zero_optimization.stage", "0",
+			ds->stage = 0;
+			note(ds, "zero_optimization.stage", "0",
 			     "DeepSpeed "
 			     "drops \"auto\" and uses its default, 0 (ZeRO "
 			     "off); write 3");
 		}
-		read_offload(in, zero, "offload_param", param_fields);
-		read_offload(in, zero, "offload_optimizer", optim_fields);
+		read_offload(ds, zero, "offload_param", param_fields);
+		read_offload(ds, zero, "offload_optimizer", optim_fields);
 		v = json_object_get(zero, "sub_group_size");
 		if (v)
-			set_from_json(in, "zero_optimization.sub_group_size",
+			set_from_json(ds, "zero_optimization.sub_group_size",
 				      "zero_optimization", "sub_group_size", v);
 		json_object_foreach(zero, name, v)
 		{
@@ -639,11 +654,11 @@ static void read_deepspeed(struct input *in)
 			    !strcmp(json_string_value(v), "auto") &&
 			    strcmp(name, "sub_group_size") &&
 			    strcmp(name, "stage"))
-				hf_auto(in, name);
+				hf_auto(ds, name);
 		}
 		if (json_object_get(zero, "aio"))
 			tfs_plan_add(
-			    in->p, TFS_PLAN_FAIL, "aio",
+			    ds->p, TFS_PLAN_FAIL, "aio",
 			    "%s: aio is "
 			    "inside zero_optimization, where "
 			    "DeepSpeedZeroConfig forbids unknown keys: "
@@ -652,10 +667,10 @@ static void read_deepspeed(struct input *in)
 			    "Hugging Face DeepSpeed guide's NVMe "
 			    "example has it there); move \"aio\" to the "
 			    "top level, beside zero_optimization",
-			    in->ds);
+			    ds->name);
 		json_object_del(zero, "aio"); /* reported above */
 		unknown_keys(
-		    in, zero, "zero_optimization", zero_fields, TFS_PLAN_WARN,
+		    ds, zero, "zero_optimization", zero_fields, TFS_PLAN_WARN,
 		    "DeepSpeed's config forbids "
 		    "unknown keys (extra=\"forbid\"), so unless your "
 		    "DeepSpeed is newer than 0.16 and has it, it stops "
@@ -668,10 +683,10 @@ static void read_deepspeed(struct input *in)
 		 * in an INI file; DeepSpeed ignores it (the plan says so) */
 		v = json_object_get(aio, "thread_count");
 		if (v && !json_object_get(aio, "intra_op_parallelism"))
-			set_from_json(in, "aio.thread_count", "aio",
+			set_from_json(ds, "aio.thread_count", "aio",
 				      "intra_op_parallelism", v);
 		if (v)
-			in->c.flags |= TFS_CFG_F_THREAD_COUNT;
+			ds->c->flags |= TFS_CFG_F_THREAD_COUNT;
 		for (const char *const *f = aio_fields; *f; f++) {
 			char path[64];
 
@@ -679,7 +694,7 @@ static void read_deepspeed(struct input *in)
 			if (!v)
 				continue;
 			snprintf(path, sizeof(path), "aio.%s", *f);
-			set_from_json(in, path, "aio", *f, v);
+			set_from_json(ds, path, "aio", *f, v);
 		}
 		json_object_foreach(aio, name, v)
 		{
@@ -689,11 +704,11 @@ static void read_deepspeed(struct input *in)
 			    !strcmp(name, "thread_count"))
 				continue;
 			tfs_plan_add(
-			    in->p, TFS_PLAN_WARN, "",
+			    ds->p, TFS_PLAN_WARN, "",
 			    "%s: aio.%s is "
 			    "ignored by DeepSpeed: get_aio_config() "
 			    "reads only its six keys%s",
-			    in->ds, name,
+			    ds->name, name,
 			    nearest(aio_fields, name, near, sizeof(near)));
 		}
 	}
@@ -703,18 +718,19 @@ static void read_deepspeed(struct input *in)
 	bf16 = enabled(root, "bf16");
 	if (!bf16)
 		bf16 = enabled(root, "bfloat16");
-	if (!in->dtype_given) {
+	if (!ds->dtype_given) {
 		const char *dt = bf16 == 1		      ? "bf16"
 				 : fp16 == 1		      ? "fp16"
 				 : (bf16 == -1 || fp16 == -1) ? "bf16"
 							      : "fp32";
 
-		if (tfs_config_set(&in->c, "offload_param.dtype", dt, err,
-				   sizeof(err)))
-			die(EX_SOFTWARE, "%s", err);
+		rc = tfs_config_set(ds->c, "offload_param.dtype", dt, err,
+				    errlen);
+		if (rc)
+			return rc == -EINVAL ? -EPROTO : rc; /* a bug */
 		if (bf16 == -1 || fp16 == -1)
 			note(
-			    in, bf16 == -1 ? "bf16.enabled" : "fp16.enabled",
+			    ds, bf16 == -1 ? "bf16.enabled" : "fp16.enabled",
 			    "bf16 assumed",
 			    "Hugging Face's Trainer sets it "
 			    "from --bf16/--fp16 (neither: fp32); tensorfs-plan "
@@ -722,13 +738,70 @@ static void read_deepspeed(struct input *in)
 	}
 	if (fp16 == 1 && bf16 == 1)
 		tfs_plan_add(
-		    in->p, TFS_PLAN_FAIL, "",
+		    ds->p, TFS_PLAN_FAIL, "",
 		    "%s: fp16 and bf16 are "
 		    "both enabled; DeepSpeed asserts 'bfloat16 and fp16 "
 		    "modes cannot be simultaneously enabled'; enable "
 		    "one",
-		    in->ds);
+		    ds->name);
+	return rc;
+}
+
+/* Read what json_load*() returned (NULL: e says why) and free it. */
+static int read_loaded(struct tfs_deepspeed *ds, json_t *root,
+		       const json_error_t *e, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!root) {
+		tfs_say(err, errlen, "%s:%d:%d: invalid JSON: %s; fix the file",
+			ds->name, e->line, e->column, e->text);
+		return -EINVAL;
+	}
+	if (!json_is_object(root)) {
+		tfs_say(err, errlen,
+			"%s: the top level is not a JSON object; give "
+			"a %s",
+			ds->name, "DeepSpeed config");
+		rc = -EINVAL;
+	} else {
+		rc = read_root(ds, root, err, errlen);
+	}
 	json_decref(root);
+	return rc;
+}
+
+static int tfs_deepspeed_read_file(struct tfs_deepspeed *ds, FILE *f, char *err,
+				   size_t errlen)
+{
+	json_error_t e;
+
+	return read_loaded(ds, json_loadf(f, 0, &e), &e, err, errlen);
+}
+
+/* --deepspeed: read in->ds into in, or exit 66/65 with why. */
+static void read_deepspeed(struct input *in)
+{
+	struct tfs_deepspeed *ds = &in->dsr;
+	char err[1024];
+	FILE *f = fopen(in->ds, "r");
+	int rc;
+
+	if (!f)
+		die(EX_NOINPUT, "%s '%s': cannot open: %s", "DeepSpeed config",
+		    in->ds, strerror(errno));
+	ds->name = in->ds;
+	ds->c = &in->c;
+	ds->p = in->p;
+	ds->hidden = in->hidden;
+	ds->dtype_given = in->dtype_given;
+	rc = tfs_deepspeed_read_file(ds, f, err, sizeof(err));
+	fclose(f);
+	if (rc == -EINVAL)
+		die(EX_DATAERR, "%s", err);
+	if (rc)
+		die(EX_SOFTWARE, "%s", err);
+	in->f.stage = ds->stage;
 }
 
 /* ===== the model's config.json ===== */
@@ -918,12 +991,12 @@ static void print_text(const struct input *in, const struct tfs_plan *p,
 		wrap2(stdout, "", "  ", line);
 	}
 
-	if (in->nnotes) {
+	if (in->dsr.nnotes) {
 		printf("\n\"auto\" and substituted values:\n");
-		for (size_t i = 0; i < in->nnotes; i++) {
+		for (size_t i = 0; i < in->dsr.nnotes; i++) {
 			snprintf(line, sizeof(line), "%s = %s: %s",
-				 in->notes[i].key, in->notes[i].value,
-				 in->notes[i].how);
+				 in->dsr.notes[i].key, in->dsr.notes[i].value,
+				 in->dsr.notes[i].how);
 			wrap2(stdout, "  ", "    ", line);
 		}
 	}
@@ -1095,11 +1168,11 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 		      "zero_stage", (int)f->stage));
 
 	a = json_array();
-	for (size_t i = 0; i < in->nnotes; i++)
-		json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "key",
-						   in->notes[i].key, "value",
-						   in->notes[i].value, "how",
-						   in->notes[i].how));
+	for (size_t i = 0; i < in->dsr.nnotes; i++)
+		json_array_append_new(
+		    a, json_pack("{s:s, s:s, s:s}", "key", in->dsr.notes[i].key,
+				 "value", in->dsr.notes[i].value, "how",
+				 in->dsr.notes[i].how));
 	json_object_set_new(o, "auto", a);
 
 	keys = tfs_config_keys(&n);
