@@ -1,0 +1,564 @@
+/*
+ * deepspeed.c: a ds_config.json as DeepSpeed 0.16 would read it, for
+ * tensorfs-plan.
+ *
+ * The file is parsed whole (jansson); read_root() walks it once:
+ * zero_optimization (its stage, offload_param, offload_optimizer,
+ * sub_group_size), the top-level aio, then fp16/bf16 for the dtype.  Each
+ * value goes through set_from_json(), which turns it into the text an
+ * INI file would hold and hands it to tfs_config_set(), so JSON and INI
+ * agree on every key.  Nothing here stops at a bad value: it becomes a
+ * problem of the plan (TFS_PLAN_FAIL if DeepSpeed would stop, WARN if it
+ * would ignore it), and the reading goes on, so one run shows them all.
+ * Only a file that is not a JSON object is an error.  The key lists are
+ * DeepSpeed's, version by version; each says where it comes from.
+ */
+#include "deepspeed.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "units.h"
+
+static void note(struct tfs_deepspeed *ds, const char *key, const char *value,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void note(struct tfs_deepspeed *ds, const char *key, const char *value,
+		 const char *fmt, ...)
+{
+	struct tfs_deepspeed_note *n;
+	va_list ap;
+
+	if (ds->nnotes == TFS_DEEPSPEED_MAX_NOTES)
+		return;
+	n = &ds->notes[ds->nnotes++];
+	snprintf(n->key, sizeof(n->key), "%s", key);
+	snprintf(n->value, sizeof(n->value), "%s", value);
+	va_start(ap, fmt);
+	vsnprintf(n->how, sizeof(n->how), fmt, ap);
+	va_end(ap);
+}
+
+/* A count in DeepSpeed's notation, no unit. */
+static int parse_count(const char *s, uint64_t *out)
+{
+	int suffix = 0;
+
+	return tfs_parse_size(s, out, &suffix) || suffix ? -EINVAL : 0;
+}
+
+/* A JSON scalar as the INI would write it into buf; 0, or -1 if it is
+ * not a scalar.  *is_string tells whether it was a JSON string. */
+static int scalar(const json_t *v, char *buf, size_t len, int *is_string)
+{
+	double d;
+
+	*is_string = 0;
+	if (json_is_string(v)) {
+		*is_string = 1;
+		snprintf(buf, len, "%s", json_string_value(v));
+	} else if (json_is_integer(v)) {
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	} else if (json_is_real(v)) {
+		d = json_real_value(v);
+		if (d >= 0 && d < 9.2e18 && d == (double)(uint64_t)d)
+			snprintf(buf, len, "%llu", (unsigned long long)d);
+		else
+			snprintf(buf, len, "%.17g", d);
+	} else if (json_is_boolean(v)) {
+		snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+/* ===== the ds_config.json ===== */
+
+/* zero_optimization's fields in DeepSpeed 0.16.5 (runtime/zero/config.py
+ * DeepSpeedZeroConfig, names and aliases; populate_by_name), which
+ * rejects any other key (DeepSpeedConfigModel: extra="forbid"). */
+static const char *const zero_fields[] = {
+    "stage",
+    "contiguous_gradients",
+    "reduce_scatter",
+    "reduce_bucket_size",
+    "use_multi_rank_bucket_allreduce",
+    "allgather_partitions",
+    "allgather_bucket_size",
+    "overlap_comm",
+    "load_from_fp32_weights",
+    "elastic_checkpoint",
+    "offload_param",
+    "offload_optimizer",
+    "sub_group_size",
+    "cpu_offload_param",
+    "cpu_offload_use_pin_memory",
+    "cpu_offload",
+    "prefetch_bucket_size",
+    "stage3_prefetch_bucket_size",
+    "param_persistence_threshold",
+    "stage3_param_persistence_threshold",
+    "model_persistence_threshold",
+    "stage3_model_persistence_threshold",
+    "max_live_parameters",
+    "stage3_max_live_parameters",
+    "max_reuse_distance",
+    "stage3_max_reuse_distance",
+    "gather_16bit_weights_on_model_save",
+    "stage3_gather_16bit_weights_on_model_save",
+    "module_granularity_threshold",
+    "stage3_module_granularity_threshold",
+    "use_all_reduce_for_fetch_params",
+    "stage3_use_all_reduce_for_fetch_params",
+    "stage3_gather_fp16_weights_on_model_save",
+    "ignore_unused_parameters",
+    "legacy_stage1",
+    "round_robin_gradients",
+    "zero_hpz_partition_size",
+    "zero_quantized_weights",
+    "zero_quantized_nontrainable_weights",
+    "zero_quantized_gradients",
+    "zeropp_loco_param",
+    "mics_shard_size",
+    "mics_hierarchical_params_gather",
+    "memory_efficient_linear",
+    "pipeline_loading_checkpoint",
+    "override_module_apply",
+    "log_trace_cache_warnings",
+    NULL};
+
+/* offload_config.py: DeepSpeedZeroOffloadParamConfig and
+ * DeepSpeedZeroOffloadOptimizerConfig, also extra="forbid" */
+static const char *const param_fields[] = {
+    "device",	  "nvme_path", "buffer_count", "buffer_size", "max_in_cpu",
+    "pin_memory", NULL};
+static const char *const optim_fields[] = {
+    "device",	  "nvme_path",	   "buffer_count",
+    "pin_memory", "pipeline_read", "pipeline_write",
+    "fast_init",  "ratio",	   NULL};
+/* swap_tensor/aio_config.py get_aio_config reads these only */
+static const char *const aio_fields[] = {"block_size",
+					 "queue_depth",
+					 "intra_op_parallelism",
+					 "single_submit",
+					 "overlap_events",
+					 "use_gds",
+					 NULL};
+
+static int in_list(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, name))
+			return 1;
+	return 0;
+}
+
+/* "; did you mean 'x'?" for the nearest of list, or "" */
+static const char *nearest(const char *const *list, const char *name, char *buf,
+			   size_t len)
+{
+	const char *best = NULL;
+	size_t bd = 4;
+
+	for (; *list; list++) {
+		size_t d = tfs_edit_distance(name, *list);
+
+		if (d < bd) {
+			bd = d;
+			best = *list;
+		}
+	}
+	buf[0] = '\0';
+	if (best)
+		snprintf(buf, len, "; did you mean '%s'?", best);
+	return buf;
+}
+
+/* DeepSpeed's default of a zero_optimization key, for "auto". */
+static const char *zero_default(const char *name)
+{
+	static const struct {
+		const char *name, *def;
+	} d[] = {
+	    {"reduce_bucket_size", "5e8"},
+	    {"allgather_bucket_size", "5e8"},
+	    {"stage3_prefetch_bucket_size", "5e7"},
+	    {"prefetch_bucket_size", "5e7"},
+	    {"stage3_param_persistence_threshold", "1e5"},
+	    {"param_persistence_threshold", "1e5"},
+	    {"stage3_max_live_parameters", "1e9"},
+	    {"max_live_parameters", "1e9"},
+	    {"stage3_max_reuse_distance", "1e9"},
+	    {"max_reuse_distance", "1e9"},
+	    {"sub_group_size", "1e9"},
+	};
+
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (!strcmp(d[i].name, name))
+			return d[i].def;
+	return NULL;
+}
+
+/* A zero_optimization key that Hugging Face's Trainer fills from the
+ * model's hidden_size (transformers integrations/deepspeed.py
+ * HfTrainerDeepSpeedConfig.trainer_config_finalize). */
+static void hf_auto(struct tfs_deepspeed *ds, const char *name)
+{
+	uint64_t h = ds->hidden, v = 0;
+	const char *formula = NULL;
+	char key[64], val[48];
+
+	snprintf(key, sizeof(key), "zero_optimization.%s", name);
+	if (!strcmp(name, "reduce_bucket_size")) {
+		v = h * h;
+		formula = "hidden_size x hidden_size";
+	} else if (!strcmp(name, "stage3_prefetch_bucket_size")) {
+		v = h * h / 10 * 9 + h * h % 10 * 9 / 10;
+		formula = "0.9 x hidden_size x hidden_size (ZeRO-3)";
+	} else if (!strcmp(name, "stage3_param_persistence_threshold")) {
+		v = 10 * h;
+		formula = "10 x hidden_size (ZeRO-3)";
+	}
+	if (formula && h) {
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+		note(ds, key, val,
+		     "Hugging Face's Trainer writes %s, hidden_size "
+		     "%llu from --model",
+		     formula, (unsigned long long)h);
+	} else if (formula) {
+		note(ds, key, "hidden_size-based",
+		     "Hugging Face's Trainer "
+		     "writes %s (give --model to see it); under plain "
+		     "DeepSpeed, which drops \"auto\", the default %s",
+		     formula, zero_default(name));
+	} else {
+		note(ds, key,
+		     zero_default(name) ? zero_default(name)
+					: "DeepSpeed's default",
+		     "neither Hugging Face's Trainer "
+		     "nor Accelerate fills it; DeepSpeed's config drops "
+		     "\"auto\" (DeepSpeedConfigModel.__init__) and uses its "
+		     "default");
+	}
+}
+
+/* Set section.name of the config from a JSON value found at path. */
+static void set_from_json(struct tfs_deepspeed *ds, const char *path,
+			  const char *section, const char *name,
+			  const json_t *v)
+{
+	char key[96], buf[TFS_CFG_STR_MAX], err[512], def[48];
+	const struct tfs_cfg_key *k = tfs_config_key(section, name);
+	int is_string;
+
+	if (!k)
+		return;
+	snprintf(key, sizeof(key), "%s.%s", section, name);
+	if (json_is_null(v))
+		return; /* Optional, None: the default */
+	if (scalar(v, buf, sizeof(buf), &is_string)) {
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, key,
+			     "%s: %s is not a "
+			     "single value; DeepSpeed's config rejects it; "
+			     "write a %s",
+			     ds->name, path,
+			     k->type == TFS_CFG_BOOL ? "true or false"
+			     : k->type == TFS_CFG_STR || k->type == TFS_CFG_ENUM
+				 ? "string"
+				 : "number");
+		return;
+	}
+	if (is_string && !strcmp(buf, "auto")) {
+		if (!strcmp(section, "aio")) {
+			tfs_plan_add(
+			    ds->p, TFS_PLAN_FAIL, key,
+			    "%s: %s is "
+			    "\"auto\", but DeepSpeed reads aio with "
+			    "get_scalar_param() (aio_config.py), which "
+			    "keeps the string and hands it to the aio "
+			    "op, and nothing fills it in; write a "
+			    "number",
+			    ds->name, path);
+			return;
+		}
+		note(ds, path, tfs_config_format(ds->c, k, def, sizeof(def)),
+		     "neither Hugging Face's Trainer nor Accelerate fills it; "
+		     "DeepSpeed's config drops \"auto\" "
+		     "(DeepSpeedConfigModel.__init__) and uses its default");
+		return;
+	}
+	if (is_string && k->type != TFS_CFG_STR && k->type != TFS_CFG_ENUM &&
+	    k->type != TFS_CFG_BOOL)
+		tfs_plan_add(ds->p, TFS_PLAN_WARN, key,
+			     "%s: %s is the string "
+			     "\"%s\"; tensorfs-plan reads it as a number, but "
+			     "DeepSpeed's pydantic config parses integer "
+			     "strings only and may reject it; write %s without "
+			     "quotes",
+			     ds->name, path, buf, buf);
+	if (tfs_config_set(ds->c, key, buf, err, sizeof(err)))
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, key, "%s: %s: %s", ds->name,
+			     path, err);
+}
+
+/* Report the keys of obj (at path) that DeepSpeed does not know. */
+static void unknown_keys(struct tfs_deepspeed *ds, const json_t *obj,
+			 const char *path, const char *const *fields,
+			 enum tfs_plan_severity sev, const char *why)
+{
+	const char *name;
+	json_t *v;
+	char near[96];
+
+	json_object_foreach((json_t *)obj, name, v)
+	{
+		if (in_list(fields, name))
+			continue;
+		(void)v;
+		tfs_plan_add(ds->p, sev, "",
+			     "%s: %s.%s is not a key DeepSpeed "
+			     "knows%s; %s",
+			     ds->name, path, name,
+			     nearest(fields, name, near, sizeof(near)), why);
+	}
+}
+
+static void read_offload(struct tfs_deepspeed *ds, const json_t *zero,
+			 const char *section, const char *const *fields)
+{
+	const json_t *o = json_object_get(zero, section), *v;
+	char path[96];
+
+	if (!o || json_is_null(o))
+		return;
+	snprintf(path, sizeof(path), "zero_optimization.%s", section);
+	if (!json_is_object(o)) {
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, section,
+			     "%s: %s is not an "
+			     "object; DeepSpeed's config rejects it; write "
+			     "{\"device\": \"nvme\", ...}",
+			     ds->name, path);
+		return;
+	}
+	for (const char *const *f = fields; *f; f++) {
+		v = json_object_get(o, *f);
+		if (!v)
+			continue;
+		snprintf(path, sizeof(path), "zero_optimization.%s.%s", section,
+			 *f);
+		set_from_json(ds, path, section, *f, v);
+	}
+	snprintf(path, sizeof(path), "zero_optimization.%s", section);
+	unknown_keys(ds, o, path, fields, TFS_PLAN_FAIL,
+		     "DeepSpeed's config "
+		     "model forbids unknown keys (extra=\"forbid\") and stops "
+		     "with 'Extra inputs are not permitted'; remove it or fix "
+		     "its name");
+}
+
+/* fp16.enabled or bf16.enabled: 1 true, 0 false or absent, -1 "auto" */
+static int enabled(const json_t *root, const char *section)
+{
+	const json_t *s = json_object_get(root, section), *e;
+
+	if (!json_is_object(s))
+		return 0;
+	e = json_object_get(s, "enabled");
+	if (json_is_string(e) && !strcmp(json_string_value(e), "auto"))
+		return -1;
+	return json_is_true(e);
+}
+
+/* Read the parsed ds_config.json root (an object) into ds. */
+static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
+		     size_t errlen)
+{
+	json_t *zero, *v, *aio;
+	const char *name;
+	char buf[64];
+	int is_string, fp16, bf16, rc = 0;
+
+	zero = json_object_get(root, "zero_optimization");
+	ds->stage = 0; /* DeepSpeed's default: ZeRO off */
+	if (json_is_boolean(zero)) {
+		/* the deprecated form (zero/config.py read_zero_config_
+		 * deprecated): true is stage 1 */
+		ds->stage = json_is_true(zero);
+		tfs_plan_add(ds->p, TFS_PLAN_WARN, "zero_optimization.stage",
+			     "%s: zero_optimization is %s, a deprecated form "
+			     "DeepSpeed reads as stage %u; write {\"stage\": "
+			     "3, ...}",
+			     ds->name, json_is_true(zero) ? "true" : "false",
+			     ds->stage);
+		zero = NULL;
+	} else if (zero && !json_is_object(zero)) {
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, "zero_optimization",
+			     "%s: "
+			     "zero_optimization is not an object; DeepSpeed "
+			     "rejects it",
+			     ds->name);
+		zero = NULL;
+	}
+	if (zero) {
+		v = json_object_get(zero, "stage");
+		if (v && !scalar(v, buf, sizeof(buf), &is_string) &&
+		    !(is_string && !strcmp(buf, "auto"))) {
+			uint64_t s;
+
+			if (parse_count(buf, &s) || s > 3)
+				tfs_plan_add(ds->p, TFS_PLAN_FAIL,
+					     "zero_optimization.stage",
+					     "%s: "
+					     "zero_optimization.stage = %s is "
+					     "not 0, 1, 2 or 3; DeepSpeed "
+					     "rejects it",
+					     ds->name, buf);
+			else
+				ds->stage = (unsigned)s;
+		} else if (v) {
+			ds->stage = 0;
+			note(ds, "zero_optimization.stage", "0",
+			     "DeepSpeed "
+			     "drops \"auto\" and uses its default, 0 (ZeRO "
+			     "off); write 3");
+		}
+		read_offload(ds, zero, "offload_param", param_fields);
+		read_offload(ds, zero, "offload_optimizer", optim_fields);
+		v = json_object_get(zero, "sub_group_size");
+		if (v)
+			set_from_json(ds, "zero_optimization.sub_group_size",
+				      "zero_optimization", "sub_group_size", v);
+		json_object_foreach(zero, name, v)
+		{
+			if (json_is_string(v) &&
+			    !strcmp(json_string_value(v), "auto") &&
+			    strcmp(name, "sub_group_size") &&
+			    strcmp(name, "stage"))
+				hf_auto(ds, name);
+		}
+		if (json_object_get(zero, "aio"))
+			tfs_plan_add(
+			    ds->p, TFS_PLAN_FAIL, "aio",
+			    "%s: aio is "
+			    "inside zero_optimization, where "
+			    "DeepSpeedZeroConfig forbids unknown keys: "
+			    "DeepSpeed stops with 'Extra inputs are not "
+			    "permitted' (DeepSpeed issue #2721; the "
+			    "Hugging Face DeepSpeed guide's NVMe "
+			    "example has it there); move \"aio\" to the "
+			    "top level, beside zero_optimization",
+			    ds->name);
+		json_object_del(zero, "aio"); /* reported above */
+		unknown_keys(
+		    ds, zero, "zero_optimization", zero_fields, TFS_PLAN_WARN,
+		    "DeepSpeed's config forbids "
+		    "unknown keys (extra=\"forbid\"), so unless your "
+		    "DeepSpeed is newer than 0.16 and has it, it stops "
+		    "with 'Extra inputs are not permitted'");
+	}
+
+	aio = json_object_get(root, "aio");
+	if (json_is_object(aio)) {
+		/* tensorfs reads the old name as intra_op_parallelism, as
+		 * in an INI file; DeepSpeed ignores it (the plan says so) */
+		v = json_object_get(aio, "thread_count");
+		if (v && !json_object_get(aio, "intra_op_parallelism"))
+			set_from_json(ds, "aio.thread_count", "aio",
+				      "intra_op_parallelism", v);
+		if (v)
+			ds->c->flags |= TFS_CFG_F_THREAD_COUNT;
+		for (const char *const *f = aio_fields; *f; f++) {
+			char path[64];
+
+			v = json_object_get(aio, *f);
+			if (!v)
+				continue;
+			snprintf(path, sizeof(path), "aio.%s", *f);
+			set_from_json(ds, path, "aio", *f, v);
+		}
+		json_object_foreach(aio, name, v)
+		{
+			char near[96];
+
+			if (in_list(aio_fields, name) ||
+			    !strcmp(name, "thread_count"))
+				continue;
+			tfs_plan_add(
+			    ds->p, TFS_PLAN_WARN, "",
+			    "%s: aio.%s is "
+			    "ignored by DeepSpeed: get_aio_config() "
+			    "reads only its six keys%s",
+			    ds->name, name,
+			    nearest(aio_fields, name, near, sizeof(near)));
+		}
+	}
+
+	/* the model dtype: engine.py get_data_types */
+	fp16 = enabled(root, "fp16");
+	bf16 = enabled(root, "bf16");
+	if (!bf16)
+		bf16 = enabled(root, "bfloat16");
+	if (!ds->dtype_given) {
+		const char *dt = bf16 == 1		      ? "bf16"
+				 : fp16 == 1		      ? "fp16"
+				 : (bf16 == -1 || fp16 == -1) ? "bf16"
+							      : "fp32";
+
+		rc = tfs_config_set(ds->c, "offload_param.dtype", dt, err,
+				    errlen);
+		if (rc)
+			return rc == -EINVAL ? -EPROTO : rc; /* a bug */
+		if (bf16 == -1 || fp16 == -1)
+			note(
+			    ds, bf16 == -1 ? "bf16.enabled" : "fp16.enabled",
+			    "bf16 assumed",
+			    "Hugging Face's Trainer sets it "
+			    "from --bf16/--fp16 (neither: fp32); tensorfs-plan "
+			    "assumes a 2-byte dtype; give --dtype to choose");
+	}
+	if (fp16 == 1 && bf16 == 1)
+		tfs_plan_add(
+		    ds->p, TFS_PLAN_FAIL, "",
+		    "%s: fp16 and bf16 are "
+		    "both enabled; DeepSpeed asserts 'bfloat16 and fp16 "
+		    "modes cannot be simultaneously enabled'; enable "
+		    "one",
+		    ds->name);
+	return rc;
+}
+
+/* Read what json_load*() returned (NULL: e says why) and free it. */
+static int read_loaded(struct tfs_deepspeed *ds, json_t *root,
+		       const json_error_t *e, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!root) {
+		tfs_say(err, errlen, "%s:%d:%d: invalid JSON: %s; fix the file",
+			ds->name, e->line, e->column, e->text);
+		return -EINVAL;
+	}
+	if (!json_is_object(root)) {
+		tfs_say(err, errlen,
+			"%s: the top level is not a JSON object; give "
+			"a %s",
+			ds->name, "DeepSpeed config");
+		rc = -EINVAL;
+	} else {
+		rc = read_root(ds, root, err, errlen);
+	}
+	json_decref(root);
+	return rc;
+}
+
+int tfs_deepspeed_read_file(struct tfs_deepspeed *ds, FILE *f, char *err,
+			    size_t errlen)
+{
+	json_error_t e;
+
+	return read_loaded(ds, json_loadf(f, 0, &e), &e, err, errlen);
+}

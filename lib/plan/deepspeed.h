@@ -1,0 +1,58 @@
+/*
+ * deepspeed.h: a DeepSpeed ds_config.json, read as tensorfs-plan reads it.
+ *
+ * The keys that matter to the plan (zero_optimization.stage,
+ * .offload_param, .offload_optimizer, .sub_group_size, the top-level aio,
+ * fp16/bf16.enabled) are set in a struct tfs_config through
+ * tfs_config_set(), so that a JSON value is parsed exactly as the same
+ * key of an INI file; what DeepSpeed would reject or ignore becomes a
+ * problem of a struct tfs_plan; an "auto" becomes a note saying who fills
+ * it in and with what.
+ */
+#ifndef TFS_DEEPSPEED_H
+#define TFS_DEEPSPEED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "plan.h"
+
+#define TFS_DEEPSPEED_MAX_NOTES 24
+
+/* An "auto" (or otherwise substituted) value and who decides it. */
+struct tfs_deepspeed_note {
+	char key[64];
+	char value[48];
+	char how[256];
+};
+
+/* Reading a ds_config.json: what the caller gives, what comes out. */
+struct tfs_deepspeed {
+	/* in, borrowed */
+	const char *name;     /* the file, for messages */
+	struct tfs_config *c; /* the keys it sets are set here */
+	struct tfs_plan *p;   /* its problems are added here */
+	uint64_t hidden;      /* hidden_size of the model, 0 unknown */
+	int dtype_given;      /* leave offload_param.dtype alone */
+	/* out */
+	unsigned int stage; /* zero_optimization.stage, 0 if absent */
+	struct tfs_deepspeed_note notes[TFS_DEEPSPEED_MAX_NOTES];
+	size_t nnotes;
+};
+
+/*
+ * Read the ds_config.json in f (open for reading; the caller closes it)
+ * into ds: ds->name, ds->c, ds->p (borrowed, not freed), ds->hidden and
+ * ds->dtype_given are set by the caller; ds->stage and ds->notes are
+ * filled; keys are set in *ds->c and problems added to ds->p.  Returns 0
+ * (problems of the values are in ds->p, not in the return), -EINVAL if f
+ * is not JSON or its top level not an object (err says where, as
+ * "name:line:column: ..."), or another -errno for a bug (err says what).
+ * Not thread-safe on the same ds, c or p.
+ */
+int tfs_deepspeed_read_file(struct tfs_deepspeed *ds, FILE *f, char *err,
+			    size_t errlen);
+
+#endif
