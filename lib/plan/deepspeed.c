@@ -555,6 +555,14 @@ static int read_loaded(struct tfs_deepspeed *ds, json_t *root,
 	return rc;
 }
 
+int tfs_deepspeed_read(struct tfs_deepspeed *ds, const char *json, size_t len,
+		       char *err, size_t errlen)
+{
+	json_error_t e;
+
+	return read_loaded(ds, json_loadb(json, len, 0, &e), &e, err, errlen);
+}
+
 int tfs_deepspeed_read_file(struct tfs_deepspeed *ds, FILE *f, char *err,
 			    size_t errlen)
 {

@@ -43,15 +43,21 @@ struct tfs_deepspeed {
 };
 
 /*
- * Read the ds_config.json in f (open for reading; the caller closes it)
+ * Read the ds_config.json in json (len bytes, no NUL needed; borrowed)
  * into ds: ds->name, ds->c, ds->p (borrowed, not freed), ds->hidden and
  * ds->dtype_given are set by the caller; ds->stage and ds->notes are
  * filled; keys are set in *ds->c and problems added to ds->p.  Returns 0
- * (problems of the values are in ds->p, not in the return), -EINVAL if f
+ * (problems of the values are in ds->p, not in the return), -EINVAL if it
  * is not JSON or its top level not an object (err says where, as
  * "name:line:column: ..."), or another -errno for a bug (err says what).
- * Not thread-safe on the same ds, c or p.
+ * Notes are appended after ds->nnotes (0 in a zeroed ds); past
+ * TFS_DEEPSPEED_MAX_NOTES they are dropped.  Not thread-safe on the same
+ * ds, c or p.
  */
+int tfs_deepspeed_read(struct tfs_deepspeed *ds, const char *json, size_t len,
+		       char *err, size_t errlen);
+
+/* The same from a stream (open for reading; the caller closes it). */
 int tfs_deepspeed_read_file(struct tfs_deepspeed *ds, FILE *f, char *err,
 			    size_t errlen);
 
