@@ -6,7 +6,7 @@
  * has it: the flags (--dtype, --shape, --offset), the extended
  * attributes user.tensor.dtype and user.tensor.shape, the file's own
  * header (.npy, or the --tensor of a .safetensors file, parsed by
- * lib/tensor.c).  --offset means "raw": no header is read.  A header's
+ * lib/tensor/tensor.c).  --offset means "raw": no header is read.  A header's
  * shape goes with its dtype only; without a shape the tensor is 1-D.
  * The shape must account for every byte of the data, or exit 1.
  *

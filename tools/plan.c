@@ -10,9 +10,10 @@
  * key of an INI file), then --dtype.  The model gives N (--params, or
  * --model config.json counted by tfs_plan_count_params()) and the
  * largest parameter; the machine gives RAM (MemTotal), RLIMIT_MEMLOCK
- * and NVMe space.  lib/plan.c does the arithmetic; this file reads,
- * explains what it read (the "auto" values, keys DeepSpeed would reject)
- * and prints the result as text or JSON (jansson).
+ * and NVMe space.  lib/plan/deepspeed.c reads the ds_config.json,
+ * lib/plan/plan.c does the arithmetic; this file reads the rest, explains
+ * what was read (the "auto" values, keys DeepSpeed would reject) and
+ * prints the result as text or JSON (jansson).
  *
  * Exit status: the plan's severity (0 fits, 1 warnings, 2 will fail), or
  * sysexits(3)'s EX_USAGE (64), EX_DATAERR (65, a malformed input) and

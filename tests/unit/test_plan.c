@@ -1,5 +1,5 @@
 /*
- * test_plan.c: lib/plan.c's formulas against hand-computed cases.
+ * test_plan.c: lib/plan/plan.c's formulas against hand-computed cases.
  * Description: DeepSpeed's host memory per rank and node, NVMe space,
  * the failures it would meet and the recommended values; every expected
  * number is worked out in the comment above it.

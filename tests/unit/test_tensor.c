@@ -1,6 +1,6 @@
 /*
  * test_tensor.c: element types, shapes and .npy/.safetensors headers
- * (lib/tensor.c).
+ * (lib/tensor/tensor.c).
  */
 #include <errno.h>
 #include <math.h>
