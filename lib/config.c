@@ -5,7 +5,9 @@
  * looked up in the table and parsed by the key's type.  inih does not
  * tell the handler its line (Debian builds it without
  * INI_HANDLER_LINENO), so the loader feeds inih through
- * ini_parse_stream() with a reader that counts the lines it hands out:
+ * ini_parse_stream() with a reader that counts the lines it hands out
+ * (from the file, or from a buffer through fmemopen(), so that both
+ * take the same path and a buffer behaves exactly as a file of its bytes):
  * when the handler runs, the count is the line of the key.  The handler
  * keeps the first error only and remembers the line of every key it set,
  * so that once the whole file is read, a contradiction between two keys
@@ -571,8 +573,10 @@ fail:
 	return 0;
 }
 
-int tfs_config_load(struct tfs_config *c, const char *path, char *err,
-		    size_t errlen)
+/* Read the INI text in f over c; name is what messages call it.  The
+ * one code path of tfs_config_load() and tfs_config_load_buffer(). */
+static int load_stream(struct tfs_config *c, const char *name, FILE *f,
+		       char *err, size_t errlen)
 {
 	static struct load zero;
 	struct load *l = malloc(sizeof(*l));
@@ -580,34 +584,28 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 	int line, rc = 0, at;
 
 	if (!l) {
-		tfs_say(err, errlen, "%s: out of memory", path);
+		tfs_say(err, errlen, "%s: out of memory", name);
 		return -ENOMEM;
 	}
 	*l = zero;
 	l->c = c;
-	l->path = path;
+	l->path = name;
 	l->at_line_start = 1;
-	l->f = fopen(path, "r");
-	if (!l->f) {
-		rc = errno ? -errno : -ENOENT;
-		tfs_say(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
-		goto out;
-	}
+	l->f = f;
 	line = ini_parse_stream(read_line, l, on_key, l);
-	fclose(l->f);
 	if (line == -2) {
-		tfs_say(err, errlen, "%s: out of memory", path);
+		tfs_say(err, errlen, "%s: out of memory", name);
 		rc = -ENOMEM;
 		goto out;
 	}
 	if (l->failed) {
-		tfs_say(err, errlen, "%s:%d: %s", path, l->err_line, l->msg);
+		tfs_say(err, errlen, "%s:%d: %s", name, l->err_line, l->msg);
 		rc = -EINVAL;
 		goto out;
 	}
 	if (line > 0) {
 		tfs_say(err, errlen, "%s:%d: syntax error: expected [section] or "
-				 "key = value", path, line);
+				 "key = value", name, line);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -619,12 +617,45 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 		if (b && l->key_line[b - keys] > at)
 			at = l->key_line[b - keys];
 		if (at) {
-			tfs_say(err, errlen, "%s:%d: %s", path, at, l->msg);
+			tfs_say(err, errlen, "%s:%d: %s", name, at, l->msg);
 			rc = -EDOM;
 		}
 	}
 out:
 	free(l);
+	return rc;
+}
+
+int tfs_config_load(struct tfs_config *c, const char *path, char *err,
+		    size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	int rc;
+
+	if (!f) {
+		rc = errno ? -errno : -ENOENT;
+		tfs_say(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = load_stream(c, path, f, err, errlen);
+	fclose(f);
+	return rc;
+}
+
+int tfs_config_load_buffer(struct tfs_config *c, const char *name,
+			   const char *buf, size_t len, char *err,
+			   size_t errlen)
+{
+	/* read-only: fmemopen() does not write to buf in "r" mode */
+	FILE *f = fmemopen((void *)buf, len, "r");
+	int rc;
+
+	if (!f) {
+		tfs_say(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	rc = load_stream(c, name, f, err, errlen);
+	fclose(f);
 	return rc;
 }
 

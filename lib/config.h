@@ -289,6 +289,16 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 		    size_t errlen);
 
 /*
+ * The same from len bytes of INI text at buf (borrowed, no NUL needed),
+ * read exactly as a file of those bytes; name stands for FILE in the
+ * messages.  Returns what tfs_config_load() does, -ENOMEM if the buffer
+ * cannot be opened as a stream.  For tests and fuzzing.
+ */
+int tfs_config_load_buffer(struct tfs_config *c, const char *name,
+			   const char *buf, size_t len, char *err,
+			   size_t errlen);
+
+/*
  * Set one key from "section.name" or a plain "name" (as -o name=value).
  * A plain name that several sections have means the one the mount reads
  * ([offload_param] buffer_count, not [offload_optimizer]'s); the others

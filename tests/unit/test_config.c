@@ -534,6 +534,140 @@ static void test_config_print_reads_back_the_same(void **state)
 	free(buf);
 }
 
+/* ===== loading from a buffer ===== */
+
+static int load_buffer(struct tfs_config *c, const char *buf, size_t len,
+		       char *err, size_t n)
+{
+	tfs_config_defaults(c);
+	return tfs_config_load_buffer(c, "buf.ini", buf, len, err, n);
+}
+
+/* A buffer reads as a file of the same bytes: same settings, same
+ * message but for the name. */
+static void test_config_buffer_reads_as_a_file_of_its_bytes(void **state)
+{
+	static const char *const texts[] = {
+		"; comment\n[mount]\ncommit_interval_ms = 2e3\nmax_threads=4\n",
+		"[mount]\nmax_threads = 4\ncommit_intervl_ms = 5\n",
+		"[mont]\nmax_threads = 4\n",
+		"[mount]\nthis line is not ini\n",
+		"[aio]\nqueue_depth = 8\nblock_size = 6000\n",
+		"[aio]\nthread_count = 2\n",
+		"",
+		"[offload_param]\nbuffer_size = 1e7",
+	};
+	struct tfs_config a, b;
+	char ea[512], eb[512], *colon;
+	const struct tfs_cfg_key *keys;
+	char va[TFS_CFG_STR_MAX], vb[TFS_CFG_STR_MAX];
+	size_t nkeys;
+	int ra, rb;
+
+	(void)state;
+	keys = tfs_config_keys(&nkeys);
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		ea[0] = eb[0] = '\0';
+		ra = load(&a, texts[i], ea, sizeof(ea));
+		rb = load_buffer(&b, texts[i], strlen(texts[i]), eb,
+				 sizeof(eb));
+		assert_int_equal(ra, rb);
+		if (ra) {
+			/* "FILE:LINE: ..." vs "buf.ini:LINE: ..." */
+			colon = strchr(ea, ':');
+			assert_non_null(colon);
+			assert_true(!strncmp(eb, "buf.ini:", 8));
+			assert_string_equal(colon, eb + 7);
+		}
+		for (size_t k = 0; k < nkeys; k++)
+			assert_string_equal(
+				tfs_config_format(&a, &keys[k], va, sizeof(va)),
+				tfs_config_format(&b, &keys[k], vb, sizeof(vb)));
+		assert_int_equal(a.flags, b.flags);
+	}
+}
+
+static void test_config_buffer_errors_name_it_and_the_line(void **state)
+{
+	static const char text[] = "[mount]\nmax_threads = lots\n";
+	struct tfs_config c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load_buffer(&c, text, strlen(text), err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "buf.ini:2: mount.max_threads = 'lots' is "
+				 "not a whole number (e.g. 8 or 1e8)");
+}
+
+/* Only len bytes are read: no NUL is needed, and what follows is not
+ * seen. */
+static void test_config_buffer_reads_only_len_bytes(void **state)
+{
+	static const char text[] = "[mount]\nmax_threads = 4\nbogus";
+	struct tfs_config c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load_buffer(&c, text, strlen(text) - 5, err,
+				     sizeof(err)), 0);
+	assert_int_equal(c.mount_max_threads, 4);
+	/* nor a newline at the end of the last line */
+	assert_int_equal(load_buffer(&c, text, strlen(text) - 6, err,
+				     sizeof(err)), 0);
+	assert_int_equal(c.mount_max_threads, 4);
+	assert_int_equal(load_buffer(&c, text, strlen(text), err,
+				     sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "buf.ini:3: "));
+}
+
+static void test_config_empty_buffer_keeps_the_defaults(void **state)
+{
+	struct tfs_config c, d;
+	char err[512] = "";
+
+	(void)state;
+	tfs_config_defaults(&d);
+	assert_int_equal(load_buffer(&c, "", 0, err, sizeof(err)), 0);
+	assert_int_equal(c.mount_max_threads, d.mount_max_threads);
+	assert_int_equal(c.offload_param_buffer_size,
+			 d.offload_param_buffer_size);
+	assert_string_equal(c.warnings, "");
+}
+
+/* A NUL ends its line as it does in a file: the rest of the line is
+ * not read. */
+static void test_config_buffer_nul_ends_the_line(void **state)
+{
+	static const char text[] = "[mount]\nmax_threads = 4\0junk\n";
+	struct tfs_config c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load_buffer(&c, text, sizeof(text) - 1, err,
+				     sizeof(err)), 0);
+	assert_int_equal(c.mount_max_threads, 4);
+}
+
+static void test_config_buffer_long_line_and_contradiction(void **state)
+{
+	struct tfs_config c;
+	char err[512] = "", text[1200];
+
+	(void)state;
+	snprintf(text, sizeof(text), "; %0198d\n[aio]\nqueue_depth = 0\n", 0);
+	assert_int_equal(load_buffer(&c, text, strlen(text), err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "buf.ini:1: line longer than 199 "
+				    "characters"));
+	snprintf(text, sizeof(text), "[aio]\nqueue_depth = 8\nblock_size = "
+		 "6000\n");
+	assert_int_equal(load_buffer(&c, text, strlen(text), err, sizeof(err)),
+			 -EDOM);
+	assert_non_null(strstr(err, "buf.ini:3: aio.block_size = 6000 is not "
+				    "a multiple of 4 KiB (4096)"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,6 +690,12 @@ int main(void)
 		cmocka_unit_test(test_config_plain_name_means_the_mounts_key),
 		cmocka_unit_test(test_config_formats_each_type_as_the_ini_writes_it),
 		cmocka_unit_test(test_config_print_reads_back_the_same),
+		cmocka_unit_test(test_config_buffer_reads_as_a_file_of_its_bytes),
+		cmocka_unit_test(test_config_buffer_errors_name_it_and_the_line),
+		cmocka_unit_test(test_config_buffer_reads_only_len_bytes),
+		cmocka_unit_test(test_config_empty_buffer_keeps_the_defaults),
+		cmocka_unit_test(test_config_buffer_nul_ends_the_line),
+		cmocka_unit_test(test_config_buffer_long_line_and_contradiction),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
