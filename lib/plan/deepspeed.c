@@ -373,14 +373,11 @@ static int enabled(const json_t *root, const char *section)
 	return json_is_true(e);
 }
 
-/* Read the parsed ds_config.json root (an object) into ds. */
-static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
-		     size_t errlen)
+/* zero_optimization if it is an object, else NULL; ds->stage is what
+ * its absence or a deprecated boolean means. */
+static json_t *zero_section(struct tfs_deepspeed *ds, json_t *root)
 {
-	json_t *zero, *v, *aio;
-	const char *name;
-	char buf[64];
-	int is_string, fp16, bf16, rc = 0;
+	json_t *zero;
 
 	zero = json_object_get(root, "zero_optimization");
 	ds->stage = 0; /* DeepSpeed's default: ZeRO off */
@@ -403,63 +400,85 @@ static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
 			     ds->name);
 		zero = NULL;
 	}
-	if (zero) {
-		v = json_object_get(zero, "stage");
-		if (v && !scalar(v, buf, sizeof(buf), &is_string) &&
-		    !(is_string && !strcmp(buf, "auto"))) {
-			uint64_t s;
+	return zero;
+}
 
-			if (parse_count(buf, &s) || s > 3)
-				tfs_plan_add(ds->p, TFS_PLAN_FAIL,
-					     "zero_optimization.stage",
-					     "%s: "
-					     "zero_optimization.stage = %s is "
-					     "not 0, 1, 2 or 3; DeepSpeed "
-					     "rejects it",
-					     ds->name, buf);
-			else
-				ds->stage = (unsigned)s;
-		} else if (v) {
-			ds->stage = 0;
-			note(ds, "zero_optimization.stage", "0",
-			     "DeepSpeed "
-			     "drops \"auto\" and uses its default, 0 (ZeRO "
-			     "off); write 3");
-		}
-		read_offload(ds, zero, "offload_param", param_fields);
-		read_offload(ds, zero, "offload_optimizer", optim_fields);
-		v = json_object_get(zero, "sub_group_size");
-		if (v)
-			set_from_json(ds, "zero_optimization.sub_group_size",
-				      "zero_optimization", "sub_group_size", v);
-		json_object_foreach(zero, name, v)
-		{
-			if (json_is_string(v) &&
-			    !strcmp(json_string_value(v), "auto") &&
-			    strcmp(name, "sub_group_size") &&
-			    strcmp(name, "stage"))
-				hf_auto(ds, name);
-		}
-		if (json_object_get(zero, "aio"))
-			tfs_plan_add(
-			    ds->p, TFS_PLAN_FAIL, "aio",
-			    "%s: aio is "
-			    "inside zero_optimization, where "
-			    "DeepSpeedZeroConfig forbids unknown keys: "
-			    "DeepSpeed stops with 'Extra inputs are not "
-			    "permitted' (DeepSpeed issue #2721; the "
-			    "Hugging Face DeepSpeed guide's NVMe "
-			    "example has it there); move \"aio\" to the "
-			    "top level, beside zero_optimization",
-			    ds->name);
-		json_object_del(zero, "aio"); /* reported above */
-		unknown_keys(
-		    ds, zero, "zero_optimization", zero_fields, TFS_PLAN_WARN,
-		    "DeepSpeed's config forbids "
-		    "unknown keys (extra=\"forbid\"), so unless your "
-		    "DeepSpeed is newer than 0.16 and has it, it stops "
-		    "with 'Extra inputs are not permitted'");
+/* zero_optimization.stage, unless "auto" (DeepSpeed's default, 0). */
+static void read_stage(struct tfs_deepspeed *ds, const json_t *zero)
+{
+	const json_t *v;
+	char buf[64];
+	int is_string;
+
+	v = json_object_get(zero, "stage");
+	if (v && !scalar(v, buf, sizeof(buf), &is_string) &&
+	    !(is_string && !strcmp(buf, "auto"))) {
+		uint64_t s;
+
+		if (parse_count(buf, &s) || s > 3)
+			tfs_plan_add(ds->p, TFS_PLAN_FAIL,
+				     "zero_optimization.stage",
+				     "%s: "
+				     "zero_optimization.stage = %s is "
+				     "not 0, 1, 2 or 3; DeepSpeed "
+				     "rejects it",
+				     ds->name, buf);
+		else
+			ds->stage = (unsigned)s;
+	} else if (v) {
+		ds->stage = 0;
+		note(ds, "zero_optimization.stage", "0",
+		     "DeepSpeed "
+		     "drops \"auto\" and uses its default, 0 (ZeRO "
+		     "off); write 3");
 	}
+}
+
+/* The zero_optimization object: its stage, offloads and sub-group, the
+ * "auto" values Hugging Face fills in, the keys DeepSpeed forbids. */
+static void read_zero(struct tfs_deepspeed *ds, json_t *zero)
+{
+	const char *name;
+	json_t *v;
+
+	read_stage(ds, zero);
+	read_offload(ds, zero, "offload_param", param_fields);
+	read_offload(ds, zero, "offload_optimizer", optim_fields);
+	v = json_object_get(zero, "sub_group_size");
+	if (v)
+		set_from_json(ds, "zero_optimization.sub_group_size",
+			      "zero_optimization", "sub_group_size", v);
+	json_object_foreach(zero, name, v)
+	{
+		if (json_is_string(v) &&
+		    !strcmp(json_string_value(v), "auto") &&
+		    strcmp(name, "sub_group_size") && strcmp(name, "stage"))
+			hf_auto(ds, name);
+	}
+	if (json_object_get(zero, "aio"))
+		tfs_plan_add(ds->p, TFS_PLAN_FAIL, "aio",
+			     "%s: aio is "
+			     "inside zero_optimization, where "
+			     "DeepSpeedZeroConfig forbids unknown keys: "
+			     "DeepSpeed stops with 'Extra inputs are not "
+			     "permitted' (DeepSpeed issue #2721; the "
+			     "Hugging Face DeepSpeed guide's NVMe "
+			     "example has it there); move \"aio\" to the "
+			     "top level, beside zero_optimization",
+			     ds->name);
+	json_object_del(zero, "aio"); /* reported above */
+	unknown_keys(ds, zero, "zero_optimization", zero_fields, TFS_PLAN_WARN,
+		     "DeepSpeed's config forbids "
+		     "unknown keys (extra=\"forbid\"), so unless your "
+		     "DeepSpeed is newer than 0.16 and has it, it stops "
+		     "with 'Extra inputs are not permitted'");
+}
+
+/* The top-level aio object. */
+static void read_aio(struct tfs_deepspeed *ds, const json_t *root)
+{
+	const char *name;
+	json_t *v, *aio;
 
 	aio = json_object_get(root, "aio");
 	if (json_is_object(aio)) {
@@ -496,8 +515,15 @@ static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
 			    nearest(aio_fields, name, near, sizeof(near)));
 		}
 	}
+}
 
-	/* the model dtype: engine.py get_data_types */
+/* The model dtype from fp16/bf16 (engine.py get_data_types), unless
+ * given. */
+static int read_dtype(struct tfs_deepspeed *ds, const json_t *root, char *err,
+		      size_t errlen)
+{
+	int fp16, bf16, rc = 0;
+
 	fp16 = enabled(root, "fp16");
 	bf16 = enabled(root, "bf16");
 	if (!bf16)
@@ -529,6 +555,18 @@ static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
 		    "one",
 		    ds->name);
 	return rc;
+}
+
+/* Read the parsed ds_config.json root (an object) into ds. */
+static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
+		     size_t errlen)
+{
+	json_t *zero = zero_section(ds, root);
+
+	if (zero)
+		read_zero(ds, zero);
+	read_aio(ds, root);
+	return read_dtype(ds, root, err, errlen);
 }
 
 /* Read what json_load*() returned (NULL: e says why) and free it. */
