@@ -798,158 +798,199 @@ static int npy_descr(const char *descr, int *dt, int *big)
 	return *dt < 0 ? -ENOTSUP : 0;
 }
 
+/* What a .npy header's dict says. */
+struct npy_header {
+	char descr[24];
+	struct tfs_tensor_shape shape;
+	int have_descr, have_fortran, have_shape, fortran;
+};
+
+/* The magic, the version and the header's length: *start is where the
+ * dict begins, *hlen its length.  0, or -EINVAL with err. */
+static int npy_preamble(const unsigned char *b, size_t len, uint64_t *hlen,
+			uint64_t *start, char *err, size_t errlen)
+{
+	if (len < 10 || memcmp(b, npy_magic, 6)) {
+		tfs_say(err, errlen,
+		    "not a .npy file: it does not begin with "
+		    "\\x93NUMPY");
+		return -EINVAL;
+	}
+	if (b[6] < 1 || b[6] > 3 || b[7] != 0) {
+		tfs_say(err, errlen,
+		    ".npy format version %u.%u is not one of 1.0, 2.0, 3.0",
+		    b[6], b[7]);
+		return -EINVAL;
+	}
+	if (b[6] == 1) {
+		*hlen = le(b + 8, 2);
+		*start = 10;
+	} else {
+		if (len < 12) {
+			tfs_say(err, errlen, "truncated .npy header: %zu bytes",
+			    len);
+			return -EINVAL;
+		}
+		*hlen = le(b + 8, 4);
+		*start = 12;
+	}
+	if (*hlen > len - *start) {
+		tfs_say(err, errlen,
+		    "truncated .npy header: it says %llu bytes, %llu are there",
+		    (unsigned long long)*hlen,
+		    (unsigned long long)(len - *start));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The value of key, c just past its colon, into h: 0, -EINVAL or
+ * -ENOTSUP with err. */
+static int npy_value(struct lit *c, const char *key, struct npy_header *h,
+		     char *err, size_t errlen)
+{
+	if (!strcmp(key, "descr") && !h->have_descr) {
+		if (lit_peek(c) == '[') {
+			tfs_say(err, errlen,
+			    "the .npy file holds a structured "
+			    "array; only plain dtypes are "
+			    "supported");
+			return -ENOTSUP;
+		}
+		if (lit_string(c, h->descr, sizeof(h->descr))) {
+			tfs_say(err, errlen,
+			    "the .npy header's descr is not "
+			    "a string");
+			return -EINVAL;
+		}
+		h->have_descr = 1;
+	} else if (!strcmp(key, "fortran_order") && !h->have_fortran) {
+		if (lit_word(c, "True"))
+			h->fortran = 1;
+		else if (!lit_word(c, "False")) {
+			tfs_say(err, errlen,
+			    "the .npy header's fortran_order "
+			    "is not True or False");
+			return -EINVAL;
+		}
+		h->have_fortran = 1;
+	} else if (!strcmp(key, "shape") && !h->have_shape) {
+		int r = lit_tuple(c, &h->shape);
+
+		if (r) {
+			if (r == -E2BIG)
+				tfs_say(err, errlen,
+				    "the .npy shape has more "
+				    "than %d dimensions",
+				    TFS_TENSOR_MAX_DIMS);
+			else
+				tfs_say(err, errlen,
+				    "the .npy header's shape "
+				    "is not a tuple of "
+				    "integers");
+			return -EINVAL;
+		}
+		h->have_shape = 1;
+	} else {
+		tfs_say(err, errlen,
+		    "the .npy header has key '%s' %s; "
+		    "expected descr, fortran_order, shape",
+		    key,
+		    strcmp(key, "descr") &&
+			    strcmp(key, "fortran_order") &&
+			    strcmp(key, "shape")
+			? "that numpy does not write"
+			: "twice");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The header's dict, from c to its end (b for byte offsets in
+ * messages), into h: 0, -EINVAL or -ENOTSUP with err. */
+static int npy_dict(struct lit *c, const unsigned char *b,
+		    struct npy_header *h, char *err, size_t errlen)
+{
+	char key[32];
+	int rc;
+
+	if (lit_peek(c) != '{') {
+		tfs_say(err, errlen, "the .npy header is not a Python dict");
+		return -EINVAL;
+	}
+	c->p++;
+	while (lit_peek(c) != '}') {
+		if (lit_string(c, key, sizeof(key)) || lit_peek(c) != ':') {
+			tfs_say(err, errlen,
+			    "the .npy header dict is malformed at "
+			    "byte %td",
+			    c->p - (const char *)b);
+			return -EINVAL;
+		}
+		c->p++;
+		rc = npy_value(c, key, h, err, errlen);
+		if (rc)
+			return rc;
+		if (lit_peek(c) == ',')
+			c->p++;
+		else if (lit_peek(c) != '}') {
+			tfs_say(err, errlen,
+			    "the .npy header dict is malformed at "
+			    "byte %td",
+			    c->p - (const char *)b);
+			return -EINVAL;
+		}
+	}
+	c->p++;
+	lit_ws(c);
+	while (c->p < c->end && *c->p == '\0') /* some writers pad with NULs */
+		c->p++;
+	if (c->p != c->end) {
+		tfs_say(err, errlen, "the .npy header has bytes after its dict");
+		return -EINVAL;
+	}
+	if (!h->have_descr || !h->have_fortran || !h->have_shape) {
+		tfs_say(err, errlen, "the .npy header lacks '%s'",
+		    !h->have_descr     ? "descr"
+		    : !h->have_fortran ? "fortran_order"
+				       : "shape");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 			 struct tfs_tensor_list **out, char *err, size_t errlen)
 {
 	const unsigned char *b = buf;
 	struct tfs_tensor_list *l = NULL;
 	struct tfs_tensor *t;
-	struct tfs_tensor_shape shape = {0};
-	char key[32], descr[24] = "", sh[64];
-	int have_descr = 0, have_fortran = 0, have_shape = 0, fortran = 0;
-	int rc = -EINVAL, dt = -1, big = 0;
+	struct npy_header h = {0};
+	char sh[64];
+	int rc, dt = -1, big = 0;
 	uint64_t hlen, start, count, nbytes;
 	struct lit c;
 
 	*out = NULL;
-	if (len < 10 || memcmp(b, npy_magic, 6)) {
-		tfs_say(err, errlen,
-		    "not a .npy file: it does not begin with "
-		    "\\x93NUMPY");
+	rc = npy_preamble(b, len, &hlen, &start, err, errlen);
+	if (rc)
 		goto out;
-	}
-	if (b[6] < 1 || b[6] > 3 || b[7] != 0) {
-		tfs_say(err, errlen,
-		    ".npy format version %u.%u is not one of 1.0, 2.0, 3.0",
-		    b[6], b[7]);
-		goto out;
-	}
-	if (b[6] == 1) {
-		hlen = le(b + 8, 2);
-		start = 10;
-	} else {
-		if (len < 12) {
-			tfs_say(err, errlen, "truncated .npy header: %zu bytes",
-			    len);
-			goto out;
-		}
-		hlen = le(b + 8, 4);
-		start = 12;
-	}
-	if (hlen > len - start) {
-		tfs_say(err, errlen,
-		    "truncated .npy header: it says %llu bytes, %llu are there",
-		    (unsigned long long)hlen,
-		    (unsigned long long)(len - start));
-		goto out;
-	}
 	c.p = (const char *)b + start;
 	c.end = c.p + hlen;
-	if (lit_peek(&c) != '{') {
-		tfs_say(err, errlen, "the .npy header is not a Python dict");
+	rc = npy_dict(&c, b, &h, err, errlen);
+	if (rc)
 		goto out;
-	}
-	c.p++;
-	while (lit_peek(&c) != '}') {
-		if (lit_string(&c, key, sizeof(key)) || lit_peek(&c) != ':') {
-			tfs_say(err, errlen,
-			    "the .npy header dict is malformed at "
-			    "byte %td",
-			    c.p - (const char *)b);
-			goto out;
-		}
-		c.p++;
-		if (!strcmp(key, "descr") && !have_descr) {
-			if (lit_peek(&c) == '[') {
-				tfs_say(err, errlen,
-				    "the .npy file holds a structured "
-				    "array; only plain dtypes are "
-				    "supported");
-				rc = -ENOTSUP;
-				goto out;
-			}
-			if (lit_string(&c, descr, sizeof(descr))) {
-				tfs_say(err, errlen,
-				    "the .npy header's descr is not "
-				    "a string");
-				goto out;
-			}
-			have_descr = 1;
-		} else if (!strcmp(key, "fortran_order") && !have_fortran) {
-			if (lit_word(&c, "True"))
-				fortran = 1;
-			else if (!lit_word(&c, "False")) {
-				tfs_say(err, errlen,
-				    "the .npy header's fortran_order "
-				    "is not True or False");
-				goto out;
-			}
-			have_fortran = 1;
-		} else if (!strcmp(key, "shape") && !have_shape) {
-			int r = lit_tuple(&c, &shape);
-
-			if (r) {
-				if (r == -E2BIG)
-					tfs_say(err, errlen,
-					    "the .npy shape has more "
-					    "than %d dimensions",
-					    TFS_TENSOR_MAX_DIMS);
-				else
-					tfs_say(err, errlen,
-					    "the .npy header's shape "
-					    "is not a tuple of "
-					    "integers");
-				goto out;
-			}
-			have_shape = 1;
-		} else {
-			tfs_say(err, errlen,
-			    "the .npy header has key '%s' %s; "
-			    "expected descr, fortran_order, shape",
-			    key,
-			    strcmp(key, "descr") &&
-				    strcmp(key, "fortran_order") &&
-				    strcmp(key, "shape")
-				? "that numpy does not write"
-				: "twice");
-			goto out;
-		}
-		if (lit_peek(&c) == ',')
-			c.p++;
-		else if (lit_peek(&c) != '}') {
-			tfs_say(err, errlen,
-			    "the .npy header dict is malformed at "
-			    "byte %td",
-			    c.p - (const char *)b);
-			goto out;
-		}
-	}
-	c.p++;
-	lit_ws(&c);
-	while (c.p < c.end && *c.p == '\0') /* some writers pad with NULs */
-		c.p++;
-	if (c.p != c.end) {
-		tfs_say(err, errlen, "the .npy header has bytes after its dict");
-		goto out;
-	}
-	if (!have_descr || !have_fortran || !have_shape) {
-		tfs_say(err, errlen, "the .npy header lacks '%s'",
-		    !have_descr	    ? "descr"
-		    : !have_fortran ? "fortran_order"
-				    : "shape");
-		goto out;
-	}
-	rc = npy_descr(descr, &dt, &big);
+	rc = npy_descr(h.descr, &dt, &big);
 	if (rc) {
 		tfs_say(err, errlen,
 		    "the .npy dtype '%s' is not supported; "
 		    "tensorfs reads bool, int, uint and float",
-		    descr);
+		    h.descr);
 		goto out;
 	}
 	rc = -EINVAL;
-	tfs_tensor_shape_format(&shape, 1, sh, sizeof(sh));
-	if (tfs_tensor_shape_count(&shape, &count) ||
+	tfs_tensor_shape_format(&h.shape, 1, sh, sizeof(sh));
+	if (tfs_tensor_shape_count(&h.shape, &count) ||
 	    __builtin_mul_overflow(count, (uint64_t)dtypes[dt].size, &nbytes) ||
 	    nbytes > UINT64_MAX - start - hlen) {
 		tfs_say(err, errlen, "the .npy shape %s is too large", sh);
@@ -960,7 +1001,7 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 		    "the .npy header's shape %s of '%s' needs %llu bytes of "
 		    "data "
 		    "after the %llu-byte header, but the file has %llu",
-		    sh, descr, (unsigned long long)nbytes,
+		    sh, h.descr, (unsigned long long)nbytes,
 		    (unsigned long long)(start + hlen),
 		    file_size > start + hlen
 			? (unsigned long long)(file_size - start - hlen)
@@ -972,9 +1013,9 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 	if (!l || !(t = list_add(l, "")))
 		goto out;
 	t->dtype = dt;
-	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", descr);
-	t->shape = shape;
-	t->fortran_order = fortran;
+	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", h.descr);
+	t->shape = h.shape;
+	t->fortran_order = h.fortran;
 	t->big_endian = big && dtypes[dt].size > 1;
 	t->offset = start + hlen;
 	t->nbytes = nbytes;
