@@ -264,19 +264,14 @@ static struct tfs_plan_item *item(struct tfs_plan *p, const char *name,
 	return it;
 }
 
-static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
-		     struct tfs_plan *p)
+/* The facts derived from the configuration: world, P, G, what stays in
+ * RAM. */
+static void derive(const struct tfs_config *c, const struct tfs_plan_facts *f,
+		   const struct mode *m, struct tfs_plan *p)
 {
-	struct tfs_plan_item *it;
-	struct mode m;
-	uint64_t S = c->zero_optimization_sub_group_size, v, full, opt_pool;
-	char a[48], b[48], g[48];
-	size_t E = tfs_dtype_size((unsigned)c->offload_param_dtype);
+	uint64_t S = c->zero_optimization_sub_group_size;
 
-	if (!f->params || !f->ranks || !f->nodes || !E || f->stage > 3)
-		return -EINVAL;
-	mode_of(c, f, &m);
-	p->elem = E;
+	p->elem = tfs_dtype_size((unsigned)c->offload_param_dtype);
 	p->world = (uint64_t)f->ranks * f->nodes;
 	p->per_rank = ceil_div(f->params, p->world);
 	p->largest_partition =
@@ -288,42 +283,52 @@ static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    p->per_rank,
 		    (S ? S : 1) +
 			(p->largest_partition ? p->largest_partition - 1 : 0));
-	p->in_cpu = m.pdev == TFS_DEVICE_CPU ? p->per_rank
-		    : m.pdev == TFS_DEVICE_NVME
-			? min64(m.max_in_cpu, p->per_rank)
+	p->in_cpu = m->pdev == TFS_DEVICE_CPU ? p->per_rank
+		    : m->pdev == TFS_DEVICE_NVME
+			? min64(m->max_in_cpu, p->per_rank)
 			: 0;
 	p->subgroups_on_nvme =
-	    m.pdev == TFS_DEVICE_NVME && p->per_rank > m.max_in_cpu;
-	p->nds = 0;
-	num(p->largest_subgroup, g, sizeof(g));
+	    m->pdev == TFS_DEVICE_NVME && p->per_rank > m->max_in_cpu;
+}
 
-	if (m.pdev == TFS_DEVICE_NVME) {
+/* DeepSpeed's items for the parameters, per rank. */
+static void param_items(const struct tfs_config *c,
+			const struct tfs_plan_facts *f, const struct mode *m,
+			struct tfs_plan *p)
+{
+	struct tfs_plan_item *it;
+	uint64_t v, full;
+	char a[48], b[48], g[48];
+	size_t E = p->elem;
+
+	num(p->largest_subgroup, g, sizeof(g));
+	if (m->pdev == TFS_DEVICE_NVME) {
 		it = item(p, "parameter swap pool",
 			  "partitioned_param_swapper.py _configure_aio");
 		v = mul(mul(c->offload_param_buffer_count,
-			    aligned(m.B, E, m.intra)),
+			    aligned(m->B, E, m->intra)),
 			E);
 		snprintf(it->formula, sizeof(it->formula),
 			 "buffer_count %llu x align(buffer_size %s) x %zu B%s",
 			 (unsigned long long)c->offload_param_buffer_count,
-			 num(m.B, a, sizeof(a)), E,
+			 num(m->B, a, sizeof(a)), E,
 			 c->aio_use_gds ? " (GPU memory: use_gds)" : "");
 		if (!c->aio_use_gds)
 			it->pinned = v;
 	}
-	if (m.pdev != TFS_DEVICE_NONE) {
+	if (m->pdev != TFS_DEVICE_NONE) {
 		it =
 		    item(p, "parameters kept in RAM",
 			 "stage3.py _create_param_groups_fp16_flat_cpu_memory");
 		it->pinned = mul(p->in_cpu, E);
-		if (m.pdev == TFS_DEVICE_CPU)
+		if (m->pdev == TFS_DEVICE_CPU)
 			snprintf(it->formula, sizeof(it->formula),
 				 "all P %s x %zu B",
 				 num(p->per_rank, a, sizeof(a)), E);
 		else
 			snprintf(it->formula, sizeof(it->formula),
 				 "min(max_in_cpu %s, P %s) x %zu B",
-				 num(m.max_in_cpu, a, sizeof(a)),
+				 num(m->max_in_cpu, a, sizeof(a)),
 				 num(p->per_rank, b, sizeof(b)), E);
 	}
 	if (p->subgroups_on_nvme) {
@@ -331,12 +336,25 @@ static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
 			  "stage3.py _create_fp16_partitions_with_"
 			  "defragmentation, reserve_partitioned_swap_space");
 		full = min64(mul(p->largest_subgroup, p->world), f->params);
-		it->pinned = mul(aligned(full, E, m.intra), E);
+		it->pinned = mul(aligned(full, E, m->intra), E);
 		snprintf(it->formula, sizeof(it->formula),
 			 "align(G %s x world %llu, full parameters) x %zu B", g,
 			 (unsigned long long)p->world, E);
 	}
-	if (f->stage == 3 && m.odev != TFS_DEVICE_NONE) {
+}
+
+/* DeepSpeed's items for the gradients and the optimizer, per rank. */
+static void optimizer_items(const struct tfs_config *c,
+			    const struct tfs_plan_facts *f,
+			    const struct mode *m, struct tfs_plan *p)
+{
+	struct tfs_plan_item *it;
+	uint64_t v, opt_pool;
+	char a[48], g[48];
+	size_t E = p->elem;
+
+	num(p->largest_subgroup, g, sizeof(g));
+	if (f->stage == 3 && m->odev != TFS_DEVICE_NONE) {
 		it = item(p, "gradient partitions",
 			  "stage3.py _setup_for_real_optimizer, "
 			  "grad_partitions_flat_buffer");
@@ -349,12 +367,12 @@ static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
 			 num(p->per_rank, a, sizeof(a)), E,
 			 c->offload_optimizer_pin_memory ? ", pin_memory" : "");
 	}
-	if (f->stage == 3 && m.odev == TFS_DEVICE_NVME) {
+	if (f->stage == 3 && m->odev == TFS_DEVICE_NVME) {
 		it = item(p, "optimizer swap pool",
 			  "optimizer_utils.py OptimizerSwapper, "
 			  "SwapBufferManager");
 		opt_pool = mul(mul(c->offload_optimizer_buffer_count,
-				   aligned(p->largest_subgroup, 4, m.intra)),
+				   aligned(p->largest_subgroup, 4, m->intra)),
 			       4);
 		it->pinned = opt_pool;
 		snprintf(it->formula, sizeof(it->formula),
@@ -362,13 +380,13 @@ static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
 			 (unsigned long long)c->offload_optimizer_buffer_count,
 			 g);
 	}
-	if (f->stage == 3 && m.odev != TFS_DEVICE_NONE) {
+	if (f->stage == 3 && m->odev != TFS_DEVICE_NONE) {
 		it = item(p, "fp32 gradient buffer",
 			  "stage3.py initialize_optimizer_states");
 		it->pageable = mul(p->largest_subgroup, 4);
 		snprintf(it->formula, sizeof(it->formula), "G %s x 4 B", g);
 	}
-	if (m.odev == TFS_DEVICE_CPU) {
+	if (m->odev == TFS_DEVICE_CPU) {
 		it = item(p, "optimizer state in RAM",
 			  f->stage == 3 ? "stage3.py _create_fp32_partitions"
 					: "stage_1_and_2.py");
@@ -389,13 +407,15 @@ static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
 			 num(p->per_rank, a, sizeof(a)),
 			 c->offload_optimizer_pin_memory ? ", pin_memory" : "");
 	}
-	p->rank_pinned = p->rank_pageable = 0;
-	for (size_t i = 0; i < p->nds; i++) {
-		p->rank_pinned = add(p->rank_pinned, p->ds[i].pinned);
-		p->rank_pageable = add(p->rank_pageable, p->ds[i].pageable);
-	}
+}
 
-	/* the mount, with the same keys */
+/* The tensorfs mount's items, per node, with the same keys. */
+static void mount_items(const struct tfs_config *c, struct tfs_plan *p)
+{
+	uint64_t v;
+	char a[48];
+	size_t E = p->elem;
+
 	p->tfs[0].name = "tensorfs cache";
 	p->tfs[0].source = "max_in_cpu, lib/cache.c";
 	p->tfs[1].name = "tensorfs write-back pool";
@@ -432,6 +452,28 @@ static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
 	p->tfs_pinned = add(p->tfs[0].pinned, p->tfs[1].pinned);
 	p->tfs_pageable = add(add(p->tfs[0].pageable, p->tfs[1].pageable),
 			      p->tfs[2].pageable);
+}
+
+static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
+		     struct tfs_plan *p)
+{
+	struct mode m;
+	size_t E = tfs_dtype_size((unsigned)c->offload_param_dtype);
+
+	if (!f->params || !f->ranks || !f->nodes || !E || f->stage > 3)
+		return -EINVAL;
+	mode_of(c, f, &m);
+	derive(c, f, &m, p);
+	p->nds = 0;
+	param_items(c, f, &m, p);
+	optimizer_items(c, f, &m, p);
+	p->rank_pinned = p->rank_pageable = 0;
+	for (size_t i = 0; i < p->nds; i++) {
+		p->rank_pinned = add(p->rank_pinned, p->ds[i].pinned);
+		p->rank_pageable = add(p->rank_pageable, p->ds[i].pageable);
+	}
+
+	mount_items(c, p);
 
 	p->node_pinned = add(mul(p->rank_pinned, f->ranks), p->tfs_pinned);
 	p->node_pageable =
