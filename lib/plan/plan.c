@@ -583,15 +583,12 @@ static int reported(const struct tfs_plan *p, const char *key)
 	return 0;
 }
 
-static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
-		  struct tfs_plan *p)
+/* What the mount refuses, and the old name of intra_op_parallelism. */
+static void check_keys(const struct tfs_config *c, struct tfs_plan *p)
 {
-	char msg[400], a[48], b[48], d[48];
-	uint64_t need = opt_buffers_needed(c), nvme;
+	char msg[400];
 	const char *key;
-	struct mode m;
 
-	mode_of(c, f, &m);
 	key = c->aio_block_size % 4096 ? "aio.block_size"
 				       : "offload_param.buffer_size";
 	if (tfs_config_validate(c, msg, sizeof(msg)) && !reported(p, key))
@@ -611,6 +608,13 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    "intra_op_parallelism); write intra_op_parallelism "
 		    "= %llu instead",
 		    (unsigned long long)c->aio_intra_op_parallelism);
+}
+
+/* Devices the stage ignores, NVMe without a path. */
+static void check_devices(const struct tfs_config *c,
+			  const struct tfs_plan_facts *f, const struct mode *m,
+			  struct tfs_plan *p)
+{
 	if (f->stage == 0 && (c->offload_param_device != TFS_DEVICE_NONE ||
 			      c->offload_optimizer_device != TFS_DEVICE_NONE))
 		tfs_plan_add(p, TFS_PLAN_WARN, "zero_optimization.stage",
@@ -632,7 +636,7 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    "memory and nothing reaches nvme_path; use stage 3 "
 		    "to swap it to NVMe",
 		    f->stage);
-	if (m.pdev == TFS_DEVICE_NVME && !c->offload_param_nvme_path[0])
+	if (m->pdev == TFS_DEVICE_NVME && !c->offload_param_nvme_path[0])
 		tfs_plan_add(
 		    p, TFS_PLAN_FAIL, "offload_param.nvme_path",
 		    "offload_param.device = nvme without nvme_path: "
@@ -640,7 +644,7 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    "(partitioned_param_swapper.py _configure_aio) and "
 		    "stops with a TypeError; set nvme_path to the "
 		    "tensorfs mount point");
-	if (f->stage == 3 && m.odev == TFS_DEVICE_NVME &&
+	if (f->stage == 3 && m->odev == TFS_DEVICE_NVME &&
 	    !c->offload_optimizer_nvme_path[0])
 		tfs_plan_add(
 		    p, TFS_PLAN_FAIL, "offload_optimizer.nvme_path",
@@ -649,7 +653,17 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    "_configure_tensor_swapping) and stops with a "
 		    "TypeError; set nvme_path to the tensorfs mount "
 		    "point");
-	if (partition_too_big(&m, p))
+}
+
+/* The parameter swap buffers against the largest partition and, with
+ * fast_init, the largest sub-group. */
+static void check_param_buffers(const struct tfs_config *c,
+				const struct tfs_plan_facts *f,
+				const struct mode *m, struct tfs_plan *p)
+{
+	char a[48], b[48];
+
+	if (partition_too_big(m, p))
 		tfs_plan_add(
 		    p, TFS_PLAN_FAIL, "offload_param.buffer_size",
 		    "offload_param.buffer_size = %s elements is not "
@@ -659,19 +673,19 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    "than buffer size %llu' (partitioned_param_swapper.py "
 		    "get_buffer requires numel < buffer_size); raise "
 		    "buffer_size above it",
-		    num(m.B, a, sizeof(a)),
+		    num(m->B, a, sizeof(a)),
 		    num(p->largest_partition, b, sizeof(b)),
 		    (unsigned long long)p->world, p->world == 1 ? "" : "s",
 		    (unsigned long long)p->largest_partition,
-		    (unsigned long long)m.B);
-	else if (m.pdev == TFS_DEVICE_NVME && !p->largest_partition)
+		    (unsigned long long)m->B);
+	else if (m->pdev == TFS_DEVICE_NVME && !p->largest_partition)
 		tfs_plan_add(p, TFS_PLAN_FITS, "offload_param.buffer_size",
 			     "the largest parameter is unknown, so buffer_size "
 			     "(%s) is not checked against it; DeepSpeed needs "
 			     "every parameter partition smaller than "
 			     "buffer_size; give --model or --largest-param",
-			     num(m.B, a, sizeof(a)));
-	if (fast_init_fails(c, &m, p, f->stage))
+			     num(m->B, a, sizeof(a)));
+	if (fast_init_fails(c, m, p, f->stage))
 		tfs_plan_add(
 		    p, TFS_PLAN_FAIL, "offload_optimizer.fast_init",
 		    "fast_init reads the fp16 parameters of each NVMe "
@@ -682,11 +696,20 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    "params %llu' (optimizer_utils.py "
 		    "_initialize_from_swapped_fp16_params); set "
 		    "fast_init = false, or buffer_size >= sub_group_size",
-		    num(aligned(m.B, p->elem, m.intra), a, sizeof(a)),
+		    num(aligned(m->B, p->elem, m->intra), a, sizeof(a)),
 		    num(p->largest_subgroup, b, sizeof(b)),
 		    (unsigned long long)aligned(p->largest_subgroup, 4,
-						m.intra));
-	if (f->stage == 3 && m.odev == TFS_DEVICE_NVME &&
+						m->intra));
+}
+
+/* Enough optimizer swap buffers for an Adam step, pipelined or not. */
+static void check_optimizer_buffers(const struct tfs_config *c,
+				    const struct tfs_plan_facts *f,
+				    const struct mode *m, struct tfs_plan *p)
+{
+	uint64_t need = opt_buffers_needed(c);
+
+	if (f->stage == 3 && m->odev == TFS_DEVICE_NVME &&
 	    c->offload_optimizer_buffer_count < need) {
 		if (need == ADAM_STATES)
 			tfs_plan_add(
@@ -717,7 +740,14 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 				c->offload_optimizer_buffer_count,
 			    (unsigned long long)need, (unsigned long long)need);
 	}
-	check_memory(f, p);
+}
+
+/* The swap files against the space under nvme_path. */
+static void check_nvme(const struct tfs_plan_facts *f, struct tfs_plan *p)
+{
+	char a[48], b[48];
+	uint64_t nvme;
+
 	nvme = add(p->nvme_params, p->nvme_optimizer);
 	if (f->nvme && nvme > f->nvme)
 		tfs_plan_add(
@@ -736,16 +766,24 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    "need room too",
 		    sz(nvme, a, sizeof(a)), HEADROOM_PCT,
 		    sz(f->nvme, b, sizeof(b)));
-	if (m.pdev == TFS_DEVICE_NVME && c->aio_use_gds)
+}
+
+/* Notes: GPU memory with use_gds, a ratio below 1, nothing offloaded. */
+static void check_notes(const struct tfs_config *c, const struct mode *m,
+			struct tfs_plan *p)
+{
+	char d[48];
+
+	if (m->pdev == TFS_DEVICE_NVME && c->aio_use_gds)
 		tfs_plan_add(
 		    p, TFS_PLAN_FITS, "aio.use_gds",
 		    "use_gds puts the parameter swap pool in GPU memory "
 		    "(%s per GPU), not in host memory",
 		    sz(mul(mul(c->offload_param_buffer_count,
-			       aligned(m.B, p->elem, m.intra)),
+			       aligned(m->B, p->elem, m->intra)),
 			   p->elem),
 		       d, sizeof(d)));
-	if (m.odev != TFS_DEVICE_NONE && c->offload_optimizer_ratio < 1.0)
+	if (m->odev != TFS_DEVICE_NONE && c->offload_optimizer_ratio < 1.0)
 		tfs_plan_add(
 		    p, TFS_PLAN_FITS, "offload_optimizer.ratio",
 		    "ratio = %g steps part of the sub-groups on the GPU; "
@@ -761,6 +799,21 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    "default), so DeepSpeed offloads nothing; set them "
 		    "to nvme, or pass the run's ds_config.json with "
 		    "--deepspeed");
+}
+
+static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
+		  struct tfs_plan *p)
+{
+	struct mode m;
+
+	mode_of(c, f, &m);
+	check_keys(c, p);
+	check_devices(c, f, &m, p);
+	check_param_buffers(c, f, &m, p);
+	check_optimizer_buffers(c, f, &m, p);
+	check_memory(f, p);
+	check_nvme(f, p);
+	check_notes(c, &m, p);
 }
 
 /* ===== recommendations ===== */
