@@ -690,7 +690,16 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 
 /* ===== main ===== */
 
-int main(int argc, char **argv)
+/* The command line, beyond what goes straight into struct input. */
+struct args {
+	const char *dtype, *params_arg;
+	uint64_t params, largest_arg;
+	int json, full, memlock_given;
+};
+
+/* Parse the options into in and a; exits on --help, --version and
+ * usage errors. */
+static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 {
 	enum {
 		O_DS = 256,
@@ -723,108 +732,99 @@ int main(int argc, char **argv)
 	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
-	static struct input in;
-	struct tfs_mem_limits lim;
-	const char *dtype = NULL, *params_arg = NULL;
-	uint64_t params = 0, largest = 0, largest_arg = 0;
-	int c, json = 0, full = 0, memlock_given = 0, rc;
-	char err[1024];
-
-	tfs_config_defaults(&in.c);
-	in.f.ranks = 1;
-	in.f.nodes = 1;
-	in.f.stage = 3;
-	in.f.memlock = UINT64_MAX;
-	in.p = malloc(sizeof(*in.p));
-	if (!in.p)
-		die(EX_OSERR, "out of memory");
-	tfs_plan_init(in.p);
+	int c;
 
 	while ((c = getopt_long(argc, argv, "c:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			in.ini = optarg;
+			in->ini = optarg;
 			break;
 		case O_DS:
-			in.ds = optarg;
+			in->ds = optarg;
 			break;
 		case O_PARAMS:
-			params_arg = optarg;
-			params = count_arg("--params", optarg, 1);
+			a->params_arg = optarg;
+			a->params = count_arg("--params", optarg, 1);
 			break;
 		case O_MODEL:
-			in.model = optarg;
+			in->model = optarg;
 			break;
 		case O_LARGEST:
-			largest_arg = count_arg("--largest-param", optarg, 1);
+			a->largest_arg =
+			    count_arg("--largest-param", optarg, 1);
 			break;
 		case O_DTYPE:
-			dtype = optarg;
-			if (tfs_dtype_lookup(dtype) < 0)
+			a->dtype = optarg;
+			if (tfs_dtype_lookup(a->dtype) < 0)
 				die(EX_USAGE,
 				    "--dtype '%s' is not a tensor "
 				    "type; use bf16, fp16 or fp32",
-				    dtype);
-			in.dtype_given = 1;
+				    a->dtype);
+			in->dtype_given = 1;
 			break;
 		case O_RANKS:
-			in.f.ranks = (unsigned)count_arg("--ranks", optarg, 1);
-			if (in.f.ranks > 4096)
+			in->f.ranks = (unsigned)count_arg("--ranks", optarg, 1);
+			if (in->f.ranks > 4096)
 				die(EX_USAGE, "--ranks %s: at most 4096",
 				    optarg);
 			break;
 		case O_NODES:
-			in.f.nodes = (unsigned)count_arg("--nodes", optarg, 1);
-			if (in.f.nodes > 1000000)
+			in->f.nodes = (unsigned)count_arg("--nodes", optarg, 1);
+			if (in->f.nodes > 1000000)
 				die(EX_USAGE, "--nodes %s: at most 1e6",
 				    optarg);
 			break;
 		case O_RAM:
-			in.f.ram = size_arg("--ram", optarg);
-			in.ram_given = 1;
+			in->f.ram = size_arg("--ram", optarg);
+			in->ram_given = 1;
 			break;
 		case O_NVME:
-			in.f.nvme = size_arg("--nvme", optarg);
+			in->f.nvme = size_arg("--nvme", optarg);
 			break;
 		case O_MEMLOCK:
-			in.f.memlock = strcasecmp(optarg, "unlimited")
-					   ? size_arg("--memlock", optarg)
-					   : UINT64_MAX;
-			memlock_given = 1;
+			in->f.memlock = strcasecmp(optarg, "unlimited")
+					    ? size_arg("--memlock", optarg)
+					    : UINT64_MAX;
+			a->memlock_given = 1;
 			break;
 		case O_JSON:
-			json = 1;
+			a->json = 1;
 			break;
 		case O_FULL:
-			full = 1;
+			a->full = 1;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			exit(0);
 		case 'V':
 			printf("tensorfs-plan %s\n", TFS_VERSION_STRING);
-			return 0;
+			exit(0);
 		default:
 			fprintf(stderr,
 				"Try '%s --help' for more information.\n",
 				prog);
-			return EX_USAGE;
+			exit(EX_USAGE);
 		}
 	}
 	if (optind < argc)
 		die(EX_USAGE, "unexpected argument '%s'", argv[optind]);
-	if (!params_arg && !in.model)
+	if (!a->params_arg && !in->model)
 		die(EX_USAGE, "give the model's size: --params N (e.g. 7e9) or "
 			      "--model config.json");
-	if (!in.ram_given)
-		in.f.ram = mem_total();
-	if (!memlock_given && !tfs_mem_limits(&lim))
-		in.f.memlock = lim.memlock;
+}
 
-	if (in.ini) {
-		rc = tfs_config_load(&in.c, in.ini, err, sizeof(err));
+/* -c, --model, --params, --largest-param, --deepspeed and --dtype, in
+ * that order, into in; exits on an input that cannot be used. */
+static void read_inputs(struct input *in, struct args *a)
+{
+	uint64_t largest = 0;
+	char err[1024];
+	int rc;
+
+	if (in->ini) {
+		rc = tfs_config_load(&in->c, in->ini, err, sizeof(err));
 		if (rc == -EDOM) /* well-formed, but will not mount */
-			tfs_plan_add(in.p, TFS_PLAN_FAIL,
+			tfs_plan_add(in->p, TFS_PLAN_FAIL,
 				     strstr(err, "aio.block_size =")
 					 ? "aio.block_size"
 					 : "offload_param.buffer_size",
@@ -836,29 +836,54 @@ int main(int argc, char **argv)
 		else if (rc)
 			die(EX_NOINPUT, "%s", err);
 	}
-	if (in.model)
-		read_model(&in, &params, &largest);
-	if (params_arg)
-		params = count_arg("--params", params_arg, 1);
-	if (largest_arg)
-		largest = largest_arg;
-	if (in.ds)
-		read_deepspeed(&in);
-	if (dtype && tfs_config_set(&in.c, "offload_param.dtype", dtype, err,
-				    sizeof(err)))
+	if (in->model)
+		read_model(in, &a->params, &largest);
+	if (a->params_arg)
+		a->params = count_arg("--params", a->params_arg, 1);
+	if (a->largest_arg)
+		largest = a->largest_arg;
+	if (in->ds)
+		read_deepspeed(in);
+	if (a->dtype && tfs_config_set(&in->c, "offload_param.dtype", a->dtype,
+				       err, sizeof(err)))
 		die(EX_USAGE, "--dtype: %s", err);
-	in.f.params = params;
-	in.f.largest_param = largest;
+	in->f.params = a->params;
+	in->f.largest_param = largest;
+}
+
+int main(int argc, char **argv)
+{
+	static struct input in;
+	struct tfs_mem_limits lim;
+	struct args a = {0};
+	int rc;
+
+	tfs_config_defaults(&in.c);
+	in.f.ranks = 1;
+	in.f.nodes = 1;
+	in.f.stage = 3;
+	in.f.memlock = UINT64_MAX;
+	in.p = malloc(sizeof(*in.p));
+	if (!in.p)
+		die(EX_OSERR, "out of memory");
+	tfs_plan_init(in.p);
+
+	parse_args(argc, argv, &in, &a);
+	if (!in.ram_given)
+		in.f.ram = mem_total();
+	if (!a.memlock_given && !tfs_mem_limits(&lim))
+		in.f.memlock = lim.memlock;
+	read_inputs(&in, &a);
 
 	if (tfs_plan_compute(&in.c, &in.f, in.p))
 		die(EX_USAGE,
 		    "cannot plan for these facts (params %llu, "
 		    "ranks %u, nodes %u)",
-		    (unsigned long long)params, in.f.ranks, in.f.nodes);
-	if (json)
-		print_json(&in, in.p, full);
+		    (unsigned long long)a.params, in.f.ranks, in.f.nodes);
+	if (a.json)
+		print_json(&in, in.p, a.full);
 	else
-		print_text(&in, in.p, full);
+		print_text(&in, in.p, a.full);
 	if (fflush(stdout))
 		die(EX_IOERR, "cannot write the output: %s", strerror(errno));
 	rc = (int)in.p->severity;
