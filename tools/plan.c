@@ -392,13 +392,11 @@ static char *ini_text(const struct tfs_config *c, int full)
 
 static const char *const sev_name[] = {"note", "warning", "error"};
 
-static void print_text(const struct input *in, const struct tfs_plan *p,
-		       int full)
+/* The first lines: the model, the inputs, the machine. */
+static void text_inputs(const struct input *in, const struct tfs_plan *p)
 {
 	const struct tfs_plan_facts *f = &in->f;
 	char a[48], b[48], d[48], e[48], line[1024];
-	uint64_t tot = p->node_pinned + p->node_pageable, nv;
-	char *ini;
 
 	printf("tensorfs-plan: %s parameters, %s (%zu B), %u rank%s x %u "
 	       "node%s (world %llu): %s per rank\n",
@@ -437,6 +435,12 @@ static void print_text(const struct input *in, const struct tfs_plan *p,
 			 (unsigned long long)p->largest_subgroup);
 		wrap2(stdout, "", "  ", line);
 	}
+}
+
+/* The "auto" and substituted values of the ds_config.json. */
+static void text_notes(const struct input *in)
+{
+	char line[1024];
 
 	if (in->dsr.nnotes) {
 		printf("\n\"auto\" and substituted values:\n");
@@ -447,14 +451,14 @@ static void print_text(const struct input *in, const struct tfs_plan *p,
 			wrap2(stdout, "  ", "    ", line);
 		}
 	}
+}
 
-	ini = ini_text(&in->c, full);
-	printf("\nequivalent tensorfs.ini (%s):\n",
-	       full ? "every key"
-		    : "keys that differ from the defaults; "
-		      "--full prints all");
-	fputs(*ini ? ini : "(all defaults)\n", stdout);
-	free(ini);
+/* The host memory table, DeepSpeed's then the mount's. */
+static void text_memory(const struct tfs_plan_facts *f,
+			const struct tfs_plan *p)
+{
+	char a[48], b[48], d[48], e[48], line[1024];
+	uint64_t tot = p->node_pinned + p->node_pageable;
 
 	printf("\n%-40s %11s %11s\n", "host memory", "pinned", "pageable");
 	if (p->nds) {
@@ -489,6 +493,13 @@ static void print_text(const struct input *in, const struct tfs_plan *p,
 		snprintf(line, sizeof(line), "= %s; RAM unknown",
 			 tfs_format_size(tot, a, sizeof(a)));
 	wrap(stdout, "    ", line);
+}
+
+/* The NVMe space of the swap files. */
+static void text_nvme(const struct tfs_plan_facts *f, const struct tfs_plan *p)
+{
+	char a[48], b[48], d[48], e[48], line[1024];
+	uint64_t nv;
 
 	nv = p->nvme_params + p->nvme_optimizer;
 	if (nv) {
@@ -518,6 +529,13 @@ static void print_text(const struct input *in, const struct tfs_plan *p,
 	} else {
 		printf("\nNVMe space: nothing swapped to NVMe\n");
 	}
+}
+
+/* Problems, recommended values and the verdict. */
+static void text_advice(const struct tfs_plan_facts *f,
+			const struct tfs_plan *p)
+{
+	char a[48], b[48], d[48], e[48], line[1024];
 
 	printf("\nproblems:%s\n", p->nproblems ? "" : " none");
 	for (size_t i = 0; i < p->nproblems; i++) {
@@ -551,6 +569,26 @@ static void print_text(const struct input *in, const struct tfs_plan *p,
 	wrap2(stdout, "", "  ", line);
 	printf("\nverdict: %s (exit %d)\n", tfs_plan_verdict(p->severity),
 	       (int)p->severity);
+}
+
+static void print_text(const struct input *in, const struct tfs_plan *p,
+		       int full)
+{
+	char *ini;
+
+	text_inputs(in, p);
+	text_notes(in);
+	ini = ini_text(&in->c, full);
+	printf("\nequivalent tensorfs.ini (%s):\n",
+	       full ? "every key"
+		    : "keys that differ from the defaults; "
+		      "--full prints all");
+	fputs(*ini ? ini : "(all defaults)\n", stdout);
+	free(ini);
+
+	text_memory(&in->f, p);
+	text_nvme(&in->f, p);
+	text_advice(&in->f, p);
 }
 
 /* ===== JSON output ===== */
