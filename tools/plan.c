@@ -613,14 +613,11 @@ static json_t *pair_json(uint64_t pinned, uint64_t pageable)
 			 bytes_json(pinned + pageable));
 }
 
-static void print_json(const struct input *in, const struct tfs_plan *p,
-		       int full)
+/* The model, the machine and the inputs, into o. */
+static void json_inputs(json_t *o, const struct input *in,
+			const struct tfs_plan *p)
 {
 	const struct tfs_plan_facts *f = &in->f;
-	json_t *o = json_object(), *a, *settings = json_object();
-	char buf[TFS_CFG_STR_MAX], *ini, key[96];
-	const struct tfs_cfg_key *keys;
-	size_t n;
 
 	json_object_set_new(
 	    o, "model",
@@ -651,6 +648,15 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 		      in->ds ? json_string(in->ds) : json_null(), "model",
 		      in->model ? json_string(in->model) : json_null(),
 		      "zero_stage", (int)f->stage));
+}
+
+/* The "auto" values, every setting and the equivalent INI, into o. */
+static void json_config(json_t *o, const struct input *in, int full)
+{
+	json_t *a, *settings = json_object();
+	char buf[TFS_CFG_STR_MAX], *ini, key[96];
+	const struct tfs_cfg_key *keys;
+	size_t n;
 
 	a = json_array();
 	for (size_t i = 0; i < in->dsr.nnotes; i++)
@@ -672,6 +678,13 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 	ini = ini_text(&in->c, full);
 	json_object_set_new(o, "ini", json_string(ini));
 	free(ini);
+}
+
+/* Host memory, DeepSpeed's and the mount's, and NVMe space, into o. */
+static void json_memory(json_t *o, const struct tfs_plan_facts *f,
+			const struct tfs_plan *p)
+{
+	json_t *a;
 
 	a = json_array();
 	for (size_t i = 0; i < p->nds; i++)
@@ -693,6 +706,12 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 	    json_pack("{s:o, s:o, s:o}", "params", bytes_json(p->nvme_params),
 		      "optimizer", bytes_json(p->nvme_optimizer), "total",
 		      bytes_json(p->nvme_params + p->nvme_optimizer)));
+}
+
+/* Problems, recommended values and the verdict, into o. */
+static void json_advice(json_t *o, const struct tfs_plan *p)
+{
+	json_t *a;
 
 	a = json_array();
 	for (size_t i = 0; i < p->nproblems; i++)
@@ -720,7 +739,17 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 	json_object_set_new(o, "verdict",
 			    json_string(tfs_plan_verdict(p->severity)));
 	json_object_set_new(o, "exit_code", json_integer(p->severity));
+}
 
+static void print_json(const struct input *in, const struct tfs_plan *p,
+		       int full)
+{
+	json_t *o = json_object();
+
+	json_inputs(o, in, p);
+	json_config(o, in, full);
+	json_memory(o, &in->f, p);
+	json_advice(o, p);
 	if (json_dumpf(o, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF)
 		die(EX_IOERR, "cannot write the output");
 	json_decref(o);
