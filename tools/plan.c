@@ -764,41 +764,43 @@ struct args {
 	int json, full, memlock_given;
 };
 
+/* The long options; the short ones are -c, -h and -V. */
+enum {
+	O_DS = 256,
+	O_PARAMS,
+	O_MODEL,
+	O_LARGEST,
+	O_DTYPE,
+	O_RANKS,
+	O_NODES,
+	O_RAM,
+	O_NVME,
+	O_MEMLOCK,
+	O_JSON,
+	O_FULL
+};
+static const struct option longopts[] = {
+    {"deepspeed", required_argument, NULL, O_DS},
+    {"params", required_argument, NULL, O_PARAMS},
+    {"model", required_argument, NULL, O_MODEL},
+    {"largest-param", required_argument, NULL, O_LARGEST},
+    {"dtype", required_argument, NULL, O_DTYPE},
+    {"ranks", required_argument, NULL, O_RANKS},
+    {"nodes", required_argument, NULL, O_NODES},
+    {"ram", required_argument, NULL, O_RAM},
+    {"nvme", required_argument, NULL, O_NVME},
+    {"memlock", required_argument, NULL, O_MEMLOCK},
+    {"json", no_argument, NULL, O_JSON},
+    {"full", no_argument, NULL, O_FULL},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
 /* Parse the options into in and a; exits on --help, --version and
  * usage errors. */
 static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 {
-	enum {
-		O_DS = 256,
-		O_PARAMS,
-		O_MODEL,
-		O_LARGEST,
-		O_DTYPE,
-		O_RANKS,
-		O_NODES,
-		O_RAM,
-		O_NVME,
-		O_MEMLOCK,
-		O_JSON,
-		O_FULL
-	};
-	static const struct option longopts[] = {
-	    {"deepspeed", required_argument, NULL, O_DS},
-	    {"params", required_argument, NULL, O_PARAMS},
-	    {"model", required_argument, NULL, O_MODEL},
-	    {"largest-param", required_argument, NULL, O_LARGEST},
-	    {"dtype", required_argument, NULL, O_DTYPE},
-	    {"ranks", required_argument, NULL, O_RANKS},
-	    {"nodes", required_argument, NULL, O_NODES},
-	    {"ram", required_argument, NULL, O_RAM},
-	    {"nvme", required_argument, NULL, O_NVME},
-	    {"memlock", required_argument, NULL, O_MEMLOCK},
-	    {"json", no_argument, NULL, O_JSON},
-	    {"full", no_argument, NULL, O_FULL},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
-	};
 	int c;
 
 	while ((c = getopt_long(argc, argv, "c:hV", longopts, NULL)) != -1) {
