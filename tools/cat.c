@@ -1494,61 +1494,61 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 
 /* ===== main ===== */
 
-int main(int argc, char **argv)
+/* The long options; the short ones are the same letters and -h, -V. */
+enum { O_STATS = 256, O_JSON };
+static const struct option longopts[] = {
+    {"dtype", required_argument, NULL, 'd'},
+    {"shape", required_argument, NULL, 's'},
+    {"offset", required_argument, NULL, 'o'},
+    {"tensor", required_argument, NULL, 't'},
+    {"stats", no_argument, NULL, O_STATS},
+    {"json", no_argument, NULL, O_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Parse the options into o (--shape into s->shape) and set s->path;
+ * exits on --help, --version and usage errors. */
+static void parse_args(int argc, char **argv, struct opts *o, struct src *s)
 {
-	enum { O_STATS = 256, O_JSON };
-	static const struct option longopts[] = {
-	    {"dtype", required_argument, NULL, 'd'},
-	    {"shape", required_argument, NULL, 's'},
-	    {"offset", required_argument, NULL, 'o'},
-	    {"tensor", required_argument, NULL, 't'},
-	    {"stats", no_argument, NULL, O_STATS},
-	    {"json", no_argument, NULL, O_JSON},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct opts o = {0};
-	struct src s = {0};
-	struct tfs_tensor_list *l = NULL;
-	struct stat sb;
-	char xa[1024], near[160], what[PATH_MAX + 64];
-	int c, xdt = -1;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "d:s:o:t:hV", longopts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'd':
-			o.dtype = optarg;
+			o->dtype = optarg;
 			parse_dtype_or(EXIT_USAGE, "--dtype", optarg);
 			break;
 		case 's':
-			o.shape = optarg;
-			parse_shape_or(EXIT_USAGE, "--shape", optarg, &s.shape);
+			o->shape = optarg;
+			parse_shape_or(EXIT_USAGE, "--shape", optarg,
+				       &s->shape);
 			break;
 		case 'o':
-			if (tfs_parse_size(optarg, &o.offset, NULL))
+			if (tfs_parse_size(optarg, &o->offset, NULL))
 				die(EXIT_USAGE,
 				    "--offset '%s' is not a byte "
 				    "offset (e.g. 128, 4K, 1MiB)",
 				    optarg);
-			o.offset_given = 1;
+			o->offset_given = 1;
 			break;
 		case 't':
-			o.tensor = optarg;
+			o->tensor = optarg;
 			break;
 		case O_STATS:
-			o.stats = 1;
+			o->stats = 1;
 			break;
 		case O_JSON:
-			o.json = 1;
+			o->json = 1;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			exit(0);
 		case 'V':
 			printf("tensorfs-cat %s\n", TFS_VERSION_STRING);
-			return 0;
+			exit(0);
 		default:
 			die(EXIT_USAGE, "unknown option");
 		}
@@ -1556,124 +1556,173 @@ int main(int argc, char **argv)
 	if (optind + 1 != argc)
 		die(EXIT_USAGE,
 		    optind == argc ? "no FILE given" : "one FILE at a time");
-	s.path = argv[optind];
-	s.dtype = -1;
-	s.fd = open(s.path, O_RDONLY | O_CLOEXEC);
-	if (s.fd < 0)
-		die(EXIT_DATA, "'%s': cannot open: %s", s.path,
+	s->path = argv[optind];
+}
+
+/* Open s->path and find its size, or exit 1. */
+static void open_src(struct src *s)
+{
+	struct stat sb;
+
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0)
+		die(EXIT_DATA, "'%s': cannot open: %s", s->path,
 		    strerror(errno));
-	if (fstat(s.fd, &sb))
-		die(EXIT_DATA, "'%s': cannot stat: %s", s.path,
+	if (fstat(s->fd, &sb))
+		die(EXIT_DATA, "'%s': cannot stat: %s", s->path,
 		    strerror(errno));
 	if (S_ISDIR(sb.st_mode))
-		die(EXIT_DATA, "'%s' is a directory; give a file", s.path);
+		die(EXIT_DATA, "'%s' is a directory; give a file", s->path);
 	if (S_ISREG(sb.st_mode)) {
-		s.file_size = (uint64_t)sb.st_size;
+		s->file_size = (uint64_t)sb.st_size;
 	} else {
-		off_t end = lseek(s.fd, 0, SEEK_END);
+		off_t end = lseek(s->fd, 0, SEEK_END);
 
 		if (end < 0)
-			die(EXIT_DATA, "'%s': cannot find its size: %s", s.path,
-			    strerror(errno));
-		s.file_size = (uint64_t)end;
+			die(EXIT_DATA, "'%s': cannot find its size: %s",
+			    s->path, strerror(errno));
+		s->file_size = (uint64_t)end;
 	}
+}
 
-	/* 1. the flags */
-	if (o.dtype) {
-		s.dtype = tfs_tensor_dtype_lookup(o.dtype);
-		s.dtype_from = "--dtype";
+/* Sources 1 and 2 of the dtype and shape: the flags, then the extended
+ * attributes, whose shape goes with their dtype. */
+static void from_flags_and_xattrs(struct src *s, const struct opts *o)
+{
+	char xa[1024], what[PATH_MAX + 64];
+	int xdt = -1;
+
+	if (o->dtype) {
+		s->dtype = tfs_tensor_dtype_lookup(o->dtype);
+		s->dtype_from = "--dtype";
 	}
-	if (o.shape)
-		s.shape_from = "--shape";
-	/* 2. the extended attributes; their shape goes with their dtype */
-	snprintf(what, sizeof(what), "'%s': user.tensor.dtype", s.path);
-	if (get_xattr(&s, "user.tensor.dtype", xa, sizeof(xa)))
+	if (o->shape)
+		s->shape_from = "--shape";
+	snprintf(what, sizeof(what), "'%s': user.tensor.dtype", s->path);
+	if (get_xattr(s, "user.tensor.dtype", xa, sizeof(xa)))
 		xdt = parse_dtype_or(EXIT_DATA, what, xa);
-	if (s.dtype < 0 && xdt >= 0) {
-		s.dtype = xdt;
-		s.dtype_from = "the user.tensor.dtype attribute";
+	if (s->dtype < 0 && xdt >= 0) {
+		s->dtype = xdt;
+		s->dtype_from = "the user.tensor.dtype attribute";
 	}
-	snprintf(what, sizeof(what), "'%s': user.tensor.shape", s.path);
-	if (!s.shape_from &&
-	    get_xattr(&s, "user.tensor.shape", xa, sizeof(xa)) &&
-	    (xdt < 0 || xdt == s.dtype)) {
-		parse_shape_or(EXIT_DATA, what, xa, &s.shape);
-		s.shape_from = "the user.tensor.shape attribute";
+	snprintf(what, sizeof(what), "'%s': user.tensor.shape", s->path);
+	if (!s->shape_from &&
+	    get_xattr(s, "user.tensor.shape", xa, sizeof(xa)) &&
+	    (xdt < 0 || xdt == s->dtype)) {
+		parse_shape_or(EXIT_DATA, what, xa, &s->shape);
+		s->shape_from = "the user.tensor.shape attribute";
 	}
-	/* 3. the header */
-	if (o.offset_given) {
-		if (o.tensor)
+}
+
+/* Source 3: the header, unless --offset says the file is raw.  Returns
+ * the header's tensors, NULL for raw data; caller frees. */
+static struct tfs_tensor_list *from_offset_or_header(struct src *s,
+						     const struct opts *o)
+{
+	struct tfs_tensor_list *l = NULL;
+
+	if (o->offset_given) {
+		if (o->tensor)
 			die(EXIT_USAGE, "--tensor and --offset exclude each "
 					"other: --offset reads raw elements");
-		if (o.offset > s.file_size)
+		if (o->offset > s->file_size)
 			die(EXIT_DATA,
 			    "'%s': --offset %llu is past its end at "
 			    "%llu bytes",
-			    s.path, (unsigned long long)o.offset,
-			    (unsigned long long)s.file_size);
-		s.offset = o.offset;
-		s.nbytes = s.file_size - o.offset;
+			    s->path, (unsigned long long)o->offset,
+			    (unsigned long long)s->file_size);
+		s->offset = o->offset;
+		s->nbytes = s->file_size - o->offset;
 	} else {
-		l = read_header(&s);
-		s.nbytes = s.file_size;
+		l = read_header(s);
+		s->nbytes = s->file_size;
 	}
-	if (l && l->format == TFS_TENSOR_SAFETENSORS) {
-		const struct tfs_tensor *t;
+	return l;
+}
 
-		if (!o.tensor) {
-			list_tensors(&s, l, &o);
-			goto out;
-		}
-		t = tfs_tensor_list_find(l, o.tensor);
+/* The tensor to print: --tensor of a .safetensors file, the one of a
+ * .npy file, or the raw data; exits if --tensor does not fit the file or
+ * nothing gives a dtype. */
+static void pick_tensor(struct src *s, const struct opts *o,
+			const struct tfs_tensor_list *l)
+{
+	char near[160], what[PATH_MAX + 64];
+
+	if (l && l->format == TFS_TENSOR_SAFETENSORS) {
+		const struct tfs_tensor *t = tfs_tensor_list_find(l, o->tensor);
+
 		if (!t) {
-			nearest_tensor(l, o.tensor, near, sizeof(near));
+			nearest_tensor(l, o->tensor, near, sizeof(near));
 			die(EXIT_DATA,
 			    "'%s' has no tensor '%s'%s (run without "
 			    "--tensor to list them)",
-			    s.path, o.tensor, near);
+			    s->path, o->tensor, near);
 		}
 		snprintf(what, sizeof(what), "the .safetensors entry '%s'",
 			 t->name);
-		s.name = t->name;
-		from_header(&s, t, what);
+		s->name = t->name;
+		from_header(s, t, what);
 	} else if (l) {
-		if (o.tensor)
+		if (o->tensor)
 			die(EXIT_USAGE,
 			    "'%s' is a .npy file, which holds one "
 			    "tensor: leave out --tensor",
-			    s.path);
-		from_header(&s, &l->tensors[0], "the .npy header");
-	} else if (o.tensor) {
+			    s->path);
+		from_header(s, &l->tensors[0], "the .npy header");
+	} else if (o->tensor) {
 		die(EXIT_USAGE,
 		    "'%s' is no .safetensors file; --tensor "
 		    "names a tensor in one",
-		    s.path);
+		    s->path);
 	}
-	if (s.dtype < 0)
+	if (s->dtype < 0)
 		die(EXIT_USAGE,
 		    "'%s' has no .npy or .safetensors header and no "
 		    "user.tensor.dtype attribute; give its element "
 		    "type with --dtype (fp32, fp16, bf16, ...)",
-		    s.path);
-	check_shape(&s);
+		    s->path);
+}
 
-	if (o.stats) {
+/* The values, their statistics, as text or JSON. */
+static void print_tensor(const struct src *s, const struct opts *o)
+{
+	if (o->stats) {
 		struct stats st;
 
-		compute_stats(&s, &st);
-		if (o.json) {
-			json_t *j = json_src(&s);
+		compute_stats(s, &st);
+		if (o->json) {
+			json_t *j = json_src(s);
 
-			json_object_set_new(j, "stats", json_stats(&s, &st));
+			json_object_set_new(j, "stats", json_stats(s, &st));
 			json_print(j, 0);
 		} else {
-			print_stats(&s, &st, "");
+			print_stats(s, &st, "");
 		}
-	} else if (o.json) {
-		print_json_values(&s);
+	} else if (o->json) {
+		print_json_values(s);
 	} else {
-		print_repr(&s);
+		print_repr(s);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {0};
+	struct src s = {0};
+	struct tfs_tensor_list *l;
+
+	parse_args(argc, argv, &o, &s);
+	s.dtype = -1;
+	open_src(&s);
+	from_flags_and_xattrs(&s, &o);
+	l = from_offset_or_header(&s, &o);
+	if (l && l->format == TFS_TENSOR_SAFETENSORS && !o.tensor) {
+		list_tensors(&s, l, &o);
+		goto out;
+	}
+	pick_tensor(&s, &o, l);
+	check_shape(&s);
+	print_tensor(&s, &o);
 out:
 	tfs_tensor_list_free(l);
 	close(s.fd);
