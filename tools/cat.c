@@ -1396,39 +1396,80 @@ static void from_header(struct src *s, const struct tfs_tensor *t,
 
 /* ===== the listing of a .safetensors file ===== */
 
-static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
-			 const struct opts *o)
+/* The widths of the name, dtype and shape columns. */
+static void column_widths(const struct tfs_tensor_list *l, size_t *wn,
+			  size_t *wd, size_t *ws)
 {
-	size_t wn = 4, wd = 5, ws = 5;
 	char shape[1400];
-	json_t *j = NULL, *arr = NULL, *meta;
 
+	*wn = 4;
+	*wd = 5;
+	*ws = 5;
 	for (size_t i = 0; i < l->count; i++) {
 		const struct tfs_tensor *t = &l->tensors[i];
 		size_t n;
 
-		if (strlen(t->name) > wn)
-			wn = strlen(t->name);
-		if (strlen(t->dtype_name) > wd)
-			wd = strlen(t->dtype_name);
+		if (strlen(t->name) > *wn)
+			*wn = strlen(t->name);
+		if (strlen(t->dtype_name) > *wd)
+			*wd = strlen(t->dtype_name);
 		n = strlen(tfs_tensor_shape_format(&t->shape, 1, shape,
 						   sizeof(shape)));
-		if (n > ws)
-			ws = n;
+		if (n > *ws)
+			*ws = n;
 	}
+}
+
+/* The listing's JSON object, with an empty "tensors" array in *arr. */
+static json_t *list_json(const struct src *s, const struct tfs_tensor_list *l,
+			 json_t **arr)
+{
+	json_t *j = json_object(), *meta;
+
+	json_object_set_new(j, "file", json_string(s->path));
+	json_object_set_new(j, "format", json_string("safetensors"));
+	json_object_set_new(j, "data_offset",
+			    json_integer((json_int_t)l->data_offset));
+	meta = json_object();
+	for (size_t i = 0; i < l->nmeta; i++)
+		json_object_set_new(meta, l->meta[2 * i],
+				    json_string(l->meta[2 * i + 1]));
+	json_object_set_new(j, "metadata", meta);
+	*arr = json_array();
+	json_object_set_new(j, "tensors", *arr);
+	return j;
+}
+
+/* One tensor of the listing as JSON; st NULL for no statistics. */
+static json_t *tensor_json(const struct src *s, const struct tfs_tensor *t,
+			   const struct stats *st)
+{
+	json_t *e = json_object();
+
+	json_object_set_new(e, "name", json_string(t->name));
+	json_object_set_new(e, "dtype",
+			    json_string(t->dtype >= 0
+					    ? tfs_tensor_dtype_name(t->dtype)
+					    : t->dtype_name));
+	json_object_set_new(e, "safetensors_dtype", json_string(t->dtype_name));
+	json_object_set_new(e, "shape", json_shape(&t->shape));
+	json_object_set_new(e, "offset", json_integer((json_int_t)t->offset));
+	json_object_set_new(e, "nbytes", json_integer((json_int_t)t->nbytes));
+	if (st)
+		json_object_set_new(e, "stats", json_stats(s, st));
+	return e;
+}
+
+static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
+			 const struct opts *o)
+{
+	size_t wn, wd, ws;
+	char shape[1400];
+	json_t *j = NULL, *arr = NULL;
+
+	column_widths(l, &wn, &wd, &ws);
 	if (o->json) {
-		j = json_object();
-		json_object_set_new(j, "file", json_string(s->path));
-		json_object_set_new(j, "format", json_string("safetensors"));
-		json_object_set_new(j, "data_offset",
-				    json_integer((json_int_t)l->data_offset));
-		meta = json_object();
-		for (size_t i = 0; i < l->nmeta; i++)
-			json_object_set_new(meta, l->meta[2 * i],
-					    json_string(l->meta[2 * i + 1]));
-		json_object_set_new(j, "metadata", meta);
-		arr = json_array();
-		json_object_set_new(j, "tensors", arr);
+		j = list_json(s, l, &arr);
 	} else {
 		printf("%s: %zu tensor%s, data at byte %llu\n", s->path,
 		       l->count, l->count == 1 ? "" : "s",
@@ -1454,25 +1495,8 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 		}
 		tfs_tensor_shape_format(&t->shape, 1, shape, sizeof(shape));
 		if (o->json) {
-			json_t *e = json_object();
-
-			json_object_set_new(e, "name", json_string(t->name));
-			json_object_set_new(
-			    e, "dtype",
-			    json_string(t->dtype >= 0
-					    ? tfs_tensor_dtype_name(t->dtype)
-					    : t->dtype_name));
-			json_object_set_new(e, "safetensors_dtype",
-					    json_string(t->dtype_name));
-			json_object_set_new(e, "shape", json_shape(&t->shape));
-			json_object_set_new(
-			    e, "offset", json_integer((json_int_t)t->offset));
-			json_object_set_new(
-			    e, "nbytes", json_integer((json_int_t)t->nbytes));
-			if (dostats)
-				json_object_set_new(e, "stats",
-						    json_stats(s, &st));
-			json_array_append_new(arr, e);
+			json_array_append_new(
+			    arr, tensor_json(s, t, dostats ? &st : NULL));
 			continue;
 		}
 		printf("%-*s  %-*s  %-*s  %12llu  %12llu\n", (int)wn, t->name,
