@@ -521,6 +521,88 @@ static int digits10(int v)
 	return n;
 }
 
+/* Integers: the width of the widest. */
+static void fmt_setup_int(struct fmt *f, int dt, const struct val *v, size_t n)
+{
+	char a[32];
+
+	for (size_t k = 0; k < n; k++) {
+		int w;
+
+		int_text(dt, v[k].i, a, sizeof(a));
+		w = (int)strlen(a);
+		if (w > f->width)
+			f->width = w;
+	}
+}
+
+/* Floats: positional or scientific, and the padding, as numpy's
+ * FloatingFormat.fillFormat works them out. */
+static void fmt_setup_float(struct fmt *f, int dt, const struct val *v,
+			    size_t n)
+{
+	double max = 0, min = INFINITY;
+	size_t finite = 0;
+	int neginf = 0, nonfinite = 0;
+	char ip[400], fp[400];
+	int e;
+
+	for (size_t k = 0; k < n; k++) {
+		double a = fabs(v[k].d);
+
+		if (!isfinite(v[k].d)) {
+			nonfinite = 1;
+			neginf |= isinf(v[k].d) && v[k].d < 0;
+			continue;
+		}
+		finite++;
+		if (a == 0)
+			continue;
+		if (a > max)
+			max = a;
+		if (a < min)
+			min = a;
+	}
+	if (max > 0 && (max >= in_dtype(dt, 1e8) || min < in_dtype(dt, 1e-4) ||
+			in_dtype(dt, max / min) > in_dtype(dt, 1000.)))
+		f->exp_format = 1;
+	if (!finite) {
+		f->pad_left = f->pad_right = 0;
+	} else if (f->exp_format) {
+		f->exp_size = 2;
+		for (size_t k = 0; k < n; k++) {
+			if (!isfinite(v[k].d))
+				continue;
+			scientific(dt, v[k].d, -1, ip, fp, &e);
+			if ((int)strlen(fp) > f->precision)
+				f->precision = (int)strlen(fp);
+			if ((int)strlen(ip) > f->pad_left)
+				f->pad_left = (int)strlen(ip);
+			if (digits10(e) > f->exp_size)
+				f->exp_size = digits10(e);
+		}
+		f->pad_right = f->exp_size + 2 + f->precision;
+	} else {
+		for (size_t k = 0; k < n; k++) {
+			if (!isfinite(v[k].d))
+				continue;
+			positional(dt, v[k].d, PRECISION, ip, fp);
+			if ((int)strlen(ip) > f->pad_left)
+				f->pad_left = (int)strlen(ip);
+			if ((int)strlen(fp) > f->pad_right)
+				f->pad_right = (int)strlen(fp);
+		}
+	}
+	if (nonfinite) {
+		int off = f->pad_right + 1;
+
+		if (3 - off > f->pad_left)
+			f->pad_left = 3 - off;
+		if (3 + neginf - off > f->pad_left)
+			f->pad_left = 3 + neginf - off;
+	}
+}
+
 /* numpy's _get_format_function for the shown values v[0..n). */
 static void fmt_setup(struct fmt *f, int dt, const struct val *v, size_t n)
 {
@@ -531,83 +613,10 @@ static void fmt_setup(struct fmt *f, int dt, const struct val *v, size_t n)
 		f->width = 5;
 		return;
 	}
-	if (f->kind != TFS_TENSOR_FLOAT) {
-		char a[32];
-
-		for (size_t k = 0; k < n; k++) {
-			int w;
-
-			int_text(dt, v[k].i, a, sizeof(a));
-			w = (int)strlen(a);
-			if (w > f->width)
-				f->width = w;
-		}
-		return;
-	}
-	/* FloatingFormat.fillFormat */
-	{
-		double max = 0, min = INFINITY;
-		size_t finite = 0;
-		int neginf = 0, nonfinite = 0;
-		char ip[400], fp[400];
-		int e;
-
-		for (size_t k = 0; k < n; k++) {
-			double a = fabs(v[k].d);
-
-			if (!isfinite(v[k].d)) {
-				nonfinite = 1;
-				neginf |= isinf(v[k].d) && v[k].d < 0;
-				continue;
-			}
-			finite++;
-			if (a == 0)
-				continue;
-			if (a > max)
-				max = a;
-			if (a < min)
-				min = a;
-		}
-		if (max > 0 &&
-		    (max >= in_dtype(dt, 1e8) || min < in_dtype(dt, 1e-4) ||
-		     in_dtype(dt, max / min) > in_dtype(dt, 1000.)))
-			f->exp_format = 1;
-		if (!finite) {
-			f->pad_left = f->pad_right = 0;
-		} else if (f->exp_format) {
-			f->exp_size = 2;
-			for (size_t k = 0; k < n; k++) {
-				if (!isfinite(v[k].d))
-					continue;
-				scientific(dt, v[k].d, -1, ip, fp, &e);
-				if ((int)strlen(fp) > f->precision)
-					f->precision = (int)strlen(fp);
-				if ((int)strlen(ip) > f->pad_left)
-					f->pad_left = (int)strlen(ip);
-				if (digits10(e) > f->exp_size)
-					f->exp_size = digits10(e);
-			}
-			f->pad_right = f->exp_size + 2 + f->precision;
-		} else {
-			for (size_t k = 0; k < n; k++) {
-				if (!isfinite(v[k].d))
-					continue;
-				positional(dt, v[k].d, PRECISION, ip, fp);
-				if ((int)strlen(ip) > f->pad_left)
-					f->pad_left = (int)strlen(ip);
-				if ((int)strlen(fp) > f->pad_right)
-					f->pad_right = (int)strlen(fp);
-			}
-		}
-		if (nonfinite) {
-			int off = f->pad_right + 1;
-
-			if (3 - off > f->pad_left)
-				f->pad_left = 3 - off;
-			if (3 + neginf - off > f->pad_left)
-				f->pad_left = 3 + neginf - off;
-		}
-	}
+	if (f->kind != TFS_TENSOR_FLOAT)
+		fmt_setup_int(f, dt, v, n);
+	else
+		fmt_setup_float(f, dt, v, n);
 }
 
 /* One element as the format prints it. */
