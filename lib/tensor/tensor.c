@@ -1074,18 +1074,15 @@ static int st_metadata(struct tfs_tensor_list *l, json_t *m, char *err,
 	return 0;
 }
 
-static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
-		     uint64_t data_start, uint64_t data_len, char *err,
-		     size_t errlen)
+/* The fields of tensor entry v: an object with dtype, shape and
+ * data_offsets [*begin, *end] within the data_len bytes of data, and no
+ * more dimensions than we keep.  0, or -EINVAL with err. */
+static int st_entry(const char *name, json_t *v, uint64_t data_len,
+		    uint64_t *begin, uint64_t *end, char *err, size_t errlen)
 {
 	json_t *dt = json_object_get(v, "dtype");
 	json_t *shape = json_object_get(v, "shape");
 	json_t *offs = json_object_get(v, "data_offsets");
-	struct tfs_tensor *t;
-	uint64_t begin, end, count, need;
-	size_t i;
-	json_t *d;
-	char sh[64];
 
 	if (!json_is_object(v) || !json_is_string(dt) ||
 	    !json_is_array(shape) || !json_is_array(offs)) {
@@ -1096,19 +1093,19 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 		return -EINVAL;
 	}
 	if (json_array_size(offs) != 2 ||
-	    json_u64(json_array_get(offs, 0), &begin) ||
-	    json_u64(json_array_get(offs, 1), &end) || begin > end) {
+	    json_u64(json_array_get(offs, 0), begin) ||
+	    json_u64(json_array_get(offs, 1), end) || *begin > *end) {
 		tfs_say(err, errlen,
 		    "tensor '%s': data_offsets is not [begin, end] "
 		    "with 0 <= begin <= end",
 		    name);
 		return -EINVAL;
 	}
-	if (end > data_len) {
+	if (*end > data_len) {
 		tfs_say(err, errlen,
 		    "tensor '%s' ends at byte %llu of the data, "
 		    "past its end at %llu (file truncated?)",
-		    name, (unsigned long long)end,
+		    name, (unsigned long long)*end,
 		    (unsigned long long)data_len);
 		return -EINVAL;
 	}
@@ -1117,28 +1114,17 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 		    name, TFS_TENSOR_MAX_DIMS);
 		return -EINVAL;
 	}
-	t = list_add(l, name);
-	if (!t)
-		return -ENOMEM;
-	json_array_foreach(shape, i, d)
-	{
-		if (json_u64(d, &t->shape.dim[i])) {
-			tfs_say(err, errlen,
-			    "tensor '%s': shape is not a list of "
-			    "integers >= 0",
-			    name);
-			return -EINVAL;
-		}
-	}
-	t->shape.ndim = (unsigned int)json_array_size(shape);
-	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
-		 json_string_value(dt));
-	t->dtype = -1;
-	for (int k = 0; k < TFS_TENSOR_NDTYPES; k++)
-		if (!strcmp(json_string_value(dt), dtypes[k].safetensors))
-			t->dtype = k;
-	t->offset = data_start + begin;
-	t->nbytes = end - begin;
+	return 0;
+}
+
+/* Whether t's shape and dtype fill data_offsets [begin, end] exactly.
+ * 0, or -EINVAL with err. */
+static int st_size(const struct tfs_tensor *t, const char *name,
+		   uint64_t begin, uint64_t end, char *err, size_t errlen)
+{
+	uint64_t count, need;
+	char sh[64];
+
 	tfs_tensor_shape_format(&t->shape, 0, sh, sizeof(sh));
 	if (tfs_tensor_shape_count(&t->shape, &count)) {
 		tfs_say(err, errlen, "tensor '%s': shape %s is too large", name,
@@ -1163,6 +1149,46 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
+		     uint64_t data_start, uint64_t data_len, char *err,
+		     size_t errlen)
+{
+	json_t *dt = json_object_get(v, "dtype");
+	json_t *shape = json_object_get(v, "shape");
+	struct tfs_tensor *t;
+	uint64_t begin, end;
+	size_t i;
+	json_t *d;
+	int rc;
+
+	rc = st_entry(name, v, data_len, &begin, &end, err, errlen);
+	if (rc)
+		return rc;
+	t = list_add(l, name);
+	if (!t)
+		return -ENOMEM;
+	json_array_foreach(shape, i, d)
+	{
+		if (json_u64(d, &t->shape.dim[i])) {
+			tfs_say(err, errlen,
+			    "tensor '%s': shape is not a list of "
+			    "integers >= 0",
+			    name);
+			return -EINVAL;
+		}
+	}
+	t->shape.ndim = (unsigned int)json_array_size(shape);
+	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
+		 json_string_value(dt));
+	t->dtype = -1;
+	for (int k = 0; k < TFS_TENSOR_NDTYPES; k++)
+		if (!strcmp(json_string_value(dt), dtypes[k].safetensors))
+			t->dtype = k;
+	t->offset = data_start + begin;
+	t->nbytes = end - begin;
+	return st_size(t, name, begin, end, err, errlen);
 }
 
 int tfs_tensor_parse_safetensors(const void *buf, size_t len,
