@@ -1191,6 +1191,68 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 	return st_size(t, name, begin, end, err, errlen);
 }
 
+/* The 8-byte header length *n and the checks it allows: within the
+ * limit, within buf and the file, the start of a JSON object.  0, or
+ * -EINVAL with err. */
+static int st_preamble(const unsigned char *b, size_t len, uint64_t file_size,
+		       uint64_t *n, char *err, size_t errlen)
+{
+	if (len < 8) {
+		tfs_say(err, errlen,
+		    "truncated .safetensors file: %zu bytes, the "
+		    "header length alone is 8",
+		    len);
+		return -EINVAL;
+	}
+	*n = le(b, 8);
+	if (*n > TFS_TENSOR_SAFETENSORS_MAX_HEADER) {
+		tfs_say(err, errlen,
+		    "the .safetensors header length %llu exceeds "
+		    "the limit of 100 MB",
+		    (unsigned long long)*n);
+		return -EINVAL;
+	}
+	if (*n > len - 8 || (file_size != UINT64_MAX && *n + 8 > file_size)) {
+		uint64_t have = len;
+
+		if (file_size < have)
+			have = file_size;
+		tfs_say(err, errlen,
+		    "truncated .safetensors header: it says %llu "
+		    "bytes, %llu are there",
+		    (unsigned long long)*n,
+		    (unsigned long long)(have > 8 ? have - 8 : 0));
+		return -EINVAL;
+	}
+	if (*n < 2 || b[8] != '{') {
+		tfs_say(err, errlen,
+		    "the .safetensors header does not begin with "
+		    "'{'");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Sort l's tensors by offset; -EINVAL with err if two overlap. */
+static int st_no_overlap(struct tfs_tensor_list *l, char *err, size_t errlen)
+{
+	if (l->count > 1)
+		qsort(l->tensors, l->count, sizeof(*l->tensors), by_offset);
+	for (size_t i = 1; i < l->count; i++) {
+		const struct tfs_tensor *a = &l->tensors[i - 1],
+					*c = &l->tensors[i];
+
+		if (c->offset < a->offset + a->nbytes) {
+			tfs_say(err, errlen,
+			    "tensors '%s' and '%s' overlap in the "
+			    "data",
+			    a->name, c->name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 				 uint64_t file_size,
 				 struct tfs_tensor_list **out, char *err,
@@ -1202,42 +1264,13 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 	json_error_t je;
 	const char *k;
 	uint64_t n, data_len;
-	int rc = -EINVAL;
+	int rc;
 
 	*out = NULL;
-	if (len < 8) {
-		tfs_say(err, errlen,
-		    "truncated .safetensors file: %zu bytes, the "
-		    "header length alone is 8",
-		    len);
+	rc = st_preamble(b, len, file_size, &n, err, errlen);
+	if (rc)
 		goto out;
-	}
-	n = le(b, 8);
-	if (n > TFS_TENSOR_SAFETENSORS_MAX_HEADER) {
-		tfs_say(err, errlen,
-		    "the .safetensors header length %llu exceeds "
-		    "the limit of 100 MB",
-		    (unsigned long long)n);
-		goto out;
-	}
-	if (n > len - 8 || (file_size != UINT64_MAX && n + 8 > file_size)) {
-		uint64_t have = len;
-
-		if (file_size < have)
-			have = file_size;
-		tfs_say(err, errlen,
-		    "truncated .safetensors header: it says %llu "
-		    "bytes, %llu are there",
-		    (unsigned long long)n,
-		    (unsigned long long)(have > 8 ? have - 8 : 0));
-		goto out;
-	}
-	if (n < 2 || b[8] != '{') {
-		tfs_say(err, errlen,
-		    "the .safetensors header does not begin with "
-		    "'{'");
-		goto out;
-	}
+	rc = -EINVAL;
 	data_len = file_size == UINT64_MAX ? UINT64_MAX : file_size - 8 - n;
 	root = json_loadb((const char *)b + 8, n, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
@@ -1266,21 +1299,9 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 		if (rc)
 			goto out;
 	}
-	if (l->count > 1)
-		qsort(l->tensors, l->count, sizeof(*l->tensors), by_offset);
-	for (size_t i = 1; i < l->count; i++) {
-		const struct tfs_tensor *a = &l->tensors[i - 1],
-					*c = &l->tensors[i];
-
-		if (c->offset < a->offset + a->nbytes) {
-			tfs_say(err, errlen,
-			    "tensors '%s' and '%s' overlap in the "
-			    "data",
-			    a->name, c->name);
-			rc = -EINVAL;
-			goto out;
-		}
-	}
+	rc = st_no_overlap(l, err, errlen);
+	if (rc)
+		goto out;
 	*out = l;
 	l = NULL;
 	rc = 0;
