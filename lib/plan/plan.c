@@ -982,20 +982,14 @@ static void fix_failures(const struct tfs_plan_facts *f, struct rec_state *s,
 	}
 }
 
-/* Lower memory until the node fits, in the order the file comment says. */
-static void fit_memory(const struct tfs_plan_facts *f, struct rec_state *s,
-		       struct tfs_plan *t)
+/* With stage 3, the optimizer state from host memory to NVMe, if that
+ * lowers the node's total. */
+static void optimizer_to_nvme(const struct tfs_plan_facts *f,
+			      struct rec_state *s, struct tfs_plan *t)
 {
-	static const uint64_t sub_groups[] = {500000000, 200000000, 100000000,
-					      50000000,	 20000000,  10000000};
-	static const uint64_t in_cpu[] = {500000000, 200000000, 100000000, 0};
 	struct tfs_config *r = &s->r, keep;
-	char a[48], b[48];
 	uint64_t before;
 
-	assess(r, f, t);
-	if (fits(f, t))
-		return;
 	if (f->stage == 3 && r->offload_optimizer_device == TFS_DEVICE_CPU) {
 		keep = *r;
 		r->offload_optimizer_device = TFS_DEVICE_NVME;
@@ -1021,6 +1015,16 @@ static void fit_memory(const struct tfs_plan_facts *f, struct rec_state *s,
 			*r = keep;
 		}
 	}
+}
+
+/* With stage 3, the parameters from host memory to NVMe, if the node
+ * does not fit yet and that lowers its total. */
+static void params_to_nvme(const struct tfs_plan_facts *f, struct rec_state *s,
+			   struct tfs_plan *t)
+{
+	struct tfs_config *r = &s->r, keep;
+	uint64_t before;
+
 	if (f->stage == 3 && r->offload_param_device == TFS_DEVICE_CPU &&
 	    !fits(f, t)) {
 		keep = *r;
@@ -1048,58 +1052,92 @@ static void fit_memory(const struct tfs_plan_facts *f, struct rec_state *s,
 			*r = keep;
 		}
 	}
+}
+
+/* Smaller sub-groups until the node fits: pass 0 down to 1e8, pass 1
+ * below. */
+static void shrink_sub_groups(const struct tfs_plan_facts *f,
+			      struct rec_state *s, struct tfs_plan *t, int pass)
+{
+	static const uint64_t sub_groups[] = {500000000, 200000000, 100000000,
+					      50000000,	 20000000,  10000000};
+	struct tfs_config *r = &s->r;
+	char a[48], b[48];
+	uint64_t before;
+
+	for (size_t i = 0;
+	     i < sizeof(sub_groups) / sizeof(sub_groups[0]) && !fits(f, t);
+	     i++) {
+		uint64_t old = r->zero_optimization_sub_group_size;
+
+		if ((pass == 0) != (sub_groups[i] >= 100000000) ||
+		    sub_groups[i] >= old ||
+		    r->offload_optimizer_device == TFS_DEVICE_NONE)
+			continue;
+		before = total(t);
+		r->zero_optimization_sub_group_size = sub_groups[i];
+		assess(r, f, t);
+		if (total(t) >= before) {
+			r->zero_optimization_sub_group_size = old;
+			assess(r, f, t);
+			continue;
+		}
+		because(s, "zero_optimization.sub_group_size",
+			"the "
+			"optimizer swap pool, the fp32 gradient buffer "
+			"and the fp16 reuse buffer scale with it; the "
+			"node then needs %s of %s RAM",
+			sz(total(t), a, sizeof(a)), sz(f->ram, b, sizeof(b)));
+	}
+}
+
+/* A smaller max_in_cpu until the node fits. */
+static void shrink_max_in_cpu(const struct tfs_plan_facts *f,
+			      struct rec_state *s, struct tfs_plan *t)
+{
+	static const uint64_t in_cpu[] = {500000000, 200000000, 100000000, 0};
+	struct tfs_config *r = &s->r;
+	char a[48], b[48];
+	uint64_t before;
+
+	for (size_t i = 0;
+	     !fits(f, t) && i < sizeof(in_cpu) / sizeof(in_cpu[0]); i++) {
+		uint64_t old = r->offload_param_max_in_cpu;
+
+		if (r->offload_param_device != TFS_DEVICE_NVME ||
+		    in_cpu[i] >= tfs_config_elems(r, old))
+			continue;
+		before = total(t);
+		r->offload_param_max_in_cpu = in_cpu[i];
+		assess(r, f, t);
+		if (total(t) >= before) {
+			r->offload_param_max_in_cpu = old;
+			assess(r, f, t);
+			continue;
+		}
+		because(s, "offload_param.max_in_cpu",
+			"fewer parameters "
+			"in pinned RAM (and a smaller tensorfs cache); "
+			"the node then needs %s of %s RAM",
+			sz(total(t), a, sizeof(a)), sz(f->ram, b, sizeof(b)));
+	}
+}
+
+/* Lower memory until the node fits, in the order the file comment says. */
+static void fit_memory(const struct tfs_plan_facts *f, struct rec_state *s,
+		       struct tfs_plan *t)
+{
+	assess(&s->r, f, t);
+	if (fits(f, t))
+		return;
+	optimizer_to_nvme(f, s, t);
+	params_to_nvme(f, s, t);
 	for (int pass = 0; pass < 2 && !fits(f, t); pass++) {
 		/* pass 0: sub-groups down to 1e8, then max_in_cpu;
 		 * pass 1: sub-groups below 1e8 */
-		for (size_t i = 0;
-		     i < sizeof(sub_groups) / sizeof(sub_groups[0]) &&
-		     !fits(f, t);
-		     i++) {
-			uint64_t old = r->zero_optimization_sub_group_size;
-
-			if ((pass == 0) != (sub_groups[i] >= 100000000) ||
-			    sub_groups[i] >= old ||
-			    r->offload_optimizer_device == TFS_DEVICE_NONE)
-				continue;
-			before = total(t);
-			r->zero_optimization_sub_group_size = sub_groups[i];
-			assess(r, f, t);
-			if (total(t) >= before) {
-				r->zero_optimization_sub_group_size = old;
-				assess(r, f, t);
-				continue;
-			}
-			because(s, "zero_optimization.sub_group_size",
-				"the "
-				"optimizer swap pool, the fp32 gradient buffer "
-				"and the fp16 reuse buffer scale with it; the "
-				"node then needs %s of %s RAM",
-				sz(total(t), a, sizeof(a)),
-				sz(f->ram, b, sizeof(b)));
-		}
-		for (size_t i = 0; pass == 0 && !fits(f, t) &&
-				   i < sizeof(in_cpu) / sizeof(in_cpu[0]);
-		     i++) {
-			uint64_t old = r->offload_param_max_in_cpu;
-
-			if (r->offload_param_device != TFS_DEVICE_NVME ||
-			    in_cpu[i] >= tfs_config_elems(r, old))
-				continue;
-			before = total(t);
-			r->offload_param_max_in_cpu = in_cpu[i];
-			assess(r, f, t);
-			if (total(t) >= before) {
-				r->offload_param_max_in_cpu = old;
-				assess(r, f, t);
-				continue;
-			}
-			because(s, "offload_param.max_in_cpu",
-				"fewer parameters "
-				"in pinned RAM (and a smaller tensorfs cache); "
-				"the node then needs %s of %s RAM",
-				sz(total(t), a, sizeof(a)),
-				sz(f->ram, b, sizeof(b)));
-		}
+		shrink_sub_groups(f, s, t, pass);
+		if (pass == 0)
+			shrink_max_in_cpu(f, s, t);
 	}
 }
 
