@@ -1,0 +1,86 @@
+/*
+ * fs_internal.h: what the parts of the file system share.
+ */
+#ifndef TFS_FS_INTERNAL_H
+#define TFS_FS_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "cache.h"
+#include "format.h"
+#include "fs.h"
+#include "io.h"
+#include "journal.h"
+#include "meta.h"
+
+#define BS		TFS_BLOCK_SIZE
+#define META_RESERVE	(64u << 10)	/* checkpoint slot headroom */
+#define NO_TAG		UINT64_MAX	/* release_pending(): nothing */
+
+struct pending {
+	uint64_t pblk, len, tag;
+};
+
+struct tfs_fs {
+	pthread_mutex_t lock;
+	pthread_mutex_t jlock;
+	struct tfs_dev *dev;
+	struct tfs_journal j;
+	struct tfs_meta *m;
+	struct tfs_alloc *alloc;
+	struct tfs_cache *cache;
+	size_t cs;			/* cache chunk size */
+	struct tfs_fs_opts opts;
+	uint64_t data_start, data_blocks;
+	uint64_t replayed;
+
+	/* running transaction (lock) */
+	struct tfs_buf txn;
+	uint64_t txn_nrec;
+	uint64_t *dirty;
+	size_t ndirty, capdirty;
+	int need_ckpt;
+	uint64_t tag;			/* current transaction's tag */
+	struct pending *pend;
+	size_t npend, cappend;
+	uint64_t pend_blocks;
+	uint64_t data_writes;		/* since the last flush */
+	uint64_t wb_errors;		/* write-backs that failed */
+	uint64_t app_read_bytes, app_write_bytes;	/* atomics */
+
+	/* commit thread */
+	pthread_t thr;
+	int thr_started, stop;
+	pthread_cond_t cond;
+	unsigned int interval_ms;
+};
+
+struct freectx {
+	struct tfs_fs *fs;
+	uint64_t keep, keep_len;	/* blocks being remapped, not freed */
+};
+
+/* commit.c */
+struct tfs_timespec now(void);
+void rec(struct tfs_fs *fs, int rc);
+void mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip);
+void touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime);
+int meta_room(struct tfs_fs *fs, uint64_t more);
+void on_freed(uint64_t pblk, uint64_t len, void *arg);
+int checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag);
+void release_pending(struct tfs_fs *fs, uint64_t tag);
+int fs_commit(struct tfs_fs *fs);
+int commit(struct tfs_fs *fs);
+void *commit_thread(void *arg);
+
+/* file.c */
+void maybe_free(struct tfs_fs *fs, struct tfs_inode *ip);
+struct tfs_inode *hold(struct tfs_fs *fs, uint64_t ino, int *rc);
+void unhold(struct tfs_fs *fs, struct tfs_inode *ip);
+int open_cache(struct tfs_fs *fs, char *err, size_t errlen);
+int do_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size);
+
+#endif

@@ -1,0 +1,633 @@
+/*
+ * namespace.c: names, directories and attributes.
+ */
+#include "fs_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#define MAX_LINKS	65000u
+
+/* A name for an entry: -EEXIST for "." and "..", which always exist
+ * (the kernel never sends them; the library may be called with them). */
+static int check_name(const char *name, size_t *len)
+{
+	*len = strlen(name);
+	if (*len == 0)
+		return -ENOENT;
+	if (*len > TFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (strchr(name, '/'))
+		return -EINVAL;
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return -EEXIST;
+	return 0;
+}
+
+static void fill_stat(const struct tfs_inode *ip, struct stat *st)
+{
+	if (!st)
+		return;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ip->a.ino;
+	st->st_mode = ip->a.mode;
+	st->st_nlink = ip->a.nlink;
+	st->st_uid = ip->a.uid;
+	st->st_gid = ip->a.gid;
+	st->st_rdev = ip->a.rdev;
+	st->st_size = (off_t)ip->a.size;
+	st->st_blksize = 1 << 20;
+	st->st_blocks = (blkcnt_t)(tfs_extmap_blocks(&ip->map) * (BS / 512));
+	if (S_ISDIR(ip->a.mode))
+		st->st_blocks = BS / 512;
+	st->st_atim.tv_sec = ip->a.atime.sec;
+	st->st_atim.tv_nsec = ip->a.atime.nsec;
+	st->st_mtim.tv_sec = ip->a.mtime.sec;
+	st->st_mtim.tv_nsec = ip->a.mtime.nsec;
+	st->st_ctim.tv_sec = ip->a.ctime.sec;
+	st->st_ctim.tv_nsec = ip->a.ctime.nsec;
+}
+
+static struct tfs_inode *get_dir(struct tfs_fs *fs, uint64_t ino, int *rc)
+{
+	struct tfs_inode *ip = tfs_meta_get(fs->m, ino);
+
+	if (!ip)
+		*rc = -ENOENT;
+	else if (!S_ISDIR(ip->a.mode))
+		*rc = -ENOTDIR;
+	else
+		return ip;
+	return NULL;
+}
+
+/* ===== names ===== */
+
+int tfs_lookup(struct tfs_fs *fs, uint64_t parent, const char *name,
+	       struct stat *st)
+{
+	struct tfs_inode *dp, *ip;
+	struct tfs_dirent *e;
+	size_t len;
+	int rc = check_name(name, &len);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	dp = get_dir(fs, parent, &rc);
+	if (!dp)
+		goto out;
+	e = tfs_dir_lookup(dp, name, len);
+	ip = e ? tfs_meta_get(fs->m, e->ino) : NULL;
+	if (!ip) {
+		rc = -ENOENT;
+		goto out;
+	}
+	fill_stat(ip, st);
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_getattr(struct tfs_fs *fs, uint64_t ino, struct stat *st)
+{
+	struct tfs_inode *ip;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip)
+		fill_stat(ip, st);
+	else
+		rc = -ENOENT;
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/* Create an inode named name in dp.  Caller holds fs->lock. */
+static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
+		      mode_t mode, dev_t rdev, uid_t uid, gid_t gid,
+		      const char *target, struct stat *st)
+{
+	struct tfs_inode *dp, *ip;
+	struct tfs_attr a = { 0 };
+	size_t len, tlen = target ? strlen(target) : 0;
+	int rc = check_name(name, &len);
+
+	if (rc)
+		return rc;
+	dp = get_dir(fs, parent, &rc);
+	if (!dp)
+		return rc;
+	if (dp->a.nlink == 0)
+		return -ENOENT;		/* removed while we looked */
+	if (tfs_dir_lookup(dp, name, len))
+		return -EEXIST;
+	if (S_ISDIR(mode) && dp->a.nlink >= MAX_LINKS)
+		return -EMLINK;
+	if (target && (tlen == 0 || tlen > TFS_SYMLINK_MAX))
+		return tlen ? -ENAMETOOLONG : -ENOENT;
+	rc = meta_room(fs, TFS_REC_SIZE_INODE + tfs_rec_size_link(len) +
+				   (target ? tfs_rec_size_symlink(tlen) : 0));
+	if (rc)
+		return rc;
+	a.ino = tfs_meta_next_ino(fs->m);
+	a.mode = (uint32_t)mode;
+	a.uid = uid;
+	a.gid = gid;
+	if (dp->a.mode & S_ISGID) {
+		/* BSD group semantics in a setgid directory */
+		a.gid = dp->a.gid;
+		if (S_ISDIR(mode))
+			a.mode |= S_ISGID;
+	}
+	a.nlink = S_ISDIR(mode) ? 2 : 1;
+	a.rdev = rdev;
+	a.parent = S_ISDIR(mode) ? parent : 0;
+	a.atime = a.mtime = a.ctime = now();
+	ip = tfs_meta_add(fs->m, &a);
+	if (!ip)
+		return -ENOMEM;
+	if (target && tfs_meta_set_symlink(fs->m, ip, target, tlen)) {
+		tfs_meta_remove(fs->m, ip);
+		return -ENOMEM;
+	}
+	ip->a.size = tlen;
+	rc = tfs_dir_add(fs->m, dp, name, len, a.ino);
+	if (rc) {
+		tfs_meta_remove(fs->m, ip);
+		return rc;
+	}
+	rec(fs, tfs_rec_put_inode(&fs->txn, &ip->a));
+	if (target)
+		rec(fs, tfs_rec_put_symlink(&fs->txn, a.ino, target, tlen));
+	rec(fs, tfs_rec_put_link(&fs->txn, parent, a.ino, name, len));
+	if (S_ISDIR(mode))
+		dp->a.nlink++;
+	touch(fs, dp, 1);
+	fill_stat(ip, st);
+	return 0;
+}
+
+int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name,
+	      mode_t mode, dev_t rdev, uid_t uid, gid_t gid, struct stat *st)
+{
+	int rc;
+
+	if (!(mode & S_IFMT))
+		mode |= S_IFREG;
+	if (S_ISDIR(mode) || S_ISLNK(mode))
+		return -EINVAL;
+	if (!S_ISREG(mode))
+		;			/* fifos, sockets, devices: metadata */
+	else
+		rdev = 0;
+	pthread_mutex_lock(&fs->lock);
+	rc = make_inode(fs, parent, name, mode, rdev, uid, gid, NULL, st);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_mkdir(struct tfs_fs *fs, uint64_t parent, const char *name,
+	      mode_t mode, uid_t uid, gid_t gid, struct stat *st)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = make_inode(fs, parent, name, S_IFDIR | (mode & 07777), 0, uid,
+			gid, NULL, st);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_symlink(struct tfs_fs *fs, uint64_t parent, const char *name,
+		const char *target, uid_t uid, gid_t gid, struct stat *st)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = make_inode(fs, parent, name, S_IFLNK | 0777, 0, uid, gid, target,
+			st);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+ssize_t tfs_readlink(struct tfs_fs *fs, uint64_t ino, char *buf, size_t len)
+{
+	struct tfs_inode *ip;
+	ssize_t rc;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (!ip) {
+		rc = -ENOENT;
+	} else if (!ip->symlink) {
+		rc = -EINVAL;
+	} else {
+		size_t n = strlen(ip->symlink);
+
+		if (n > len) {
+			rc = -ERANGE;
+		} else {
+			memcpy(buf, ip->symlink, n);
+			rc = (ssize_t)n;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_link(struct tfs_fs *fs, uint64_t ino, uint64_t newparent,
+	     const char *newname, struct stat *st)
+{
+	struct tfs_inode *ip, *dp;
+	size_t len;
+	int rc = check_name(newname, &len);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	dp = get_dir(fs, newparent, &rc);
+	if (!dp)
+		goto out;
+	if (!ip) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (S_ISDIR(ip->a.mode)) {
+		rc = -EPERM;
+		goto out;
+	}
+	if (ip->a.nlink == 0 || dp->a.nlink == 0) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (ip->a.nlink >= MAX_LINKS) {
+		rc = -EMLINK;
+		goto out;
+	}
+	if (tfs_dir_lookup(dp, newname, len)) {
+		rc = -EEXIST;
+		goto out;
+	}
+	rc = meta_room(fs, tfs_rec_size_link(len));
+	if (rc)
+		goto out;
+	rc = tfs_dir_add(fs->m, dp, newname, len, ino);
+	if (rc)
+		goto out;
+	rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino, newname, len));
+	ip->a.nlink++;
+	touch(fs, ip, 0);
+	touch(fs, dp, 1);
+	fill_stat(ip, st);
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/* Remove entry name (inode ip) from dp and drop the link it held. */
+static void drop_entry(struct tfs_fs *fs, struct tfs_inode *dp,
+		       const char *name, size_t len, struct tfs_inode *ip)
+{
+	tfs_dir_remove(fs->m, dp, name, len);
+	rec(fs, tfs_rec_put_unlink(&fs->txn, dp->a.ino, name, len));
+	if (S_ISDIR(ip->a.mode)) {
+		ip->a.nlink = 0;
+		dp->a.nlink--;
+	} else {
+		ip->a.nlink--;
+	}
+	touch(fs, ip, 0);
+	touch(fs, dp, 1);
+	maybe_free(fs, ip);
+}
+
+static int remove_name(struct tfs_fs *fs, uint64_t parent, const char *name,
+		       int dir)
+{
+	struct tfs_inode *dp, *ip;
+	struct tfs_dirent *e;
+	size_t len;
+	int rc = check_name(name, &len);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	dp = get_dir(fs, parent, &rc);
+	if (!dp)
+		goto out;
+	e = tfs_dir_lookup(dp, name, len);
+	ip = e ? tfs_meta_get(fs->m, e->ino) : NULL;
+	if (!ip) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (dir && !S_ISDIR(ip->a.mode)) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	if (!dir && S_ISDIR(ip->a.mode)) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (dir && tfs_dir_count(ip)) {
+		rc = -ENOTEMPTY;
+		goto out;
+	}
+	drop_entry(fs, dp, name, len, ip);
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_unlink(struct tfs_fs *fs, uint64_t parent, const char *name)
+{
+	return remove_name(fs, parent, name, 0);
+}
+
+int tfs_rmdir(struct tfs_fs *fs, uint64_t parent, const char *name)
+{
+	return remove_name(fs, parent, name, 1);
+}
+
+/* Is dir 'anc' the directory 'ip' or one of its ancestors? */
+static int is_ancestor(struct tfs_fs *fs, struct tfs_inode *anc,
+		       struct tfs_inode *ip)
+{
+	for (int depth = 0; ip && depth < 1 << 20; depth++) {
+		if (ip == anc)
+			return 1;
+		if (ip->a.ino == TFS_ROOT_INO)
+			return 0;
+		ip = tfs_meta_get(fs->m, ip->a.parent);
+	}
+	return 0;
+}
+
+/* A directory moved from sp to dp: its ".." changes. */
+static void reparent(struct tfs_fs *fs, struct tfs_inode *ip,
+		     struct tfs_inode *sp, struct tfs_inode *dp)
+{
+	if (!S_ISDIR(ip->a.mode) || sp == dp)
+		return;
+	sp->a.nlink--;
+	dp->a.nlink++;
+	ip->a.parent = dp->a.ino;
+	mark_dirty(fs, ip);
+}
+
+int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
+	       uint64_t newparent, const char *newname, unsigned int flags)
+{
+	struct tfs_inode *sp, *dp, *sip, *dip;
+	struct tfs_dirent *se, *de;
+	size_t slen, dlen;
+	int rc;
+
+	if (flags & ~(TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE) ||
+	    (flags & TFS_RENAME_NOREPLACE && flags & TFS_RENAME_EXCHANGE))
+		return -EINVAL;
+	rc = check_name(name, &slen);
+	if (!rc)
+		rc = check_name(newname, &dlen);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	sp = get_dir(fs, parent, &rc);
+	dp = sp ? get_dir(fs, newparent, &rc) : NULL;
+	if (!dp)
+		goto out;
+	if (dp->a.nlink == 0) {
+		rc = -ENOENT;		/* removed while open */
+		goto out;
+	}
+	se = tfs_dir_lookup(sp, name, slen);
+	sip = se ? tfs_meta_get(fs->m, se->ino) : NULL;
+	if (!sip) {
+		rc = -ENOENT;
+		goto out;
+	}
+	de = tfs_dir_lookup(dp, newname, dlen);
+	dip = de ? tfs_meta_get(fs->m, de->ino) : NULL;
+	if (flags & TFS_RENAME_EXCHANGE && !dip) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (flags & TFS_RENAME_NOREPLACE && dip) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if (sip == dip)
+		goto out;		/* same file: nothing to do (POSIX) */
+	if (S_ISDIR(sip->a.mode) && is_ancestor(fs, sip, dp)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (flags & TFS_RENAME_EXCHANGE) {
+		if (S_ISDIR(dip->a.mode) && is_ancestor(fs, dip, sp)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (slen != dlen) {
+			rc = meta_room(fs, dlen > slen ? dlen - slen
+						       : slen - dlen);
+			if (rc)
+				goto out;
+		}
+		/* the two entries swap inodes; the names stay */
+		se->ino = dip->a.ino;
+		de->ino = sip->a.ino;
+		rec(fs, tfs_rec_put_unlink(&fs->txn, parent, name, slen));
+		rec(fs, tfs_rec_put_unlink(&fs->txn, newparent, newname, dlen));
+		rec(fs, tfs_rec_put_link(&fs->txn, parent, dip->a.ino, name,
+					 slen));
+		rec(fs, tfs_rec_put_link(&fs->txn, newparent, sip->a.ino,
+					 newname, dlen));
+		reparent(fs, sip, sp, dp);
+		reparent(fs, dip, dp, sp);
+		touch(fs, sip, 0);
+		touch(fs, dip, 0);
+		touch(fs, sp, 1);
+		touch(fs, dp, 1);
+		goto out;
+	}
+	if (dip) {
+		if (S_ISDIR(sip->a.mode) && !S_ISDIR(dip->a.mode)) {
+			rc = -ENOTDIR;
+			goto out;
+		}
+		if (!S_ISDIR(sip->a.mode) && S_ISDIR(dip->a.mode)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (S_ISDIR(dip->a.mode) && tfs_dir_count(dip)) {
+			rc = -ENOTEMPTY;
+			goto out;
+		}
+	} else {
+		rc = meta_room(fs, tfs_rec_size_link(dlen));
+		if (rc)
+			goto out;
+		if (S_ISDIR(sip->a.mode) && sp != dp &&
+		    dp->a.nlink >= MAX_LINKS) {
+			rc = -EMLINK;
+			goto out;
+		}
+	}
+	{
+		uint64_t ino = sip->a.ino;
+
+		if (dip)
+			drop_entry(fs, dp, newname, dlen, dip);
+		tfs_dir_remove(fs->m, sp, name, slen);
+		rec(fs, tfs_rec_put_unlink(&fs->txn, parent, name, slen));
+		rc = tfs_dir_add(fs->m, dp, newname, dlen, ino);
+		if (rc) {
+			/* cannot happen after meta_room unless ENOMEM: put it
+			 * back where it was */
+			if (tfs_dir_add(fs->m, sp, name, slen, ino) == 0)
+				rec(fs, tfs_rec_put_link(&fs->txn, parent, ino,
+							 name, slen));
+			goto out;
+		}
+		rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino, newname,
+					 dlen));
+		reparent(fs, sip, sp, dp);
+		touch(fs, sip, 0);
+		touch(fs, sp, 1);
+		touch(fs, dp, 1);
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_opendir(struct tfs_fs *fs, uint64_t ino)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	get_dir(fs, ino, &rc);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_readdir(struct tfs_fs *fs, uint64_t ino, uint64_t cookie,
+		tfs_fill_fn fill, void *arg)
+{
+	struct tfs_inode *dp, *ip;
+	struct tfs_dirent *e;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	dp = get_dir(fs, ino, &rc);
+	if (!dp)
+		goto out;
+	if (cookie < 1 && fill(arg, ".", dp->a.ino, S_IFDIR, 1))
+		goto out;
+	if (cookie < 2 && fill(arg, "..", dp->a.parent, S_IFDIR, 2))
+		goto out;
+	for (e = tfs_dir_next(dp, cookie < 2 ? 2 : cookie); e;
+	     e = tfs_dir_next(dp, e->cookie)) {
+		ip = tfs_meta_get(fs->m, e->ino);
+		if (fill(arg, e->name, e->ino, ip ? ip->a.mode & S_IFMT : 0,
+			 e->cookie))
+			break;
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_statfs(struct tfs_fs *fs, struct statvfs *sv)
+{
+	uint64_t cap, used, per = TFS_REC_SIZE_INODE + tfs_rec_size_link(32);
+
+	pthread_mutex_lock(&fs->lock);
+	memset(sv, 0, sizeof(*sv));
+	sv->f_bsize = BS;
+	sv->f_frsize = BS;
+	sv->f_blocks = fs->data_blocks;
+	/* blocks freed but not yet committed are as good as free: an
+	 * allocation that needs them commits first */
+	sv->f_bfree = tfs_alloc_free_blocks(fs->alloc) + fs->pend_blocks;
+	sv->f_bavail = sv->f_bfree;
+	cap = tfs_journal_slot_bytes(&fs->j);
+	used = tfs_meta_bytes(fs->m) + META_RESERVE;
+	sv->f_ffree = used < cap ? (cap - used) / per : 0;
+	sv->f_favail = sv->f_ffree;
+	sv->f_files = tfs_meta_inodes(fs->m) + sv->f_ffree;
+	sv->f_namemax = TFS_NAME_MAX;
+	memcpy(&sv->f_fsid, fs->j.sb.uuid, sizeof(sv->f_fsid));
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
+		int set, struct stat *out)
+{
+	struct tfs_inode *ip;
+	int rc = 0;
+
+	ip = hold(fs, ino, &rc);
+	if (!ip)
+		return rc;
+	if (set & TFS_SET_SIZE) {
+		if (S_ISDIR(ip->a.mode)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(ip->a.mode)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (in->st_size < 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+		pthread_rwlock_wrlock(&ip->io_lock);
+		rc = do_truncate(fs, ip, (uint64_t)in->st_size);
+		pthread_rwlock_unlock(&ip->io_lock);
+		if (rc)
+			goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (set & TFS_SET_MODE)
+		ip->a.mode = (ip->a.mode & S_IFMT) | (in->st_mode & 07777);
+	if (set & TFS_SET_UID)
+		ip->a.uid = in->st_uid;
+	if (set & TFS_SET_GID)
+		ip->a.gid = in->st_gid;
+	if (set & (TFS_SET_ATIME | TFS_SET_ATIME_NOW)) {
+		if (set & TFS_SET_ATIME_NOW) {
+			ip->a.atime = now();
+		} else {
+			ip->a.atime.sec = in->st_atim.tv_sec;
+			ip->a.atime.nsec = (uint32_t)in->st_atim.tv_nsec;
+		}
+	}
+	if (set & (TFS_SET_MTIME | TFS_SET_MTIME_NOW)) {
+		if (set & TFS_SET_MTIME_NOW) {
+			ip->a.mtime = now();
+		} else {
+			ip->a.mtime.sec = in->st_mtim.tv_sec;
+			ip->a.mtime.nsec = (uint32_t)in->st_mtim.tv_nsec;
+		}
+	}
+	ip->a.ctime = now();
+	if (set & TFS_SET_CTIME) {
+		ip->a.ctime.sec = in->st_ctim.tv_sec;
+		ip->a.ctime.nsec = (uint32_t)in->st_ctim.tv_nsec;
+	}
+	mark_dirty(fs, ip);
+	fill_stat(ip, out);
+	pthread_mutex_unlock(&fs->lock);
+out:
+	unhold(fs, ip);
+	return rc;
+}
