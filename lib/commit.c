@@ -13,7 +13,7 @@
 
 /* ===== small helpers ===== */
 
-struct tfs_timespec now(void)
+struct tfs_timespec tfs_fs_now(void)
 {
 	struct timespec ts;
 	struct tfs_timespec t;
@@ -26,7 +26,7 @@ struct tfs_timespec now(void)
 
 /* Queue a record's result: a record that could not be queued makes the
  * next commit a checkpoint, which needs no records. */
-void rec(struct tfs_fs *fs, int rc)
+void tfs_txn_rec(struct tfs_fs *fs, int rc)
 {
 	if (rc)
 		fs->need_ckpt = 1;
@@ -36,7 +36,7 @@ void rec(struct tfs_fs *fs, int rc)
 		pthread_cond_signal(&fs->cond);
 }
 
-void mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip)
+void tfs_txn_mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip)
 {
 	if (ip->dirty)
 		return;
@@ -55,15 +55,15 @@ void mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip)
 	ip->dirty = 1;
 }
 
-void touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime)
+void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime)
 {
-	ip->a.ctime = now();
+	ip->a.ctime = tfs_fs_now();
 	if (mtime)
 		ip->a.mtime = ip->a.ctime;
-	mark_dirty(fs, ip);
+	tfs_txn_mark_dirty(fs, ip);
 }
 
-int meta_room(struct tfs_fs *fs, uint64_t more)
+int tfs_txn_room(struct tfs_fs *fs, uint64_t more)
 {
 	uint64_t cap = tfs_journal_slot_bytes(&fs->j);
 
@@ -100,7 +100,7 @@ static void pend_add(struct tfs_fs *fs, uint64_t pblk, uint64_t len)
 	fs->pend_blocks += len;
 }
 
-void on_freed(uint64_t pblk, uint64_t len, void *arg)
+void tfs_txn_freed(uint64_t pblk, uint64_t len, void *arg)
 {
 	struct freectx *c = arg;
 	uint64_t end = pblk + len, kend = c->keep + c->keep_len;
@@ -154,9 +154,9 @@ static void txn_reset(struct tfs_fs *fs)
 /*
  * Checkpoint under fs->lock (and jlock): everything in memory becomes
  * the new committed state.  The blocks freed up to *tag may be reused
- * once release_pending() says so.
+ * once tfs_txn_release_pending() says so.
  */
-int checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
+int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
 			     uint64_t *tag)
 {
 	int rc;
@@ -181,7 +181,7 @@ int checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
  * owner's data is never overwritten by an old one's.  Caller holds
  * neither lock (the write-back needs fs->lock to finish).
  */
-void release_pending(struct tfs_fs *fs, uint64_t tag)
+void tfs_txn_release_pending(struct tfs_fs *fs, uint64_t tag)
 {
 	if (tag == NO_TAG)
 		return;
@@ -193,7 +193,7 @@ void release_pending(struct tfs_fs *fs, uint64_t tag)
 }
 
 /* Commit the running transaction.  Caller holds jlock, not lock. */
-int fs_commit(struct tfs_fs *fs)
+int tfs_txn_commit_jlocked(struct tfs_fs *fs)
 {
 	struct tfs_buf t;
 	uint64_t nrec, tag, next_ino, used;
@@ -201,9 +201,9 @@ int fs_commit(struct tfs_fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	if (fs->need_ckpt) {
-		rc = checkpoint_locked(fs, 0, &tag);
+		rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
 		pthread_mutex_unlock(&fs->lock);
-		release_pending(fs, tag);
+		tfs_txn_release_pending(fs, tag);
 		return rc;
 	}
 	for (size_t i = 0; i < fs->ndirty; i++) {
@@ -222,9 +222,9 @@ int fs_commit(struct tfs_fs *fs)
 	}
 	fs->ndirty = 0;
 	if (fs->need_ckpt) {
-		rc = checkpoint_locked(fs, 0, &tag);
+		rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
 		pthread_mutex_unlock(&fs->lock);
-		release_pending(fs, tag);
+		tfs_txn_release_pending(fs, tag);
 		return rc;
 	}
 	if (fs->txn_nrec == 0 && fs->data_writes == 0) {
@@ -251,27 +251,27 @@ int fs_commit(struct tfs_fs *fs)
 	pthread_mutex_lock(&fs->lock);
 	if (rc == -ENOSPC || rc == -ENOMEM) {
 		/* no room in the journal: the checkpoint includes t */
-		rc = checkpoint_locked(fs, 0, &tag);
+		rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
 	} else if (rc) {
 		fs->need_ckpt = 1;
 		tag = NO_TAG;
 	}
 	pthread_mutex_unlock(&fs->lock);
-	release_pending(fs, tag);
+	tfs_txn_release_pending(fs, tag);
 	return rc;
 }
 
-int commit(struct tfs_fs *fs)
+int tfs_txn_commit(struct tfs_fs *fs)
 {
 	int rc;
 
 	pthread_mutex_lock(&fs->jlock);
-	rc = fs_commit(fs);
+	rc = tfs_txn_commit_jlocked(fs);
 	pthread_mutex_unlock(&fs->jlock);
 	return rc;
 }
 
-void *commit_thread(void *arg)
+void *tfs_txn_thread(void *arg)
 {
 	struct tfs_fs *fs = arg;
 
@@ -293,7 +293,7 @@ void *commit_thread(void *arg)
 			break;
 		pthread_mutex_unlock(&fs->lock);
 		/* errors stay in need_ckpt; the next fsync reports them */
-		(void)commit(fs);
+		(void)tfs_txn_commit(fs);
 		pthread_mutex_lock(&fs->lock);
 	}
 	pthread_mutex_unlock(&fs->lock);

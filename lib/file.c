@@ -21,18 +21,18 @@ static void free_inode(struct tfs_fs *fs, struct tfs_inode *ip)
 {
 	struct freectx c = { fs, 0, 0 };
 
-	/* write-backs still in flight finish before release_pending()
+	/* write-backs still in flight finish before tfs_txn_release_pending()
 	 * lets anyone reuse these blocks */
 	if (fs->cache)
 		tfs_cache_forget(fs->cache, ip->a.ino);
 	for (size_t i = 0; i < ip->map.n; i++)
-		on_freed(ip->map.ext[i].pblk, ip->map.ext[i].len, &c);
-	rec(fs, tfs_rec_put_free(&fs->txn, ip->a.ino));
+		tfs_txn_freed(ip->map.ext[i].pblk, ip->map.ext[i].len, &c);
+	tfs_txn_rec(fs, tfs_rec_put_free(&fs->txn, ip->a.ino));
 	ip->dirty = 0;
 	tfs_meta_remove(fs->m, ip);
 }
 
-void maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
+void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
 {
 	/* a file system opened for inspection changes nothing */
 	if (fs->opts.readonly || fs->opts.no_recover)
@@ -42,7 +42,7 @@ void maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
 }
 
 /* Take and drop a reference that keeps ip alive without fs->lock. */
-struct tfs_inode *hold(struct tfs_fs *fs, uint64_t ino, int *rc)
+struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc)
 {
 	struct tfs_inode *ip;
 
@@ -56,11 +56,11 @@ struct tfs_inode *hold(struct tfs_fs *fs, uint64_t ino, int *rc)
 	return ip;
 }
 
-void unhold(struct tfs_fs *fs, struct tfs_inode *ip)
+void tfs_inode_unhold(struct tfs_fs *fs, struct tfs_inode *ip)
 {
 	pthread_mutex_lock(&fs->lock);
 	ip->opens--;
-	maybe_free(fs, ip);
+	tfs_inode_maybe_free(fs, ip);
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -496,13 +496,13 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 		if (!ip)
 			continue;
 		if (tfs_meta_map(fs->m, ip, r->lblk, r->pblk, r->len, 0,
-				 on_freed, &c)) {
+				 tfs_txn_freed, &c)) {
 			/* no memory for the map: the next commit is a
 			 * checkpoint, which fails loudly */
 			fs->need_ckpt = 1;
 			continue;
 		}
-		rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, r->lblk,
+		tfs_txn_rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, r->lblk,
 					   r->pblk, r->len, 0));
 	}
 	if (w.n)
@@ -528,7 +528,7 @@ static void cb_thread_init(void *ctx, void *arena, size_t len)
 			  strerror(-rc));
 }
 
-int open_cache(struct tfs_fs *fs, char *err, size_t errlen)
+int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen)
 {
 	static const struct tfs_cache_ops ops = {
 		.fill = cb_fill,
@@ -564,7 +564,7 @@ static ssize_t do_read(struct tfs_fs *fs, uint64_t ino, void *buf,
 	ssize_t rc = 0;
 	int err = 0;
 
-	ip = hold(fs, ino, &err);
+	ip = tfs_inode_hold(fs, ino, &err);
 	if (!ip)
 		return err;
 	pthread_rwlock_rdlock(&ip->io_lock);
@@ -595,7 +595,7 @@ static ssize_t do_read(struct tfs_fs *fs, uint64_t ino, void *buf,
 	}
 out:
 	pthread_rwlock_unlock(&ip->io_lock);
-	unhold(fs, ip);
+	tfs_inode_unhold(fs, ip);
 	return rc;
 }
 
@@ -628,13 +628,13 @@ again:
 	v.n = 0;
 	rc = map_range(ip, first, n, &v);
 	if (!rc)
-		rc = meta_room(fs, (v.n + 2) * TFS_REC_SIZE_EXTENT);
+		rc = tfs_txn_room(fs, (v.n + 2) * TFS_REC_SIZE_EXTENT);
 	if (!rc)
 		rc = allocate_holes(fs, ip, &v);
 	if (rc == -ENOSPC && !retried && pending_blocks(fs)) {
 		pthread_mutex_unlock(&fs->lock);
 		retried = 1;
-		commit(fs);
+		tfs_txn_commit(fs);
 		goto again;
 	}
 	for (size_t i = 0; i < v.n && !rc; i++) {
@@ -652,7 +652,7 @@ again:
 			rc = -ENOMEM;
 			break;
 		}
-		rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, s->lblk,
+		tfs_txn_rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, s->lblk,
 					   s->pblk, s->len, TFS_EXT_UNWRITTEN));
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -687,7 +687,7 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 		return 0;
 	if (end > MAX_FILE_SIZE || end < off)
 		return -EFBIG;
-	ip = hold(fs, ino, &rc);
+	ip = tfs_inode_hold(fs, ino, &rc);
 	if (!ip)
 		return rc;
 	pthread_rwlock_wrlock(&ip->io_lock);
@@ -707,12 +707,12 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 		pthread_mutex_lock(&fs->lock);
 		if (end > ip->a.size)
 			ip->a.size = end;
-		touch(fs, ip, 1);
+		tfs_txn_touch(fs, ip, 1);
 		pthread_mutex_unlock(&fs->lock);
 		__atomic_fetch_add(&fs->app_write_bytes, len, __ATOMIC_RELAXED);
 	}
 	pthread_rwlock_unlock(&ip->io_lock);
-	unhold(fs, ip);
+	tfs_inode_unhold(fs, ip);
 	return rc ? rc : (ssize_t)len;
 }
 
@@ -741,7 +741,7 @@ static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip,
 }
 
 /* Truncate ip to size.  Caller holds a reference and io_lock (write). */
-int do_truncate(struct tfs_fs *fs, struct tfs_inode *ip,
+int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip,
 		       uint64_t size)
 {
 	uint64_t old, keep;
@@ -772,16 +772,16 @@ int do_truncate(struct tfs_fs *fs, struct tfs_inode *ip,
 		keep = (size + BS - 1) / BS;
 		if (tfs_extmap_count(&ip->map)) {
 			rc = tfs_meta_unmap(fs->m, ip, keep, UINT64_MAX - keep,
-					    on_freed, &c);
+					    tfs_txn_freed, &c);
 			if (!rc)
-				rec(fs, tfs_rec_put_punch(&fs->txn, ip->a.ino,
-							  keep,
-							  UINT64_MAX - keep));
+				tfs_txn_rec(fs, tfs_rec_put_punch(
+						    &fs->txn, ip->a.ino, keep,
+						    UINT64_MAX - keep));
 		}
 	}
 	if (!rc) {
 		ip->a.size = size;
-		touch(fs, ip, 1);
+		tfs_txn_touch(fs, ip, 1);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -806,7 +806,7 @@ int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags)
 	    !S_ISREG(ip->a.mode))
 		return rc;
 	pthread_rwlock_wrlock(&ip->io_lock);
-	rc = do_truncate(fs, ip, 0);
+	rc = tfs_file_truncate(fs, ip, 0);
 	pthread_rwlock_unlock(&ip->io_lock);
 	if (rc)
 		tfs_release(fs, ino);
@@ -830,7 +830,7 @@ int tfs_release(struct tfs_fs *fs, uint64_t ino)
 	ip = tfs_meta_get(fs->m, ino);
 	if (ip && ip->opens) {
 		ip->opens--;
-		maybe_free(fs, ip);
+		tfs_inode_maybe_free(fs, ip);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
@@ -846,7 +846,7 @@ int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync)
 	/* the file's data to the device, then one journal commit makes
 	 * its metadata (and all else) durable */
 	tfs_cache_sync(fs->cache, ino);
-	rc = commit(fs);
+	rc = tfs_txn_commit(fs);
 	wb = take_wb_err(fs, ino);
 	return wb ? wb : rc;
 }
@@ -862,7 +862,7 @@ static int do_allocate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t off,
 	pthread_mutex_lock(&fs->lock);
 	if (!keep_size && end > ip->a.size)
 		ip->a.size = end;
-	touch(fs, ip, !keep_size);
+	tfs_txn_touch(fs, ip, !keep_size);
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
@@ -904,11 +904,11 @@ punch:
 		struct freectx c = { fs, 0, 0 };
 
 		pthread_mutex_lock(&fs->lock);
-		rc = tfs_meta_unmap(fs->m, ip, a, z - a, on_freed, &c);
+		rc = tfs_meta_unmap(fs->m, ip, a, z - a, tfs_txn_freed, &c);
 		if (!rc) {
-			rec(fs, tfs_rec_put_punch(&fs->txn, ip->a.ino, a,
-						  z - a));
-			touch(fs, ip, 1);
+			tfs_txn_rec(fs, tfs_rec_put_punch(&fs->txn, ip->a.ino,
+							  a, z - a));
+			tfs_txn_touch(fs, ip, 1);
 		}
 		pthread_mutex_unlock(&fs->lock);
 	}
@@ -929,7 +929,7 @@ int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 		return -EOPNOTSUPP;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		return -EOPNOTSUPP;
-	ip = hold(fs, ino, &rc);
+	ip = tfs_inode_hold(fs, ino, &rc);
 	if (!ip)
 		return rc;
 	if (!S_ISREG(ip->a.mode)) {
@@ -944,6 +944,6 @@ int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 				 !!(mode & FALLOC_FL_KEEP_SIZE));
 	pthread_rwlock_unlock(&ip->io_lock);
 out:
-	unhold(fs, ip);
+	tfs_inode_unhold(fs, ip);
 	return rc;
 }

@@ -54,7 +54,7 @@ int tfs_fs_sync(struct tfs_fs *fs)
 	if (fs->opts.readonly)
 		return 0;
 	tfs_cache_sync_all(fs->cache);
-	return commit(fs);
+	return tfs_txn_commit(fs);
 }
 
 /* ===== open and close ===== */
@@ -172,19 +172,19 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		pthread_mutex_lock(&fs->jlock);
 		pthread_mutex_lock(&fs->lock);
 		if (fs->replayed || norphans || !(fs->j.sb.flags & TFS_SB_CLEAN))
-			rc = checkpoint_locked(fs, 0, &tag);
+			rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
 		else
 			rc = tfs_journal_set_flags(&fs->j, 0);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_mutex_unlock(&fs->jlock);
-		release_pending(fs, tag);
+		tfs_txn_release_pending(fs, tag);
 		if (rc) {
 			tfs_say(err, errlen, "cannot write to '%s': %s", path,
 			    strerror(-rc));
 			goto fail_journal;
 		}
 	}
-	rc = open_cache(fs, err, errlen);
+	rc = tfs_file_open_cache(fs, err, errlen);
 	if (rc)
 		goto fail_journal;
 	*out = fs;
@@ -215,7 +215,7 @@ int tfs_fs_start(struct tfs_fs *fs)
 	rc = tfs_cache_start(fs->cache);
 	if (rc)
 		return rc;
-	rc = pthread_create(&fs->thr, NULL, commit_thread, fs);
+	rc = pthread_create(&fs->thr, NULL, tfs_txn_thread, fs);
 	if (rc)
 		return -rc;
 	fs->thr_started = 1;
@@ -251,9 +251,9 @@ int tfs_fs_close(struct tfs_fs *fs)
 		 */
 		uint64_t tag;
 
-		(void)fs_commit(fs);
+		(void)tfs_txn_commit_jlocked(fs);
 		pthread_mutex_lock(&fs->lock);
-		rc = checkpoint_locked(fs, TFS_SB_CLEAN, &tag);
+		rc = tfs_txn_checkpoint_locked(fs, TFS_SB_CLEAN, &tag);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_mutex_unlock(&fs->jlock);
 	}

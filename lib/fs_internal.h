@@ -18,7 +18,7 @@
 
 #define BS		TFS_BLOCK_SIZE
 #define META_RESERVE	(64u << 10)	/* checkpoint slot headroom */
-#define NO_TAG		UINT64_MAX	/* release_pending(): nothing */
+#define NO_TAG		UINT64_MAX	/* tfs_txn_release_pending(): nothing */
 
 struct pending {
 	uint64_t pblk, len, tag;
@@ -64,23 +64,23 @@ struct freectx {
 };
 
 /* commit.c */
-struct tfs_timespec now(void);
-void rec(struct tfs_fs *fs, int rc);
-void mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip);
-void touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime);
-int meta_room(struct tfs_fs *fs, uint64_t more);
-void on_freed(uint64_t pblk, uint64_t len, void *arg);
-int checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag);
-void release_pending(struct tfs_fs *fs, uint64_t tag);
-int fs_commit(struct tfs_fs *fs);
-int commit(struct tfs_fs *fs);
-void *commit_thread(void *arg);
+struct tfs_timespec tfs_fs_now(void);
+void tfs_txn_rec(struct tfs_fs *fs, int rc);
+void tfs_txn_mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip);
+void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime);
+int tfs_txn_room(struct tfs_fs *fs, uint64_t more);
+void tfs_txn_freed(uint64_t pblk, uint64_t len, void *arg);
+int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag);
+void tfs_txn_release_pending(struct tfs_fs *fs, uint64_t tag);
+int tfs_txn_commit_jlocked(struct tfs_fs *fs);
+int tfs_txn_commit(struct tfs_fs *fs);
+void *tfs_txn_thread(void *arg);
 
 /* file.c */
-void maybe_free(struct tfs_fs *fs, struct tfs_inode *ip);
-struct tfs_inode *hold(struct tfs_fs *fs, uint64_t ino, int *rc);
-void unhold(struct tfs_fs *fs, struct tfs_inode *ip);
-int open_cache(struct tfs_fs *fs, char *err, size_t errlen);
-int do_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size);
+void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip);
+struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc);
+void tfs_inode_unhold(struct tfs_fs *fs, struct tfs_inode *ip);
+int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen);
+int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size);
 
 #endif

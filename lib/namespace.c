@@ -130,7 +130,7 @@ static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
 		return -EMLINK;
 	if (target && (tlen == 0 || tlen > TFS_SYMLINK_MAX))
 		return tlen ? -ENAMETOOLONG : -ENOENT;
-	rc = meta_room(fs, TFS_REC_SIZE_INODE + tfs_rec_size_link(len) +
+	rc = tfs_txn_room(fs, TFS_REC_SIZE_INODE + tfs_rec_size_link(len) +
 				   (target ? tfs_rec_size_symlink(tlen) : 0));
 	if (rc)
 		return rc;
@@ -147,7 +147,7 @@ static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
 	a.nlink = S_ISDIR(mode) ? 2 : 1;
 	a.rdev = rdev;
 	a.parent = S_ISDIR(mode) ? parent : 0;
-	a.atime = a.mtime = a.ctime = now();
+	a.atime = a.mtime = a.ctime = tfs_fs_now();
 	ip = tfs_meta_add(fs->m, &a);
 	if (!ip)
 		return -ENOMEM;
@@ -161,13 +161,14 @@ static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
 		tfs_meta_remove(fs->m, ip);
 		return rc;
 	}
-	rec(fs, tfs_rec_put_inode(&fs->txn, &ip->a));
+	tfs_txn_rec(fs, tfs_rec_put_inode(&fs->txn, &ip->a));
 	if (target)
-		rec(fs, tfs_rec_put_symlink(&fs->txn, a.ino, target, tlen));
-	rec(fs, tfs_rec_put_link(&fs->txn, parent, a.ino, name, len));
+		tfs_txn_rec(fs,
+			    tfs_rec_put_symlink(&fs->txn, a.ino, target, tlen));
+	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, parent, a.ino, name, len));
 	if (S_ISDIR(mode))
 		dp->a.nlink++;
-	touch(fs, dp, 1);
+	tfs_txn_touch(fs, dp, 1);
 	fill_stat(ip, st);
 	return 0;
 }
@@ -274,16 +275,17 @@ int tfs_link(struct tfs_fs *fs, uint64_t ino, uint64_t newparent,
 		rc = -EEXIST;
 		goto out;
 	}
-	rc = meta_room(fs, tfs_rec_size_link(len));
+	rc = tfs_txn_room(fs, tfs_rec_size_link(len));
 	if (rc)
 		goto out;
 	rc = tfs_dir_add(fs->m, dp, newname, len, ino);
 	if (rc)
 		goto out;
-	rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino, newname, len));
+	tfs_txn_rec(fs,
+		    tfs_rec_put_link(&fs->txn, newparent, ino, newname, len));
 	ip->a.nlink++;
-	touch(fs, ip, 0);
-	touch(fs, dp, 1);
+	tfs_txn_touch(fs, ip, 0);
+	tfs_txn_touch(fs, dp, 1);
 	fill_stat(ip, st);
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -295,16 +297,16 @@ static void drop_entry(struct tfs_fs *fs, struct tfs_inode *dp,
 		       const char *name, size_t len, struct tfs_inode *ip)
 {
 	tfs_dir_remove(fs->m, dp, name, len);
-	rec(fs, tfs_rec_put_unlink(&fs->txn, dp->a.ino, name, len));
+	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, dp->a.ino, name, len));
 	if (S_ISDIR(ip->a.mode)) {
 		ip->a.nlink = 0;
 		dp->a.nlink--;
 	} else {
 		ip->a.nlink--;
 	}
-	touch(fs, ip, 0);
-	touch(fs, dp, 1);
-	maybe_free(fs, ip);
+	tfs_txn_touch(fs, ip, 0);
+	tfs_txn_touch(fs, dp, 1);
+	tfs_inode_maybe_free(fs, ip);
 }
 
 static int remove_name(struct tfs_fs *fs, uint64_t parent, const char *name,
@@ -378,7 +380,7 @@ static void reparent(struct tfs_fs *fs, struct tfs_inode *ip,
 	sp->a.nlink--;
 	dp->a.nlink++;
 	ip->a.parent = dp->a.ino;
-	mark_dirty(fs, ip);
+	tfs_txn_mark_dirty(fs, ip);
 }
 
 int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
@@ -434,7 +436,7 @@ int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 			goto out;
 		}
 		if (slen != dlen) {
-			rc = meta_room(fs, dlen > slen ? dlen - slen
+			rc = tfs_txn_room(fs, dlen > slen ? dlen - slen
 						       : slen - dlen);
 			if (rc)
 				goto out;
@@ -442,18 +444,20 @@ int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 		/* the two entries swap inodes; the names stay */
 		se->ino = dip->a.ino;
 		de->ino = sip->a.ino;
-		rec(fs, tfs_rec_put_unlink(&fs->txn, parent, name, slen));
-		rec(fs, tfs_rec_put_unlink(&fs->txn, newparent, newname, dlen));
-		rec(fs, tfs_rec_put_link(&fs->txn, parent, dip->a.ino, name,
-					 slen));
-		rec(fs, tfs_rec_put_link(&fs->txn, newparent, sip->a.ino,
-					 newname, dlen));
+		tfs_txn_rec(fs,
+			    tfs_rec_put_unlink(&fs->txn, parent, name, slen));
+		tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, newparent, newname,
+						   dlen));
+		tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, parent, dip->a.ino,
+						 name, slen));
+		tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent,
+						 sip->a.ino, newname, dlen));
 		reparent(fs, sip, sp, dp);
 		reparent(fs, dip, dp, sp);
-		touch(fs, sip, 0);
-		touch(fs, dip, 0);
-		touch(fs, sp, 1);
-		touch(fs, dp, 1);
+		tfs_txn_touch(fs, sip, 0);
+		tfs_txn_touch(fs, dip, 0);
+		tfs_txn_touch(fs, sp, 1);
+		tfs_txn_touch(fs, dp, 1);
 		goto out;
 	}
 	if (dip) {
@@ -470,7 +474,7 @@ int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 			goto out;
 		}
 	} else {
-		rc = meta_room(fs, tfs_rec_size_link(dlen));
+		rc = tfs_txn_room(fs, tfs_rec_size_link(dlen));
 		if (rc)
 			goto out;
 		if (S_ISDIR(sip->a.mode) && sp != dp &&
@@ -485,22 +489,24 @@ int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 		if (dip)
 			drop_entry(fs, dp, newname, dlen, dip);
 		tfs_dir_remove(fs->m, sp, name, slen);
-		rec(fs, tfs_rec_put_unlink(&fs->txn, parent, name, slen));
+		tfs_txn_rec(fs,
+			    tfs_rec_put_unlink(&fs->txn, parent, name, slen));
 		rc = tfs_dir_add(fs->m, dp, newname, dlen, ino);
 		if (rc) {
-			/* cannot happen after meta_room unless ENOMEM: put it
+			/* cannot happen after tfs_txn_room unless ENOMEM: put it
 			 * back where it was */
 			if (tfs_dir_add(fs->m, sp, name, slen, ino) == 0)
-				rec(fs, tfs_rec_put_link(&fs->txn, parent, ino,
-							 name, slen));
+				tfs_txn_rec(fs,
+					    tfs_rec_put_link(&fs->txn, parent,
+							     ino, name, slen));
 			goto out;
 		}
-		rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino, newname,
-					 dlen));
+		tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino,
+						 newname, dlen));
 		reparent(fs, sip, sp, dp);
-		touch(fs, sip, 0);
-		touch(fs, sp, 1);
-		touch(fs, dp, 1);
+		tfs_txn_touch(fs, sip, 0);
+		tfs_txn_touch(fs, sp, 1);
+		tfs_txn_touch(fs, dp, 1);
 	}
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -574,7 +580,7 @@ int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
 	struct tfs_inode *ip;
 	int rc = 0;
 
-	ip = hold(fs, ino, &rc);
+	ip = tfs_inode_hold(fs, ino, &rc);
 	if (!ip)
 		return rc;
 	if (set & TFS_SET_SIZE) {
@@ -591,7 +597,7 @@ int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
 			goto out;
 		}
 		pthread_rwlock_wrlock(&ip->io_lock);
-		rc = do_truncate(fs, ip, (uint64_t)in->st_size);
+		rc = tfs_file_truncate(fs, ip, (uint64_t)in->st_size);
 		pthread_rwlock_unlock(&ip->io_lock);
 		if (rc)
 			goto out;
@@ -605,7 +611,7 @@ int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
 		ip->a.gid = in->st_gid;
 	if (set & (TFS_SET_ATIME | TFS_SET_ATIME_NOW)) {
 		if (set & TFS_SET_ATIME_NOW) {
-			ip->a.atime = now();
+			ip->a.atime = tfs_fs_now();
 		} else {
 			ip->a.atime.sec = in->st_atim.tv_sec;
 			ip->a.atime.nsec = (uint32_t)in->st_atim.tv_nsec;
@@ -613,21 +619,21 @@ int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
 	}
 	if (set & (TFS_SET_MTIME | TFS_SET_MTIME_NOW)) {
 		if (set & TFS_SET_MTIME_NOW) {
-			ip->a.mtime = now();
+			ip->a.mtime = tfs_fs_now();
 		} else {
 			ip->a.mtime.sec = in->st_mtim.tv_sec;
 			ip->a.mtime.nsec = (uint32_t)in->st_mtim.tv_nsec;
 		}
 	}
-	ip->a.ctime = now();
+	ip->a.ctime = tfs_fs_now();
 	if (set & TFS_SET_CTIME) {
 		ip->a.ctime.sec = in->st_ctim.tv_sec;
 		ip->a.ctime.nsec = (uint32_t)in->st_ctim.tv_nsec;
 	}
-	mark_dirty(fs, ip);
+	tfs_txn_mark_dirty(fs, ip);
 	fill_stat(ip, out);
 	pthread_mutex_unlock(&fs->lock);
 out:
-	unhold(fs, ip);
+	tfs_inode_unhold(fs, ip);
 	return rc;
 }

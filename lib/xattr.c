@@ -84,7 +84,7 @@ int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		goto out;
 	}
 	if (!x || size > x->vlen) {
-		rc = meta_room(fs, tfs_rec_size_xattr(nlen, size) -
+		rc = tfs_txn_room(fs, tfs_rec_size_xattr(nlen, size) -
 					   (x ? tfs_rec_size_xattr(nlen, x->vlen)
 					      : 0));
 		if (rc)
@@ -93,8 +93,9 @@ int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 	rc = tfs_xattr_set(fs->m, ip, name, nlen, value, size);
 	if (rc)
 		goto out;
-	rec(fs, tfs_rec_put_xattr(&fs->txn, ino, name, nlen, value, size));
-	touch(fs, ip, 0);
+	tfs_txn_rec(fs,
+		    tfs_rec_put_xattr(&fs->txn, ino, name, nlen, value, size));
+	tfs_txn_touch(fs, ip, 0);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -261,8 +262,9 @@ int tfs_removexattr(struct tfs_fs *fs, uint64_t ino, const char *name)
 	}
 	rc = tfs_xattr_del(fs->m, ip, name, nlen);
 	if (!rc) {
-		rec(fs, tfs_rec_put_xattr_del(&fs->txn, ino, name, nlen));
-		touch(fs, ip, 0);
+		tfs_txn_rec(fs,
+			    tfs_rec_put_xattr_del(&fs->txn, ino, name, nlen));
+		tfs_txn_touch(fs, ip, 0);
 	}
 out:
 	pthread_mutex_unlock(&fs->lock);
