@@ -1,5 +1,32 @@
 /*
- * commit.c: the running transaction, its commit and checkpoints.
+ * commit.c: the running transaction, its commit, checkpoints, and the
+ * blocks freed meanwhile.
+ *
+ * The running transaction.  Every change appends the records that
+ * replay it (format.h) to fs->txn while it holds fs->lock
+ * (tfs_txn_rec()), so the transaction always turns the last committed
+ * state into the current one.  Attribute-only changes (size, times,
+ * modes) just mark the inode dirty (tfs_txn_mark_dirty()); its INODE
+ * record is written once, at commit.  A commit (tfs_txn_commit(), every
+ * commit interval on tfs_txn_thread(), on fsync and at close) takes the
+ * records and the dirty inodes, writes them as one journal transaction
+ * and flushes the device; when the journal is full, or a record could
+ * not be queued (ENOMEM: need_ckpt), or an earlier commit failed, the
+ * whole tree is checkpointed instead.  A change that would not fit a
+ * checkpoint slot fails with ENOSPC first (tfs_txn_room()).
+ *
+ * Ordered data.  A commit flushes the device before writing the
+ * transaction, so metadata on the device never points at blocks whose
+ * data is not there.  For the same reason blocks freed by a transaction
+ * are reused only after it is committed (the pending list, tagged with
+ * the transaction): until then the committed state may still give them
+ * to their old file.  tfs_txn_release_pending() hands them to the
+ * allocator, after a cache barrier so no write-back still in flight to
+ * a freed block lands on its new owner's data.
+ *
+ * Locks: the transaction and the pending list are under fs->lock;
+ * journal I/O under fs->jlock, taken before fs->lock and held across
+ * the write (tfs_txn_commit_jlocked() drops fs->lock for the I/O).
  */
 #include "fs_internal.h"
 

@@ -1,6 +1,34 @@
 /*
- * file.c: file data: open, read, write, truncate, fallocate, and the
- * cache's device side.
+ * file.c: file data: open, release, read, write, truncate, fallocate,
+ * fsync, and the device side of the cache (cache.c calls back here to
+ * fill, read and write back chunks).
+ *
+ * Locks.  File data I/O is done without fs->lock, under the inode's
+ * io_lock: shared for reads, exclusive for writes, truncate and
+ * fallocate, so a read never sees blocks that a truncate is giving away.
+ * fs->lock is taken only for the in-memory work (the extent map, the
+ * size).  A thread doing I/O holds a reference (tfs_inode_hold(), or an
+ * open), so the inode lives while it works.
+ *
+ * Ordered data.  A write first gives the blocks it covers a place on the
+ * device (holes become unwritten extents: ENOSPC now, never at
+ * write-back), then copies the data into the cache's pool.  The
+ * write-back puts the data on the device and only then, under fs->lock,
+ * maps the unwritten blocks written and queues their EXTENT records; a
+ * commit flushes the device before writing the transaction.  So after a
+ * crash a file shows its own bytes or zeros, never a former file's.  A
+ * failed write-back is kept on the inode (wb_err) and returned, once, by
+ * the file's next write, fsync or flush.
+ *
+ * Zeros past EOF.  On the device, the bytes of a file's last block past
+ * its size are always zero: writes zero them in the block they write,
+ * truncate zeroes the tail of the new last block.  So growing a file
+ * (truncate, a write further on) never uncovers old bytes.
+ *
+ * Inode lifetime: an inode is freed when its link count and open count
+ * are both zero (tfs_inode_maybe_free()); its blocks go to the pending
+ * list and its cached chunks are forgotten.  After a crash, inodes with
+ * no links (open but unlinked at the time) are freed at mount (fs.c).
  */
 #include "fs_internal.h"
 

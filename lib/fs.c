@@ -1,42 +1,21 @@
 /*
- * fs.c: the file system: POSIX operations, the data path, commits.
+ * fs.c: the file system's lifecycle: open (load, recover), start, sync,
+ * close, and the counters tools read.
  *
- * State and locks.  The tree (meta.c), the allocator (alloc.c) and the
- * running transaction are guarded by fs->lock, held only for in-memory
- * work.  File data I/O is done without it, under the inode's io_lock:
- * shared for reads, exclusive for writes, truncate and fallocate, so a
- * read never sees blocks that a truncate is giving away.  Journal I/O is
- * serialised by fs->jlock.  Lock order: io_lock, jlock, lock.
+ * The file system is in five parts around one struct tfs_fs
+ * (fs_internal.h, with the lock order): this file; namespace.c (names,
+ * directories, attributes); file.c (file data and the cache's device
+ * side); xattr.c; commit.c (the running transaction and checkpoints).
  *
- * The running transaction.  Every change appends the records that
- * replay it (format.h) to fs->txn while it holds fs->lock, so the
- * transaction always turns the last committed state into the current
- * one.  Attribute-only changes (size, times, modes) just mark the inode
- * dirty; its INODE record is written once, at commit.  A commit takes
- * the records and the dirty inodes, writes them as one journal
- * transaction and flushes the device; when the journal is full, or a
- * record could not be queued (ENOMEM), or an earlier commit failed, the
- * whole tree is checkpointed instead.
- *
- * Ordered data.  A write puts its data on the device first (in place for
- * blocks the file already has, into newly allocated blocks otherwise)
- * and only then, under fs->lock, maps the new blocks and queues their
- * EXTENT records; a commit flushes the device before writing the
- * transaction.  So metadata on the device never points at blocks whose
- * data is not there: after a crash a file shows its own bytes or zeros,
- * never a former file's.  For the same reason blocks freed by a
- * transaction are reused only after it is committed (the pending list):
- * until then the committed state may still give them to their old file.
- *
- * Zeros past EOF.  On the device, the bytes of a file's last block past
- * its size are always zero: writes zero them in the block they write,
- * truncate zeroes the tail of the new last block.  So growing a file
- * (truncate, a write further on) never uncovers old bytes.
- *
- * Inode lifetime: an inode is freed when its link count and open count
- * are both zero; numbers are never reused, so the kernel's stale numbers
- * find nothing (ENOENT).  After a crash, inodes with no links (open but
- * unlinked at the time) are freed at mount.
+ * States: tfs_fs_open() loads the last committed state (checkpoint plus
+ * journal) and, unless read-only or no_recover, recovers: inodes with no
+ * links (open but unlinked at a crash) are freed, and a checkpoint makes
+ * the replayed state the committed one with an empty journal.  The
+ * allocator is rebuilt from the extent maps; an extent outside the data
+ * area or overlapping another fails the open (-EUCLEAN).  tfs_fs_start()
+ * starts the cache's flushers and the commit thread (after any fork);
+ * tfs_fs_close() writes everything back, commits, and writes a clean
+ * checkpoint (TFS_SB_CLEAN), which the next open needs no replay after.
  */
 #include "fs_internal.h"
 

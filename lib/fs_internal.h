@@ -1,5 +1,23 @@
 /*
- * fs_internal.h: what the parts of the file system share.
+ * fs_internal.h: what the five parts of the file system share (fs.c,
+ * namespace.c, file.c, xattr.c, commit.c) and what lib/check.c needs.
+ * Private to lib/: nothing outside it includes this.
+ *
+ * Locks, and their order:
+ *
+ *     inode io_lock  ->  fs->jlock  ->  fs->lock  ->  the cache's locks
+ *
+ *   fs->lock   the tree (meta.c), the allocator, the running transaction
+ *              and the pending list; held only for in-memory work, but
+ *              for a checkpoint, which writes the tree under it.
+ *   fs->jlock  journal I/O (commits, checkpoints); serialises them.
+ *   io_lock    per inode: shared for reads, exclusive for writes,
+ *              truncate and fallocate (file.c).
+ *
+ * The cache calls back into file.c (fill, write-back) with its own
+ * locks dropped, so the callbacks may take fs->lock.  The cache's
+ * barrier (tfs_txn_release_pending()) waits for write-backs, which take
+ * fs->lock: it is called with neither fs lock held.
  */
 #ifndef TFS_FS_INTERNAL_H
 #define TFS_FS_INTERNAL_H

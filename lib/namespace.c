@@ -1,5 +1,21 @@
 /*
- * namespace.c: names, directories and attributes.
+ * namespace.c: names, directories and attributes: lookup, create, link,
+ * unlink, rename, readdir, getattr, setattr, statfs.
+ *
+ * Every operation here is in-memory work under fs->lock: it checks the
+ * POSIX rules, changes the tree (meta.c), queues the records that replay
+ * the change (commit.c) and returns; nothing here waits on the device,
+ * except a setattr of the size, which truncates (file.c) before taking
+ * fs->lock.  A change that would not fit a checkpoint fails with ENOSPC
+ * before anything is changed, so an operation either happens whole or
+ * not at all.
+ *
+ * Inode numbers are never reused, so the kernel's stale numbers find
+ * nothing (ENOENT).  A directory's link count is 2 plus its
+ * subdirectories; a removed directory or a file's last name dropped
+ * leaves an inode with no links, freed once nobody has it open
+ * (tfs_inode_maybe_free(), file.c).  A directory removed while a lookup
+ * or create was under way has nlink 0: nothing is created in it.
  */
 #include "fs_internal.h"
 

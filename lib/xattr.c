@@ -1,5 +1,16 @@
 /*
- * xattr.c: extended attributes.
+ * xattr.c: extended attributes, stored ones and the virtual ones.
+ *
+ * Stored xattrs live in the inode (meta.c) and are journaled as XATTR
+ * records, like any other change under fs->lock.  Two namespaces have
+ * rules of their own:
+ *   user.tensorfs.*  virtual, read-only (EPERM on set and remove), not
+ *                    listed: .extents (extent count) and .cached (bytes
+ *                    of the file in the cache), computed when read;
+ *   user.tensor.*    dtype and shape accept only a real dtype or shape
+ *                    (EINVAL otherwise); when not set they are read from
+ *                    the file's own .npy or .safetensors header.
+ * system.* is not supported (EOPNOTSUPP).
  */
 #include "fs_internal.h"
 
