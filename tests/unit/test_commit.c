@@ -240,7 +240,7 @@ static void test_fs_journal_write_error_is_reported_and_state_survives(
 	free(want);
 }
 
-/* ===== removed directories, limits, early commits ===== */
+/* ===== early commits ===== */
 
 /* Queue more than 4 MiB of records (the early-commit size of fs.c). */
 static void big_burst(struct tfs_fs *fs)

@@ -343,7 +343,7 @@ static void test_fs_unlink_open_file_keeps_data_until_release(void **state)
 	assert_fsck_clean(f->fs);
 }
 
-/* ===== space ===== */
+/* ===== ENOSPC ===== */
 
 /* Write 1 MiB pieces to a new file until the device is full. */
 static uint64_t fill_device(struct tfs_fs *fs, const char *name,

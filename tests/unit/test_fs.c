@@ -10,7 +10,7 @@
 
 #include "testfs.h"
 
-/* ===== file data ===== */
+/* ===== recovery ===== */
 
 static void test_fs_unlinked_open_file_is_freed_after_crash(void **state)
 {
@@ -34,7 +34,7 @@ static void test_fs_unlinked_open_file_is_freed_after_crash(void **state)
 	assert_int_equal(bfree(f->fs), free0);
 }
 
-/* ===== space ===== */
+/* ===== inspection ===== */
 
 static void test_fs_info_and_extent_count(void **state)
 {
@@ -77,7 +77,7 @@ static void test_fs_info_and_extent_count(void **state)
 	assert_int_equal(tfs_extent_count(f->fs, ino), 1);
 }
 
-/* ===== durability ===== */
+/* ===== close and open ===== */
 
 static void test_fs_persists_across_close_and_open(void **state)
 {
@@ -274,7 +274,7 @@ static void test_fs_no_recover_keeps_orphans(void **state)
 	assert_int_equal(tfs_release(f->fs, ino), 0);
 }
 
-/* ===== removed directories, limits, early commits ===== */
+/* ===== recovery of removed directories ===== */
 
 static void test_fs_removed_open_directory_is_freed_after_crash(void **state)
 {

@@ -346,7 +346,7 @@ static void test_fs_link_counts_and_errors(void **state)
 	assert_fsck_clean(f->fs);
 }
 
-/* ===== file data ===== */
+/* ===== setattr ===== */
 
 static void test_fs_setattr_changes_and_errors(void **state)
 {
@@ -807,7 +807,7 @@ static void test_fs_readdir_100k(void **state)
 	ents_free(&e);
 }
 
-/* ===== space ===== */
+/* ===== statfs and a full checkpoint slot ===== */
 
 static void test_fs_statfs_counts(void **state)
 {
@@ -960,7 +960,7 @@ static void test_fs_times_change_on_write_and_create(void **state)
 	assert_int_equal(st.st_atim.tv_sec, 1000);
 }
 
-/* ===== removed directories, limits, early commits ===== */
+/* ===== removed directories, limits ===== */
 
 static void test_fs_rename_into_removed_directory_is_enoent(void **state)
 {
