@@ -69,6 +69,68 @@ void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
 		free_inode(fs, ip);
 }
 
+/*
+ * The data path's state of an inode, in ip->priv from its first
+ * reference to its last (ip->opens: open handles and tfs_inode_hold()),
+ * NULL without references.  Whoever takes the io_lock holds a reference,
+ * so the lock is never destroyed under a user.
+ */
+struct inode_state {
+	pthread_rwlock_t io_lock;
+};
+
+/* Take a reference.  Caller holds fs->lock. */
+static int ref_get(struct tfs_inode *ip)
+{
+	if (ip->opens == 0) {
+		struct inode_state *st = malloc(sizeof(*st));
+
+		if (!st)
+			return -ENOMEM;
+		pthread_rwlock_init(&st->io_lock, NULL);
+		ip->priv = st;
+	}
+	ip->opens++;
+	return 0;
+}
+
+static void state_free(struct tfs_inode *ip)
+{
+	struct inode_state *st = ip->priv;
+
+	if (!st)
+		return;
+	pthread_rwlock_destroy(&st->io_lock);
+	free(st);
+	ip->priv = NULL;
+}
+
+/* Drop a reference; the last one of an unlinked inode frees it.  Caller
+ * holds fs->lock. */
+static void ref_put(struct tfs_fs *fs, struct tfs_inode *ip)
+{
+	if (--ip->opens == 0)
+		state_free(ip);
+	tfs_inode_maybe_free(fs, ip);
+}
+
+pthread_rwlock_t *tfs_inode_io_lock(struct tfs_inode *ip)
+{
+	return &((struct inode_state *)ip->priv)->io_lock;
+}
+
+static int drop_state(struct tfs_inode *ip, void *arg)
+{
+	(void)arg;
+	state_free(ip);
+	return 0;
+}
+
+void tfs_inode_drop_all(struct tfs_fs *fs)
+{
+	tfs_meta_each(fs->m, drop_state, NULL);
+}
+
 /* Take and drop a reference that keeps ip alive without fs->lock. */
 struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc)
 {
@@ -76,10 +138,10 @@ struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc)
 
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
-	if (ip)
-		ip->opens++;
-	else
+	if (!ip)
 		*rc = -ENOENT;
+	else if ((*rc = ref_get(ip)))
+		ip = NULL;
 	pthread_mutex_unlock(&fs->lock);
 	return ip;
 }
@@ -87,8 +149,7 @@ struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc)
 void tfs_inode_unhold(struct tfs_fs *fs, struct tfs_inode *ip)
 {
 	pthread_mutex_lock(&fs->lock);
-	ip->opens--;
-	tfs_inode_maybe_free(fs, ip);
+	ref_put(fs, ip);
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -595,7 +656,7 @@ static ssize_t do_read(struct tfs_fs *fs, uint64_t ino, void *buf,
 	ip = tfs_inode_hold(fs, ino, &err);
 	if (!ip)
 		return err;
-	pthread_rwlock_rdlock(&ip->io_lock);
+	pthread_rwlock_rdlock(tfs_inode_io_lock(ip));
 	pthread_mutex_lock(&fs->lock);
 	if (S_ISDIR(ip->a.mode))
 		rc = -EISDIR;
@@ -622,7 +683,7 @@ static ssize_t do_read(struct tfs_fs *fs, uint64_t ino, void *buf,
 		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
 	}
 out:
-	pthread_rwlock_unlock(&ip->io_lock);
+	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
 	tfs_inode_unhold(fs, ip);
 	return rc;
 }
@@ -718,7 +779,7 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 	ip = tfs_inode_hold(fs, ino, &rc);
 	if (!ip)
 		return rc;
-	pthread_rwlock_wrlock(&ip->io_lock);
+	pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
 	pthread_mutex_lock(&fs->lock);
 	if (!S_ISREG(ip->a.mode)) {
 		rc = S_ISDIR(ip->a.mode) ? -EISDIR : -EINVAL;
@@ -739,7 +800,7 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 		pthread_mutex_unlock(&fs->lock);
 		__atomic_fetch_add(&fs->app_write_bytes, len, __ATOMIC_RELAXED);
 	}
-	pthread_rwlock_unlock(&ip->io_lock);
+	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
 	tfs_inode_unhold(fs, ip);
 	return rc ? rc : (ssize_t)len;
 }
@@ -827,15 +888,15 @@ int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags)
 	} else if (S_ISDIR(ip->a.mode) && (flags & O_ACCMODE) != O_RDONLY) {
 		rc = -EISDIR;
 	} else {
-		ip->opens++;
+		rc = ref_get(ip);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (rc || !(flags & O_TRUNC) || (flags & O_ACCMODE) == O_RDONLY ||
 	    !S_ISREG(ip->a.mode))
 		return rc;
-	pthread_rwlock_wrlock(&ip->io_lock);
+	pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
 	rc = tfs_file_truncate(fs, ip, 0);
-	pthread_rwlock_unlock(&ip->io_lock);
+	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
 	if (rc)
 		tfs_release(fs, ino);
 	return rc;
@@ -856,10 +917,8 @@ int tfs_release(struct tfs_fs *fs, uint64_t ino)
 		tfs_cache_start_flush(fs->cache, ino);
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
-	if (ip && ip->opens) {
-		ip->opens--;
-		tfs_inode_maybe_free(fs, ip);
-	}
+	if (ip && ip->opens)
+		ref_put(fs, ip);
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
@@ -964,13 +1023,13 @@ int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 		rc = S_ISDIR(ip->a.mode) ? -EISDIR : -ENODEV;
 		goto out;
 	}
-	pthread_rwlock_wrlock(&ip->io_lock);
+	pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
 	if (mode & FALLOC_FL_PUNCH_HOLE)
 		rc = do_punch(fs, ip, off, len);
 	else
 		rc = do_allocate(fs, ip, off, len,
 				 !!(mode & FALLOC_FL_KEEP_SIZE));
-	pthread_rwlock_unlock(&ip->io_lock);
+	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
 out:
 	tfs_inode_unhold(fs, ip);
 	return rc;

@@ -38,14 +38,27 @@ int tfs_fs_sync(struct tfs_fs *fs)
 
 /* ===== open and close ===== */
 
-static int drop_orphan(struct tfs_inode *ip, void *arg)
-{
-	struct tfs_inode **list = arg;
+struct orphans {
+	uint64_t *ino;
+	size_t n, cap;
+};
 
-	if (ip->a.nlink == 0 && ip->a.ino != TFS_ROOT_INO) {
-		ip->dnext = *list;
-		*list = ip;
+static int find_orphan(struct tfs_inode *ip, void *arg)
+{
+	struct orphans *o = arg;
+
+	if (ip->a.nlink != 0 || ip->a.ino == TFS_ROOT_INO)
+		return 0;
+	if (o->n == o->cap) {
+		size_t nc = o->cap ? o->cap * 2 : 64;
+		uint64_t *ni = realloc(o->ino, nc * sizeof(*ni));
+
+		if (!ni)
+			return -ENOMEM;
+		o->ino = ni;
+		o->cap = nc;
 	}
+	o->ino[o->n++] = ip->a.ino;
 	return 0;
 }
 
@@ -80,7 +93,7 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		struct tfs_fs **out, char *err, size_t errlen)
 {
 	struct tfs_fs *fs;
-	struct tfs_inode *orphans = NULL;
+	struct orphans orphans = { 0 };
 	struct build b;
 	int rc, dflags = 0;
 	uint64_t norphans = 0;
@@ -123,14 +136,18 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	fs->data_blocks = fs->j.sb.dev_blocks - fs->data_start;
 
 	if (!fs->opts.readonly && !fs->opts.no_recover) {
-		tfs_meta_each(fs->m, drop_orphan, &orphans);
-		while (orphans) {
-			struct tfs_inode *next = orphans->dnext;
+		/* collected first: the walk cannot remove what it walks */
+		rc = tfs_meta_each(fs->m, find_orphan, &orphans);
+		for (size_t i = 0; i < orphans.n && !rc; i++) {
+			struct tfs_inode *ip = tfs_meta_get(fs->m,
+							    orphans.ino[i]);
 
-			tfs_meta_remove(fs->m, orphans);
-			orphans = next;
-			norphans++;
+			tfs_meta_remove(fs->m, ip);
 		}
+		norphans = orphans.n;
+		free(orphans.ino);
+		if (rc)
+			goto fail_journal;
 	}
 	fs->alloc = tfs_alloc_new(fs->data_start, fs->data_blocks);
 	if (!fs->alloc) {
@@ -240,6 +257,7 @@ int tfs_fs_close(struct tfs_fs *fs)
 	tfs_journal_release(&fs->j);
 	tfs_dev_close(fs->dev);
 	tfs_alloc_free(fs->alloc);
+	tfs_inode_drop_all(fs);
 	tfs_meta_free(fs->m);
 	tfs_buf_release(&fs->txn);
 	free(fs->dirty);

@@ -96,8 +96,16 @@ void *tfs_txn_thread(void *arg);
 
 /* file.c */
 void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip);
+/* A reference that keeps the inode ino alive, and its io_lock, without
+ * fs->lock: NULL with *rc -ENOENT or -ENOMEM. */
 struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc);
 void tfs_inode_unhold(struct tfs_fs *fs, struct tfs_inode *ip);
+/* The inode's data I/O lock: shared for reads, exclusive for writes,
+ * truncate and fallocate.  Only while holding a reference. */
+pthread_rwlock_t *tfs_inode_io_lock(struct tfs_inode *ip);
+/* Free the data path's state of every inode (close, with files still
+ * open). */
+void tfs_inode_drop_all(struct tfs_fs *fs);
 int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen);
 int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size);
 

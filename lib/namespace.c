@@ -612,9 +612,9 @@ int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
 			rc = -EINVAL;
 			goto out;
 		}
-		pthread_rwlock_wrlock(&ip->io_lock);
+		pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
 		rc = tfs_file_truncate(fs, ip, (uint64_t)in->st_size);
-		pthread_rwlock_unlock(&ip->io_lock);
+		pthread_rwlock_unlock(tfs_inode_io_lock(ip));
 		if (rc)
 			goto out;
 	}
