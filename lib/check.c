@@ -20,6 +20,9 @@
  * allocator, sorts all extents by device block and sweeps them once,
  * remembering the extent reaching furthest so far: an extent that starts
  * before that end shares blocks with it.
+ *
+ * tfs_check_supers() reads the two superblock copies straight from the
+ * device, before the file system is opened (which may rewrite one).
  */
 #include "check.h"
 
@@ -32,6 +35,7 @@
 
 #include "alloc.h"
 #include "format.h"
+#include "fs_internal.h"
 #include "io.h"
 #include "journal.h"
 #include "meta.h"
@@ -655,6 +659,35 @@ out_journal:
 out:
 	free(cl.v);
 	tfs_meta_free(m);
+	tfs_dev_close(d);
+	return rc;
+}
+
+/* ===== superblocks ===== */
+
+int tfs_check_supers(const char *path, int *bad)
+{
+	struct tfs_dev *d;
+	struct tfs_super s;
+	uint8_t *b;
+	int rc;
+
+	*bad = 0;
+	rc = tfs_dev_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK, &d);
+	if (rc)
+		return rc;
+	b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);
+	if (!b) {
+		tfs_dev_close(d);
+		return -ENOMEM;
+	}
+	rc = tfs_dev_read(d, b, 2 * TFS_BLOCK_SIZE, 0);
+	if (!rc) {
+		for (int i = 0; i < 2; i++)
+			if (tfs_super_decode(b + i * TFS_BLOCK_SIZE, &s))
+				*bad |= 1 << i;
+	}
+	tfs_io_free(b);
 	tfs_dev_close(d);
 	return rc;
 }

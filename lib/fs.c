@@ -274,6 +274,7 @@ void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info)
 	pthread_mutex_lock(&fs->lock);
 	memset(info, 0, sizeof(*info));
 	info->dev_bytes = fs->j.sb.dev_blocks * BS;
+	info->block_size = BS;
 	info->data_blocks = fs->data_blocks;
 	info->free_blocks = tfs_alloc_free_blocks(fs->alloc) + fs->pend_blocks;
 	info->free_extents = tfs_alloc_free_extents(fs->alloc);
@@ -301,6 +302,20 @@ void tfs_fs_mark_changed(struct tfs_fs *fs)
 	pthread_mutex_lock(&fs->lock);
 	fs->need_ckpt = 1;
 	pthread_mutex_unlock(&fs->lock);
+}
+
+int tfs_fs_rewrite_superblocks(struct tfs_fs *fs)
+{
+	int rc;
+
+	/* a checkpoint writes one copy, the next one the other */
+	tfs_fs_mark_changed(fs);
+	rc = tfs_fs_sync(fs);
+	if (!rc) {
+		tfs_fs_mark_changed(fs);
+		rc = tfs_fs_sync(fs);
+	}
+	return rc;
 }
 
 void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s)

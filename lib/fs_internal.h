@@ -81,6 +81,16 @@ struct freectx {
 	uint64_t keep, keep_len;	/* blocks being remapped, not freed */
 };
 
+/* fs.c, for lib/check.c */
+
+/* The tree and the allocator, borrowed; call only with no other thread
+ * using fs (fsck). */
+struct tfs_meta *tfs_fs_meta(struct tfs_fs *fs);
+struct tfs_alloc *tfs_fs_alloc(struct tfs_fs *fs);
+/* The tree was changed behind the journal's back: the next sync writes a
+ * checkpoint of all of it. */
+void tfs_fs_mark_changed(struct tfs_fs *fs);
+
 /* commit.c */
 struct tfs_timespec tfs_fs_now(void);
 void tfs_txn_rec(struct tfs_fs *fs, int rc);
