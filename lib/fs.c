@@ -89,13 +89,83 @@ static int mark_extents(struct tfs_inode *ip, void *arg)
 	return 0;
 }
 
+/* Free the inodes a crash left without links; *n gets their number. */
+static int drop_orphans(struct tfs_fs *fs, uint64_t *n)
+{
+	struct orphans orphans = { 0 };
+	int rc;
+
+	/* collected first: the walk cannot remove what it walks */
+	rc = tfs_meta_each(fs->m, find_orphan, &orphans);
+	for (size_t i = 0; i < orphans.n && !rc; i++)
+		tfs_meta_remove(fs->m, tfs_meta_get(fs->m, orphans.ino[i]));
+	*n = orphans.n;
+	free(orphans.ino);
+	return rc;
+}
+
+/* The allocator, from the extent maps: an extent outside the data area
+ * or on blocks another one has is -EUCLEAN. */
+static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
+{
+	struct build b;
+
+	fs->alloc = tfs_alloc_new(fs->data_start, fs->data_blocks);
+	if (!fs->alloc)
+		return -ENOMEM;
+	b.fs = fs;
+	b.err = err;
+	b.errlen = errlen;
+	return tfs_meta_each(fs->m, mark_extents, &b);
+}
+
+/*
+ * Recovery ends with a checkpoint, so that the replayed state is the
+ * committed one and the journal starts empty; a clean file system only
+ * loses its clean flag (it is in use).
+ */
+static int end_recovery(struct tfs_fs *fs, uint64_t norphans)
+{
+	uint64_t tag = NO_TAG;
+	int rc;
+
+	pthread_mutex_lock(&fs->jlock);
+	pthread_mutex_lock(&fs->lock);
+	if (fs->replayed || norphans || !(fs->j.sb.flags & TFS_SB_CLEAN))
+		rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
+	else
+		rc = tfs_journal_set_flags(&fs->j, 0);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&fs->jlock);
+	tfs_txn_release_pending(fs, tag);
+	return rc;
+}
+
+static int open_dev(struct tfs_fs *fs, const char *path, char *err,
+		    size_t errlen)
+{
+	int rc, dflags = 0;
+
+	if (fs->opts.readonly)
+		dflags |= TFS_DEV_RDONLY;
+	if (fs->opts.no_lock)
+		dflags |= TFS_DEV_NOLOCK;
+	rc = tfs_dev_open(path, dflags, &fs->dev);
+	if (rc == -EBUSY)
+		tfs_say(err, errlen, "'%s' is in use: mounted by tensorfs "
+				 "or opened by another tool",
+		    path);
+	else if (rc)
+		tfs_say(err, errlen, "cannot open '%s': %s", path,
+		    strerror(-rc));
+	return rc;
+}
+
 int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		struct tfs_fs **out, char *err, size_t errlen)
 {
 	struct tfs_fs *fs;
-	struct orphans orphans = { 0 };
-	struct build b;
-	int rc, dflags = 0;
+	int rc;
 	uint64_t norphans = 0;
 
 	fs = calloc(1, sizeof(*fs));
@@ -108,21 +178,9 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->jlock, NULL);
 	pthread_cond_init(&fs->cond, NULL);
-	if (fs->opts.readonly)
-		dflags |= TFS_DEV_RDONLY;
-	if (fs->opts.no_lock)
-		dflags |= TFS_DEV_NOLOCK;
-	rc = tfs_dev_open(path, dflags, &fs->dev);
-	if (rc) {
-		if (rc == -EBUSY)
-			tfs_say(err, errlen, "'%s' is in use: mounted by tensorfs "
-					 "or opened by another tool",
-			    path);
-		else
-			tfs_say(err, errlen, "cannot open '%s': %s", path,
-			    strerror(-rc));
+	rc = open_dev(fs, path, err, errlen);
+	if (rc)
 		goto fail;
-	}
 	fs->m = tfs_meta_new();
 	if (!fs->m) {
 		rc = -ENOMEM;
@@ -136,44 +194,15 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	fs->data_blocks = fs->j.sb.dev_blocks - fs->data_start;
 
 	if (!fs->opts.readonly && !fs->opts.no_recover) {
-		/* collected first: the walk cannot remove what it walks */
-		rc = tfs_meta_each(fs->m, find_orphan, &orphans);
-		for (size_t i = 0; i < orphans.n && !rc; i++) {
-			struct tfs_inode *ip = tfs_meta_get(fs->m,
-							    orphans.ino[i]);
-
-			tfs_meta_remove(fs->m, ip);
-		}
-		norphans = orphans.n;
-		free(orphans.ino);
+		rc = drop_orphans(fs, &norphans);
 		if (rc)
 			goto fail_journal;
 	}
-	fs->alloc = tfs_alloc_new(fs->data_start, fs->data_blocks);
-	if (!fs->alloc) {
-		rc = -ENOMEM;
-		goto fail_journal;
-	}
-	b.fs = fs;
-	b.err = err;
-	b.errlen = errlen;
-	rc = tfs_meta_each(fs->m, mark_extents, &b);
+	rc = build_alloc(fs, err, errlen);
 	if (rc)
 		goto fail_journal;
 	if (!fs->opts.readonly) {
-		/* Recovery ends with a checkpoint, so that the replayed state
-		 * is the committed one and the journal starts empty. */
-		uint64_t tag = NO_TAG;
-
-		pthread_mutex_lock(&fs->jlock);
-		pthread_mutex_lock(&fs->lock);
-		if (fs->replayed || norphans || !(fs->j.sb.flags & TFS_SB_CLEAN))
-			rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
-		else
-			rc = tfs_journal_set_flags(&fs->j, 0);
-		pthread_mutex_unlock(&fs->lock);
-		pthread_mutex_unlock(&fs->jlock);
-		tfs_txn_release_pending(fs, tag);
+		rc = end_recovery(fs, norphans);
 		if (rc) {
 			tfs_say(err, errlen, "cannot write to '%s': %s", path,
 			    strerror(-rc));
