@@ -399,131 +399,150 @@ static void reparent(struct tfs_fs *fs, struct tfs_inode *ip,
 	tfs_txn_mark_dirty(fs, ip);
 }
 
+/* One side of a rename: a directory, a name in it, what the name names
+ * (e and ip NULL: nothing). */
+struct side {
+	struct tfs_inode *dp;
+	const char *name;
+	size_t len;
+	struct tfs_dirent *e;
+	struct tfs_inode *ip;
+};
+
+/* Look both sides up: the source must exist, the target may not. */
+static int rename_lookup(struct tfs_fs *fs, uint64_t parent,
+			 uint64_t newparent, struct side *s, struct side *d)
+{
+	int rc = 0;
+
+	s->dp = get_dir(fs, parent, &rc);
+	d->dp = s->dp ? get_dir(fs, newparent, &rc) : NULL;
+	if (!d->dp)
+		return rc;
+	if (d->dp->a.nlink == 0)
+		return -ENOENT;		/* removed while open */
+	s->e = tfs_dir_lookup(s->dp, s->name, s->len);
+	s->ip = s->e ? tfs_meta_get(fs->m, s->e->ino) : NULL;
+	if (!s->ip)
+		return -ENOENT;
+	d->e = tfs_dir_lookup(d->dp, d->name, d->len);
+	d->ip = d->e ? tfs_meta_get(fs->m, d->e->ino) : NULL;
+	return 0;
+}
+
+/* RENAME_EXCHANGE: the two entries swap inodes; the names stay. */
+static int rename_exchange(struct tfs_fs *fs, struct side *s, struct side *d)
+{
+	uint64_t parent = s->dp->a.ino, newparent = d->dp->a.ino;
+	int rc;
+
+	if (S_ISDIR(d->ip->a.mode) && is_ancestor(fs, d->ip, s->dp))
+		return -EINVAL;
+	if (s->len != d->len) {
+		rc = tfs_txn_room(fs, d->len > s->len ? d->len - s->len
+						      : s->len - d->len);
+		if (rc)
+			return rc;
+	}
+	s->e->ino = d->ip->a.ino;
+	d->e->ino = s->ip->a.ino;
+	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, parent, s->name, s->len));
+	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, newparent, d->name,
+					   d->len));
+	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, parent, d->ip->a.ino,
+					 s->name, s->len));
+	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent, s->ip->a.ino,
+					 d->name, d->len));
+	reparent(fs, s->ip, s->dp, d->dp);
+	reparent(fs, d->ip, d->dp, s->dp);
+	tfs_txn_touch(fs, s->ip, 0);
+	tfs_txn_touch(fs, d->ip, 0);
+	tfs_txn_touch(fs, s->dp, 1);
+	tfs_txn_touch(fs, d->dp, 1);
+	return 0;
+}
+
+/* A plain rename: the entry moves to the new name, replacing what that
+ * named. */
+static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
+{
+	uint64_t parent = s->dp->a.ino, newparent = d->dp->a.ino;
+	uint64_t ino = s->ip->a.ino;
+	int rc;
+
+	if (d->ip) {
+		if (S_ISDIR(s->ip->a.mode) && !S_ISDIR(d->ip->a.mode))
+			return -ENOTDIR;
+		if (!S_ISDIR(s->ip->a.mode) && S_ISDIR(d->ip->a.mode))
+			return -EISDIR;
+		if (S_ISDIR(d->ip->a.mode) && tfs_dir_count(d->ip))
+			return -ENOTEMPTY;
+	} else {
+		rc = tfs_txn_room(fs, tfs_rec_size_link(d->len));
+		if (rc)
+			return rc;
+		if (S_ISDIR(s->ip->a.mode) && s->dp != d->dp &&
+		    d->dp->a.nlink >= MAX_LINKS)
+			return -EMLINK;
+	}
+	if (d->ip)
+		drop_entry(fs, d->dp, d->name, d->len, d->ip);
+	tfs_dir_remove(fs->m, s->dp, s->name, s->len);
+	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, parent, s->name, s->len));
+	rc = tfs_dir_add(fs->m, d->dp, d->name, d->len, ino);
+	if (rc) {
+		/* cannot happen after tfs_txn_room unless ENOMEM: put it
+		 * back where it was */
+		if (tfs_dir_add(fs->m, s->dp, s->name, s->len, ino) == 0)
+			tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, parent, ino,
+							 s->name, s->len));
+		return rc;
+	}
+	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino, d->name,
+					 d->len));
+	reparent(fs, s->ip, s->dp, d->dp);
+	tfs_txn_touch(fs, s->ip, 0);
+	tfs_txn_touch(fs, s->dp, 1);
+	tfs_txn_touch(fs, d->dp, 1);
+	return 0;
+}
+
 int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 	       uint64_t newparent, const char *newname, unsigned int flags)
 {
-	struct tfs_inode *sp, *dp, *sip, *dip;
-	struct tfs_dirent *se, *de;
-	size_t slen, dlen;
+	struct side s = { .name = name }, d = { .name = newname };
 	int rc;
 
 	if (flags & ~(TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE) ||
 	    (flags & TFS_RENAME_NOREPLACE && flags & TFS_RENAME_EXCHANGE))
 		return -EINVAL;
-	rc = check_name(name, &slen);
+	rc = check_name(name, &s.len);
 	if (!rc)
-		rc = check_name(newname, &dlen);
+		rc = check_name(newname, &d.len);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
-	sp = get_dir(fs, parent, &rc);
-	dp = sp ? get_dir(fs, newparent, &rc) : NULL;
-	if (!dp)
+	rc = rename_lookup(fs, parent, newparent, &s, &d);
+	if (rc)
 		goto out;
-	if (dp->a.nlink == 0) {
-		rc = -ENOENT;		/* removed while open */
-		goto out;
-	}
-	se = tfs_dir_lookup(sp, name, slen);
-	sip = se ? tfs_meta_get(fs->m, se->ino) : NULL;
-	if (!sip) {
+	if (flags & TFS_RENAME_EXCHANGE && !d.ip) {
 		rc = -ENOENT;
 		goto out;
 	}
-	de = tfs_dir_lookup(dp, newname, dlen);
-	dip = de ? tfs_meta_get(fs->m, de->ino) : NULL;
-	if (flags & TFS_RENAME_EXCHANGE && !dip) {
-		rc = -ENOENT;
-		goto out;
-	}
-	if (flags & TFS_RENAME_NOREPLACE && dip) {
+	if (flags & TFS_RENAME_NOREPLACE && d.ip) {
 		rc = -EEXIST;
 		goto out;
 	}
-	if (sip == dip)
+	if (s.ip == d.ip)
 		goto out;		/* same file: nothing to do (POSIX) */
-	if (S_ISDIR(sip->a.mode) && is_ancestor(fs, sip, dp)) {
+	if (S_ISDIR(s.ip->a.mode) && is_ancestor(fs, s.ip, d.dp)) {
 		rc = -EINVAL;
 		goto out;
 	}
-	if (flags & TFS_RENAME_EXCHANGE) {
-		if (S_ISDIR(dip->a.mode) && is_ancestor(fs, dip, sp)) {
-			rc = -EINVAL;
-			goto out;
-		}
-		if (slen != dlen) {
-			rc = tfs_txn_room(fs, dlen > slen ? dlen - slen
-						       : slen - dlen);
-			if (rc)
-				goto out;
-		}
-		/* the two entries swap inodes; the names stay */
-		se->ino = dip->a.ino;
-		de->ino = sip->a.ino;
-		tfs_txn_rec(fs,
-			    tfs_rec_put_unlink(&fs->txn, parent, name, slen));
-		tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, newparent, newname,
-						   dlen));
-		tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, parent, dip->a.ino,
-						 name, slen));
-		tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent,
-						 sip->a.ino, newname, dlen));
-		reparent(fs, sip, sp, dp);
-		reparent(fs, dip, dp, sp);
-		tfs_txn_touch(fs, sip, 0);
-		tfs_txn_touch(fs, dip, 0);
-		tfs_txn_touch(fs, sp, 1);
-		tfs_txn_touch(fs, dp, 1);
-		goto out;
-	}
-	if (dip) {
-		if (S_ISDIR(sip->a.mode) && !S_ISDIR(dip->a.mode)) {
-			rc = -ENOTDIR;
-			goto out;
-		}
-		if (!S_ISDIR(sip->a.mode) && S_ISDIR(dip->a.mode)) {
-			rc = -EISDIR;
-			goto out;
-		}
-		if (S_ISDIR(dip->a.mode) && tfs_dir_count(dip)) {
-			rc = -ENOTEMPTY;
-			goto out;
-		}
-	} else {
-		rc = tfs_txn_room(fs, tfs_rec_size_link(dlen));
-		if (rc)
-			goto out;
-		if (S_ISDIR(sip->a.mode) && sp != dp &&
-		    dp->a.nlink >= MAX_LINKS) {
-			rc = -EMLINK;
-			goto out;
-		}
-	}
-	{
-		uint64_t ino = sip->a.ino;
-
-		if (dip)
-			drop_entry(fs, dp, newname, dlen, dip);
-		tfs_dir_remove(fs->m, sp, name, slen);
-		tfs_txn_rec(fs,
-			    tfs_rec_put_unlink(&fs->txn, parent, name, slen));
-		rc = tfs_dir_add(fs->m, dp, newname, dlen, ino);
-		if (rc) {
-			/* cannot happen after tfs_txn_room unless ENOMEM: put it
-			 * back where it was */
-			if (tfs_dir_add(fs->m, sp, name, slen, ino) == 0)
-				tfs_txn_rec(fs,
-					    tfs_rec_put_link(&fs->txn, parent,
-							     ino, name, slen));
-			goto out;
-		}
-		tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino,
-						 newname, dlen));
-		reparent(fs, sip, sp, dp);
-		tfs_txn_touch(fs, sip, 0);
-		tfs_txn_touch(fs, sp, 1);
-		tfs_txn_touch(fs, dp, 1);
-	}
+	if (flags & TFS_RENAME_EXCHANGE)
+		rc = rename_exchange(fs, &s, &d);
+	else
+		rc = rename_move(fs, &s, &d);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
