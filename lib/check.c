@@ -1,11 +1,13 @@
 /*
  * check.c: what tensorfs-fsck checks beyond what loading verified.
  *
- * Pass 1 walks every directory entry: it counts, per inode, the entries
- * that name it (links_seen) and flags entries naming nothing, second
- * entries of a directory, and wrong ".." inodes.  Pass 2 walks the tree
- * from the root and marks what it reaches (orphan_seen is reused as the
- * "reached" mark).  Pass 3 compares each inode with what was counted.
+ * What the walks learn of each inode is kept in a table of the check's
+ * own, keyed by inode number (struct seen), not in the inodes.  Pass 1
+ * walks every directory entry: it counts, per inode, the entries that
+ * name it (links) and flags entries naming nothing, second entries of a
+ * directory, and wrong ".." inodes.  Pass 2 walks the tree from the root
+ * and marks what it reaches (reached).  Pass 3 compares each inode with
+ * what was counted.
  * Repairs are collected first and applied after the walks, since an
  * entry cannot be removed while its directory is being iterated.
  *
@@ -18,6 +20,9 @@
  * allocator, sorts all extents by device block and sweeps them once,
  * remembering the extent reaching furthest so far: an extent that starts
  * before that end shares blocks with it.
+ *
+ * tfs_check_supers() reads the two superblock copies straight from the
+ * device, before the file system is opened (which may rewrite one).
  */
 #include "check.h"
 
@@ -30,6 +35,7 @@
 
 #include "alloc.h"
 #include "format.h"
+#include "fs_internal.h"
 #include "io.h"
 #include "journal.h"
 #include "meta.h"
@@ -39,8 +45,17 @@ struct fix {
 	char *name;		/* entry to remove */
 };
 
+/* What the walks saw of one inode. */
+struct seen {
+	uint64_t ino;		/* 0: free slot */
+	uint32_t links;		/* entries naming it */
+	int reached;		/* from the root */
+};
+
 struct ctx {
 	struct tfs_meta *m;
+	struct seen *seen;	/* open addressing, at most half full */
+	size_t nseen;		/* slots, a power of two */
 	FILE *out;
 	int flags;
 	struct tfs_check_result *res;
@@ -88,11 +103,36 @@ static void add_fix(struct ctx *c, uint64_t dir, uint64_t ino,
 	c->nfix++;
 }
 
-static int reset(struct tfs_inode *ip, void *arg)
+/* The entry of ino in the table, added if absent. */
+static struct seen *seen_of(struct ctx *c, uint64_t ino)
 {
-	(void)arg;
-	ip->links_seen = 0;
-	ip->orphan_seen = 0;
+	size_t i = (size_t)(ino * 0x9e3779b97f4a7c15ull) & (c->nseen - 1);
+
+	while (c->seen[i].ino && c->seen[i].ino != ino)
+		i = (i + 1) & (c->nseen - 1);
+	c->seen[i].ino = ino;
+	return &c->seen[i];
+}
+
+static int add_seen(struct tfs_inode *ip, void *arg)
+{
+	seen_of(arg, ip->a.ino);
+	return 0;
+}
+
+/* A table for every inode, with room for lost+found should a repair
+ * make it. */
+static int seen_init(struct ctx *c)
+{
+	uint64_t want = 2 * (tfs_meta_inodes(c->m) + 2);
+
+	c->nseen = 64;
+	while (c->nseen < want)
+		c->nseen *= 2;
+	c->seen = calloc(c->nseen, sizeof(*c->seen));
+	if (!c->seen)
+		return -ENOMEM;
+	tfs_meta_each(c->m, add_seen, c);
 	return 0;
 }
 
@@ -124,7 +164,7 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 			add_fix(c, dp->a.ino, 0, e->name);
 			continue;
 		}
-		if (S_ISDIR(ip->a.mode) && ip->links_seen) {
+		if (S_ISDIR(ip->a.mode) && seen_of(c, ip->a.ino)->links) {
 			problem(c, "directory %llu has a second entry '%s' in "
 				   "directory %llu",
 				(unsigned long long)ip->a.ino, e->name,
@@ -132,7 +172,7 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 			add_fix(c, dp->a.ino, 0, e->name);
 			continue;
 		}
-		ip->links_seen++;
+		seen_of(c, ip->a.ino)->links++;
 		if (S_ISDIR(ip->a.mode) && ip->a.parent != dp->a.ino) {
 			problem(c, "directory %llu: '..' is %llu, but it is "
 				   "in directory %llu",
@@ -155,7 +195,7 @@ static int pass_reach(struct ctx *c)
 	size_t n = 0, cap = 0;
 	struct tfs_inode *root = tfs_meta_get(c->m, TFS_ROOT_INO);
 
-	root->orphan_seen = 1;
+	seen_of(c, root->a.ino)->reached = 1;
 	stack = malloc(64 * sizeof(*stack));
 	if (!stack)
 		return -ENOMEM;
@@ -172,9 +212,9 @@ static int pass_reach(struct ctx *c)
 			struct tfs_inode *ip = tfs_meta_get(c->m, e->ino);
 
 			cookie = e->cookie;
-			if (!ip || ip->orphan_seen)
+			if (!ip || seen_of(c, ip->a.ino)->reached)
 				continue;
-			ip->orphan_seen = 1;
+			seen_of(c, ip->a.ino)->reached = 1;
 			if (!ip->dir)
 				continue;
 			if (n == cap) {
@@ -227,6 +267,7 @@ static uint64_t subdirs(struct ctx *c, struct tfs_inode *dp)
 static int pass_inodes(struct tfs_inode *ip, void *arg)
 {
 	struct ctx *c = arg;
+	struct seen *sn = seen_of(c, ip->a.ino);
 	uint64_t want;
 
 	if (S_ISREG(ip->a.mode)) {
@@ -248,19 +289,19 @@ static int pass_inodes(struct tfs_inode *ip, void *arg)
 	}
 	if (ip->a.ino == TFS_ROOT_INO)
 		return 0;
-	if (ip->a.nlink == 0 && ip->links_seen == 0) {
+	if (ip->a.nlink == 0 && sn->links == 0) {
 		c->res->orphans++;
 		return 0;
 	}
-	if (!ip->orphan_seen) {
+	if (!sn->reached) {
 		problem(c, "inode %llu (%s) is not reachable from the root",
 			(unsigned long long)ip->a.ino,
 			S_ISDIR(ip->a.mode) ? "directory" : "file");
-		if (c->flags & TFS_CHECK_REPAIR && !ip->links_seen)
+		if (c->flags & TFS_CHECK_REPAIR && !sn->links)
 			add_fix(c, 0, ip->a.ino, "");
 		return 0;
 	}
-	want = S_ISDIR(ip->a.mode) ? 2 + subdirs(c, ip) : ip->links_seen;
+	want = S_ISDIR(ip->a.mode) ? 2 + subdirs(c, ip) : sn->links;
 	if (ip->a.nlink != want) {
 		problem(c, "inode %llu: link count %u, should be %llu",
 			(unsigned long long)ip->a.ino, ip->a.nlink,
@@ -312,7 +353,7 @@ static struct tfs_inode *lost_found(struct ctx *c)
 		tfs_meta_remove(c->m, lf);
 		return NULL;
 	}
-	lf->orphan_seen = 1;
+	seen_of(c, lf->a.ino)->reached = 1;
 	root->a.nlink++;
 	return lf;
 }
@@ -392,7 +433,9 @@ int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
 	c.out = out;
 	c.flags = flags;
 	c.res = res;
-	tfs_meta_each(c.m, reset, NULL);
+	rc = seen_init(&c);
+	if (rc)
+		goto out;
 	tfs_meta_each(c.m, pass_entries, &c);
 	rc = pass_reach(&c);
 	if (rc)
@@ -426,6 +469,7 @@ out:
 	for (size_t i = 0; i < c.nfix; i++)
 		free(c.fixes[i].name);
 	free(c.fixes);
+	free(c.seen);
 	return rc;
 }
 
@@ -615,6 +659,35 @@ out_journal:
 out:
 	free(cl.v);
 	tfs_meta_free(m);
+	tfs_dev_close(d);
+	return rc;
+}
+
+/* ===== superblocks ===== */
+
+int tfs_check_supers(const char *path, int *bad)
+{
+	struct tfs_dev *d;
+	struct tfs_super s;
+	uint8_t *b;
+	int rc;
+
+	*bad = 0;
+	rc = tfs_dev_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK, &d);
+	if (rc)
+		return rc;
+	b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);
+	if (!b) {
+		tfs_dev_close(d);
+		return -ENOMEM;
+	}
+	rc = tfs_dev_read(d, b, 2 * TFS_BLOCK_SIZE, 0);
+	if (!rc) {
+		for (int i = 0; i < 2; i++)
+			if (tfs_super_decode(b + i * TFS_BLOCK_SIZE, &s))
+				*bad |= 1 << i;
+	}
+	tfs_io_free(b);
 	tfs_dev_close(d);
 	return rc;
 }

@@ -32,8 +32,8 @@ struct tfs_check_result {
 /*
  * Check fs, which no other thread may use meanwhile.  Findings go to
  * out, one line each.  With TFS_CHECK_REPAIR the fixes are made in
- * memory and tfs_fs_mark_changed() is called: the caller then syncs or
- * closes fs to write them.  Returns 0 or -ENOMEM.
+ * memory and the file system is told its tree changed: the caller then
+ * syncs or closes fs to write them.  Returns 0 or -ENOMEM.
  */
 int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
 	      struct tfs_check_result *res);
@@ -50,5 +50,14 @@ int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
  * the metadata cannot be loaded at all.
  */
 int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen);
+
+/*
+ * Read both superblock copies of the device at path (read-only, without
+ * the lock, so before tfs_fs_open(): opening for repair writes a
+ * superblock and would hide a damaged copy).  *bad gets bit i set for
+ * each copy i that does not decode (a mount survives one).  Returns 0 or
+ * -errno when the device cannot be read.
+ */
+int tfs_check_supers(const char *path, int *bad);
 
 #endif

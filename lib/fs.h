@@ -190,6 +190,7 @@ int tfs_removexattr(struct tfs_fs *fs, uint64_t ino, const char *name);
 
 struct tfs_fs_info {
 	uint64_t dev_bytes;		/* size of the file system */
+	uint64_t block_size;		/* bytes of the blocks counted below */
 	uint64_t data_blocks;		/* blocks of the data area */
 	uint64_t free_blocks;		/* of those, free */
 	uint64_t free_extents;		/* pieces the free space is in */
@@ -213,16 +214,12 @@ void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s);
 /* Number of extents of a regular file; -errno. */
 int64_t tfs_extent_count(struct tfs_fs *fs, uint64_t ino);
 
-/* ===== for lib/check.c only ===== */
+/* ===== repair (fsck) ===== */
 
-struct tfs_meta;
-struct tfs_alloc;
-/* The tree and the allocator, borrowed; call only with no other thread
- * using fs (fsck). */
-struct tfs_meta *tfs_fs_meta(struct tfs_fs *fs);
-struct tfs_alloc *tfs_fs_alloc(struct tfs_fs *fs);
-/* The tree was changed behind the journal's back: the next sync writes a
- * checkpoint of all of it. */
-void tfs_fs_mark_changed(struct tfs_fs *fs);
+/* Write both superblock copies afresh, each with a checkpoint of the
+ * whole tree: a damaged copy (tfs_check_supers()) is replaced by a good
+ * one.  Returns 0 or the first error.  Call with no other thread using
+ * fs, on a file system opened read-write. */
+int tfs_fs_rewrite_superblocks(struct tfs_fs *fs);
 
 #endif

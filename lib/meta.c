@@ -106,7 +106,6 @@ static void inode_free(struct tfs_inode *ip)
 		free(ip->xattrs[i].value);
 	}
 	free(ip->xattrs);
-	pthread_rwlock_destroy(&ip->io_lock);
 	free(ip);
 }
 
@@ -210,7 +209,6 @@ struct tfs_inode *tfs_meta_add(struct tfs_meta *m, const struct tfs_attr *a)
 			return NULL;
 		}
 	}
-	pthread_rwlock_init(&ip->io_lock, NULL);
 	b = hash64(a->ino) & (m->nhash - 1);
 	ip->hnext = m->hash[b];
 	m->hash[b] = ip;

@@ -9,15 +9,16 @@
  * same code path for mount, recovery, fsck and checkpoint.
  *
  * This is an internal module of lib/: struct tfs_inode is visible to
- * lib/fs.c and lib/check.c, which own the policy (POSIX rules, locking,
- * journaling); meta only keeps the structures consistent and counts the
- * bytes a checkpoint of them takes.  Not thread safe: callers hold the
+ * the file system (lib/fs.c and its parts) and lib/check.c, which own
+ * the policy (POSIX rules, locking, journaling) and keep their own state
+ * in their own structures (the file system's hangs from ip->priv); meta
+ * only keeps the structures consistent and counts the bytes a checkpoint
+ * of them takes.  Not thread safe: callers hold the
  * file system's metadata lock.
  */
 #ifndef TFS_META_H
 #define TFS_META_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,13 +44,11 @@ struct tfs_inode {
 
 	/* runtime state, never stored */
 	struct tfs_inode *hnext;	/* inode hash chain */
-	struct tfs_inode *dnext;	/* dirty list (fs.c) */
 	unsigned int dirty : 1;		/* attrs changed since last commit */
-	unsigned int orphan_seen : 1;	/* check.c scratch */
 	uint32_t opens;			/* open file handles */
 	int wb_err;			/* a failed write-back, to report */
-	uint32_t links_seen;		/* check.c scratch */
-	pthread_rwlock_t io_lock;	/* data I/O vs truncate (fs.c) */
+	void *priv;			/* the file system's, NULL when new;
+					   meta never reads or frees it */
 };
 
 struct tfs_dirent {

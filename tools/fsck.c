@@ -26,9 +26,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "format.h"
 #include "fs.h"
-#include "io.h"
 #include "units.h"
 
 #define FSCK_OK		0
@@ -60,35 +58,6 @@ static void usage(FILE *f)
 "repaired, 4 errors left unrepaired (without -y: any error found),\n"
 "8 operational error (cannot open, read or write the device, or it\n"
 "holds no tensorfs), 16 usage error.\n", f);
-}
-
-/* Both superblock copies should be valid; a mount survives one.  *bad
- * gets bit i set for each damaged copy i. */
-static int check_supers(const char *path, int *bad)
-{
-	struct tfs_dev *d;
-	struct tfs_super s;
-	uint8_t *b;
-	int rc;
-
-	*bad = 0;
-	rc = tfs_dev_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK, &d);
-	if (rc)
-		return rc;
-	b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);
-	if (!b) {
-		tfs_dev_close(d);
-		return -ENOMEM;
-	}
-	rc = tfs_dev_read(d, b, 2 * TFS_BLOCK_SIZE, 0);
-	if (!rc) {
-		for (int i = 0; i < 2; i++)
-			if (tfs_super_decode(b + i * TFS_BLOCK_SIZE, &s))
-				*bad |= 1 << i;
-	}
-	tfs_io_free(b);
-	tfs_dev_close(d);
-	return rc;
 }
 
 /* "copy 0", for a message about the copies set in bad */
@@ -133,40 +102,42 @@ static int refused(const char *path, char *err)
 	return FSCK_UNCORRECTED;
 }
 
-int main(int argc, char **argv)
+struct args {
+	int repair, verbose;
+	const char *path;
+};
+
+/* Returns 0 to go on, or 1 with the exit code in *ret (help, usage). */
+static int parse_args(int argc, char **argv, struct args *a, int *ret)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tfs_fs_opts o = { 0 };
-	struct tfs_check_result r;
-	struct tfs_fs_info info;
-	struct tfs_fs *fs = NULL;
-	int repair = 0, verbose = 0, c, rc, bad = 0, still, ret;
-	char err[512] = "", h1[32], h2[32], h3[32], h4[32];
-	const char *path;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "ynvhpa", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'y':
 		case 'p':	/* fsck(8)'s "preen", e2fsck's -p */
 		case 'a':	/* its older spelling */
-			repair = 1;
+			a->repair = 1;
 			break;
 		case 'n':
-			repair = 0;
+			a->repair = 0;
 			break;
 		case 'v':
-			verbose = 1;
+			a->verbose = 1;
 			break;
 		case 'h':
 			usage(stdout);
-			return FSCK_OK;
+			*ret = FSCK_OK;
+			return 1;
 		default:
 			fputs("Try 'tensorfs-fsck --help' for more "
 			      "information.\n", stderr);
-			return FSCK_USAGE;
+			*ret = FSCK_USAGE;
+			return 1;
 		}
 	}
 	if (argc - optind != 1) {
@@ -174,100 +145,154 @@ int main(int argc, char **argv)
 			"[-y|-p|-a] [-n] [-v] DEVICE\n",
 			argc == optind ? "missing DEVICE"
 				       : "too many arguments");
-		return FSCK_USAGE;
+		*ret = FSCK_USAGE;
+		return 1;
 	}
-	path = argv[optind];
-	/* before the open, which in repair mode rewrites a superblock; if
-	 * this cannot read, the open below says why */
-	if (check_supers(path, &bad))
-		bad = 0;
-	o.readonly = !repair;
-	rc = tfs_fs_open(path, &o, &fs, err, sizeof(err));
-	if (rc) {
-		/* corrupted metadata is an error we found; the rest is not
-		 * being able to look */
-		if (rc == -EUCLEAN)
-			return refused(path, err);
-		fprintf(stderr, "tensorfs-fsck: %s: %s\n", path, err);
-		return FSCK_OPERROR;
+	a->path = argv[optind];
+	return 0;
+}
+
+/* Open the file system (read-write to repair); on failure say why and
+ * return the exit code, else 0. */
+static int open_fs(const struct args *a, struct tfs_fs **fs)
+{
+	struct tfs_fs_opts o = { 0 };
+	char err[512] = "";
+	int rc;
+
+	o.readonly = !a->repair;
+	rc = tfs_fs_open(a->path, &o, fs, err, sizeof(err));
+	if (!rc)
+		return 0;
+	/* corrupted metadata is an error we found; the rest is not being
+	 * able to look */
+	if (rc == -EUCLEAN)
+		return refused(a->path, err);
+	fprintf(stderr, "tensorfs-fsck: %s: %s\n", a->path, err);
+	return FSCK_OPERROR;
+}
+
+/* Report damaged superblock copies found before the open; with -y,
+ * rewrite both. */
+static void report_supers(const struct args *a, struct tfs_fs *fs, int bad,
+			  struct tfs_check_result *r)
+{
+	if (!bad)
+		return;
+	printf("tensorfs-fsck: superblock %s %s damaged; the other "
+	       "one is in use\n", copies(bad), bad == 3 ? "are" : "is");
+	r->errors++;
+	if (a->repair)
+		tfs_fs_rewrite_superblocks(fs);
+}
+
+/* After the close: the rewritten copies count as repaired only if both
+ * now read back valid. */
+static void verify_supers(const struct args *a, int bad,
+			  struct tfs_check_result *r)
+{
+	int still;
+
+	if (!bad || !a->repair)
+		return;
+	if (tfs_check_supers(a->path, &still) == 0 && !still) {
+		printf("tensorfs-fsck: superblock %s repaired "
+		       "(rewritten from the good one)\n", copies(bad));
+		r->repaired++;
+	} else {
+		printf("tensorfs-fsck: superblock %s still damaged "
+		       "after the rewrite\n", copies(bad));
 	}
-	rc = tfs_check(fs, (repair ? TFS_CHECK_REPAIR : 0) |
-				   (verbose ? TFS_CHECK_VERBOSE : 0),
-		       stdout, &r);
-	if (rc) {
-		fprintf(stderr, "tensorfs-fsck: %s: check failed: %s\n", path,
-			strerror(-rc));
-		tfs_fs_close(fs);
-		return FSCK_OPERROR;
-	}
-	if (bad) {
-		printf("tensorfs-fsck: superblock %s %s damaged; the other "
-		       "one is in use\n", copies(bad), bad == 3 ? "are" : "is");
-		r.errors++;
-		if (repair) {
-			/* two checkpoints rewrite both copies */
-			tfs_fs_mark_changed(fs);
-			if (!tfs_fs_sync(fs)) {
-				tfs_fs_mark_changed(fs);
-				tfs_fs_sync(fs);
-			}
-		}
-	}
+}
+
+/* -v: what the file system holds. */
+static void print_summary(const char *path, struct tfs_fs *fs,
+			  const struct tfs_check_result *r)
+{
+	struct tfs_fs_info info;
+	char h1[32], h2[32], h3[32], h4[32];
+
 	tfs_fs_get_info(fs, &info);
-	if (verbose) {
-		printf("%s: %llu files, %llu directories, %llu symlinks, "
-		       "%llu other; %llu extents\n", path,
-		       (unsigned long long)r.files, (unsigned long long)r.dirs,
-		       (unsigned long long)r.symlinks,
-		       (unsigned long long)r.others,
-		       (unsigned long long)r.extents);
-		printf("%s: %s data, %s free in %llu pieces; metadata %s of "
-		       "%s\n", path,
-		       tfs_format_size(info.data_blocks * TFS_BLOCK_SIZE, h1,
-				       sizeof(h1)),
-		       tfs_format_size(info.free_blocks * TFS_BLOCK_SIZE, h2,
-				       sizeof(h2)),
-		       (unsigned long long)info.free_extents,
-		       tfs_format_size(info.meta_bytes, h3, sizeof(h3)),
-		       tfs_format_size(info.meta_capacity, h4, sizeof(h4)));
-		if (tfs_fs_replayed(fs))
-			printf("%s: replayed %llu journal transactions (not "
-			       "unmounted cleanly)\n", path,
-			       (unsigned long long)tfs_fs_replayed(fs));
-		if (r.orphans)
-			printf("%s: %llu unlinked inodes, freed at the next "
-			       "mount\n", path, (unsigned long long)r.orphans);
-	}
-	rc = tfs_fs_close(fs);
-	if (rc) {
-		fprintf(stderr, "tensorfs-fsck: %s: writing repairs failed: "
-			"%s; run tensorfs-fsck -y again\n", path,
-			strerror(-rc));
-		return FSCK_OPERROR;
-	}
-	if (bad && repair) {
-		/* repaired only if both copies now read back valid */
-		if (check_supers(path, &still) == 0 && !still) {
-			printf("tensorfs-fsck: superblock %s repaired "
-			       "(rewritten from the good one)\n", copies(bad));
-			r.repaired++;
-		} else {
-			printf("tensorfs-fsck: superblock %s still damaged "
-			       "after the rewrite\n", copies(bad));
-		}
-	}
-	if (r.errors == 0)
+	printf("%s: %llu files, %llu directories, %llu symlinks, "
+	       "%llu other; %llu extents\n", path,
+	       (unsigned long long)r->files, (unsigned long long)r->dirs,
+	       (unsigned long long)r->symlinks,
+	       (unsigned long long)r->others,
+	       (unsigned long long)r->extents);
+	printf("%s: %s data, %s free in %llu pieces; metadata %s of "
+	       "%s\n", path,
+	       tfs_format_size(info.data_blocks * info.block_size, h1,
+			       sizeof(h1)),
+	       tfs_format_size(info.free_blocks * info.block_size, h2,
+			       sizeof(h2)),
+	       (unsigned long long)info.free_extents,
+	       tfs_format_size(info.meta_bytes, h3, sizeof(h3)),
+	       tfs_format_size(info.meta_capacity, h4, sizeof(h4)));
+	if (tfs_fs_replayed(fs))
+		printf("%s: replayed %llu journal transactions (not "
+		       "unmounted cleanly)\n", path,
+		       (unsigned long long)tfs_fs_replayed(fs));
+	if (r->orphans)
+		printf("%s: %llu unlinked inodes, freed at the next "
+		       "mount\n", path, (unsigned long long)r->orphans);
+}
+
+/* The last line and fsck(8)'s exit code for what was found. */
+static int conclude(const struct args *a, const struct tfs_check_result *r)
+{
+	int ret;
+
+	if (r->errors == 0)
 		ret = FSCK_OK;
-	else if (r.repaired >= r.errors)
+	else if (r->repaired >= r->errors)
 		ret = FSCK_REPAIRED;
 	else
 		ret = FSCK_UNCORRECTED;
-	if (r.errors)
+	if (r->errors)
 		printf("tensorfs-fsck: %s: %llu errors, %llu repaired%s\n",
-		       path, (unsigned long long)r.errors,
-		       (unsigned long long)r.repaired,
-		       repair ? "" : " (run with -y to repair)");
-	else if (verbose)
-		printf("tensorfs-fsck: %s: clean\n", path);
+		       a->path, (unsigned long long)r->errors,
+		       (unsigned long long)r->repaired,
+		       a->repair ? "" : " (run with -y to repair)");
+	else if (a->verbose)
+		printf("tensorfs-fsck: %s: clean\n", a->path);
 	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+	struct tfs_check_result r;
+	struct tfs_fs *fs = NULL;
+	int rc, bad = 0, ret;
+
+	if (parse_args(argc, argv, &a, &ret))
+		return ret;
+	/* before the open, which in repair mode rewrites a superblock; if
+	 * this cannot read, the open below says why */
+	if (tfs_check_supers(a.path, &bad))
+		bad = 0;
+	ret = open_fs(&a, &fs);
+	if (ret)
+		return ret;
+	rc = tfs_check(fs, (a.repair ? TFS_CHECK_REPAIR : 0) |
+				   (a.verbose ? TFS_CHECK_VERBOSE : 0),
+		       stdout, &r);
+	if (rc) {
+		fprintf(stderr, "tensorfs-fsck: %s: check failed: %s\n",
+			a.path, strerror(-rc));
+		tfs_fs_close(fs);
+		return FSCK_OPERROR;
+	}
+	report_supers(&a, fs, bad, &r);
+	if (a.verbose)
+		print_summary(a.path, fs, &r);
+	rc = tfs_fs_close(fs);
+	if (rc) {
+		fprintf(stderr, "tensorfs-fsck: %s: writing repairs failed: "
+			"%s; run tensorfs-fsck -y again\n", a.path,
+			strerror(-rc));
+		return FSCK_OPERROR;
+	}
+	verify_supers(&a, bad, &r);
+	return conclude(&a, &r);
 }

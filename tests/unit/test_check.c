@@ -24,6 +24,7 @@
 #include "alloc.h"
 #include "check.h"
 #include "fs.h"
+#include "fs_internal.h"
 #include "meta.h"
 #include "testimg.h"
 

@@ -1,0 +1,328 @@
+/*
+ * commit.c: the running transaction, its commit, checkpoints, and the
+ * blocks freed meanwhile.
+ *
+ * The running transaction.  Every change appends the records that
+ * replay it (format.h) to fs->txn while it holds fs->lock
+ * (tfs_txn_rec()), so the transaction always turns the last committed
+ * state into the current one.  Attribute-only changes (size, times,
+ * modes) just mark the inode dirty (tfs_txn_mark_dirty()); its INODE
+ * record is written once, at commit.  A commit (tfs_txn_commit(), every
+ * commit interval on tfs_txn_thread(), on fsync and at close) takes the
+ * records and the dirty inodes, writes them as one journal transaction
+ * and flushes the device; when the journal is full, or a record could
+ * not be queued (ENOMEM: need_ckpt), or an earlier commit failed, the
+ * whole tree is checkpointed instead.  A change that would not fit a
+ * checkpoint slot fails with ENOSPC first (tfs_txn_room()).
+ *
+ * Ordered data.  A commit flushes the device before writing the
+ * transaction, so metadata on the device never points at blocks whose
+ * data is not there.  For the same reason blocks freed by a transaction
+ * are reused only after it is committed (the pending list, tagged with
+ * the transaction): until then the committed state may still give them
+ * to their old file.  tfs_txn_release_pending() hands them to the
+ * allocator, after a cache barrier so no write-back still in flight to
+ * a freed block lands on its new owner's data.
+ *
+ * Locks: the transaction and the pending list are under fs->lock;
+ * journal I/O under fs->jlock, taken before fs->lock and held across
+ * the write (tfs_txn_commit_jlocked() drops fs->lock for the I/O).
+ */
+#include "fs_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TXN_KICK	(4u << 20)	/* commit early past this size */
+
+/* ===== small helpers ===== */
+
+struct tfs_timespec tfs_fs_now(void)
+{
+	struct timespec ts;
+	struct tfs_timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t.sec = ts.tv_sec;
+	t.nsec = (uint32_t)ts.tv_nsec;
+	return t;
+}
+
+/* Queue a record's result: a record that could not be queued makes the
+ * next commit a checkpoint, which needs no records. */
+void tfs_txn_rec(struct tfs_fs *fs, int rc)
+{
+	if (rc)
+		fs->need_ckpt = 1;
+	else
+		fs->txn_nrec++;
+	if (fs->txn.len > TXN_KICK)
+		pthread_cond_signal(&fs->cond);
+}
+
+void tfs_txn_mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip)
+{
+	if (ip->dirty)
+		return;
+	if (fs->ndirty == fs->capdirty) {
+		size_t nc = fs->capdirty ? fs->capdirty * 2 : 256;
+		uint64_t *nd = realloc(fs->dirty, nc * sizeof(*nd));
+
+		if (!nd) {
+			fs->need_ckpt = 1;
+			return;
+		}
+		fs->dirty = nd;
+		fs->capdirty = nc;
+	}
+	fs->dirty[fs->ndirty++] = ip->a.ino;
+	ip->dirty = 1;
+}
+
+void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime)
+{
+	ip->a.ctime = tfs_fs_now();
+	if (mtime)
+		ip->a.mtime = ip->a.ctime;
+	tfs_txn_mark_dirty(fs, ip);
+}
+
+int tfs_txn_room(struct tfs_fs *fs, uint64_t more)
+{
+	uint64_t cap = tfs_journal_slot_bytes(&fs->j);
+
+	if (tfs_meta_bytes(fs->m) + more + META_RESERVE > cap)
+		return -ENOSPC;
+	return 0;
+}
+
+/* ===== freed blocks ===== */
+
+static void pend_add(struct tfs_fs *fs, uint64_t pblk, uint64_t len)
+{
+	if (!len)
+		return;
+	if (fs->npend == fs->cappend) {
+		size_t nc = fs->cappend ? fs->cappend * 2 : 64;
+		struct pending *np = realloc(fs->pend, nc * sizeof(*np));
+
+		if (!np) {
+			/*
+			 * No memory to remember them: the blocks stay used
+			 * until the next mount rebuilds free space from the
+			 * extent maps.  Lost space, never lost data.
+			 */
+			return;
+		}
+		fs->pend = np;
+		fs->cappend = nc;
+	}
+	fs->pend[fs->npend].pblk = pblk;
+	fs->pend[fs->npend].len = len;
+	fs->pend[fs->npend].tag = fs->tag;
+	fs->npend++;
+	fs->pend_blocks += len;
+}
+
+void tfs_txn_freed(uint64_t pblk, uint64_t len, void *arg)
+{
+	struct freectx *c = arg;
+	uint64_t end = pblk + len, kend = c->keep + c->keep_len;
+
+	if (c->keep_len && pblk < kend && c->keep < end) {
+		/* remapped in place (unwritten -> written): keep the overlap */
+		if (pblk < c->keep)
+			pend_add(c->fs, pblk, c->keep - pblk);
+		if (end > kend)
+			pend_add(c->fs, kend, end - kend);
+		return;
+	}
+	pend_add(c->fs, pblk, len);
+}
+
+/* Give the allocator the blocks of every transaction up to 'tag'. */
+static void pend_release(struct tfs_fs *fs, uint64_t tag)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < fs->npend; i++) {
+		struct pending *p = &fs->pend[i];
+
+		if (p->tag <= tag) {
+			if (tfs_alloc_put(fs->alloc, p->pblk, p->len) == 0)
+				fs->pend_blocks -= p->len;
+			else
+				fs->pend_blocks -= p->len;
+		} else {
+			fs->pend[j++] = *p;
+		}
+	}
+	fs->npend = j;
+}
+
+/* ===== commit ===== */
+
+static void txn_reset(struct tfs_fs *fs)
+{
+	fs->txn.len = 0;
+	fs->txn_nrec = 0;
+	for (size_t i = 0; i < fs->ndirty; i++) {
+		struct tfs_inode *ip = tfs_meta_get(fs->m, fs->dirty[i]);
+
+		if (ip)
+			ip->dirty = 0;
+	}
+	fs->ndirty = 0;
+}
+
+/*
+ * Checkpoint under fs->lock (and jlock): everything in memory becomes
+ * the new committed state.  The blocks freed up to *tag may be reused
+ * once tfs_txn_release_pending() says so.
+ */
+int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
+			     uint64_t *tag)
+{
+	int rc;
+
+	*tag = fs->tag++;
+	rc = tfs_journal_checkpoint(&fs->j, fs->m, flags);
+	if (rc) {
+		*tag = NO_TAG;
+		fs->need_ckpt = 1;
+		return rc;
+	}
+	txn_reset(fs);
+	fs->need_ckpt = 0;
+	fs->data_writes = 0;
+	return 0;
+}
+
+/*
+ * Give the allocator the blocks freed by committed transactions up to
+ * tag.  A write-back that mapped such a block before it was freed may
+ * still be writing to it: wait for those first (the barrier), so a new
+ * owner's data is never overwritten by an old one's.  Caller holds
+ * neither lock (the write-back needs fs->lock to finish).
+ */
+void tfs_txn_release_pending(struct tfs_fs *fs, uint64_t tag)
+{
+	if (tag == NO_TAG)
+		return;
+	if (fs->cache)
+		tfs_cache_barrier(fs->cache);
+	pthread_mutex_lock(&fs->lock);
+	pend_release(fs, tag);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Commit the running transaction.  Caller holds jlock, not lock. */
+int tfs_txn_commit_jlocked(struct tfs_fs *fs)
+{
+	struct tfs_buf t;
+	uint64_t nrec, tag, next_ino, used;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->need_ckpt) {
+		rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
+		pthread_mutex_unlock(&fs->lock);
+		tfs_txn_release_pending(fs, tag);
+		return rc;
+	}
+	for (size_t i = 0; i < fs->ndirty; i++) {
+		struct tfs_inode *ip = tfs_meta_get(fs->m, fs->dirty[i]);
+
+		if (!ip || !ip->dirty)
+			continue;
+		ip->dirty = 0;
+		/* after a failure the checkpoint below covers the rest */
+		if (fs->need_ckpt)
+			continue;
+		if (tfs_rec_put_inode(&fs->txn, &ip->a))
+			fs->need_ckpt = 1;
+		else
+			fs->txn_nrec++;
+	}
+	fs->ndirty = 0;
+	if (fs->need_ckpt) {
+		rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
+		pthread_mutex_unlock(&fs->lock);
+		tfs_txn_release_pending(fs, tag);
+		return rc;
+	}
+	if (fs->txn_nrec == 0 && fs->data_writes == 0) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
+	t = fs->txn;
+	nrec = fs->txn_nrec;
+	memset(&fs->txn, 0, sizeof(fs->txn));
+	fs->txn_nrec = 0;
+	fs->data_writes = 0;
+	tag = fs->tag++;
+	next_ino = tfs_meta_next_ino(fs->m);
+	used = tfs_meta_used_blocks(fs->m);
+	pthread_mutex_unlock(&fs->lock);
+
+	if (nrec)
+		rc = tfs_journal_commit(&fs->j, t.p, t.len, nrec, next_ino,
+					used, 1);
+	else
+		rc = tfs_dev_flush(fs->dev);
+	tfs_buf_release(&t);
+
+	pthread_mutex_lock(&fs->lock);
+	if (rc == -ENOSPC || rc == -ENOMEM) {
+		/* no room in the journal: the checkpoint includes t */
+		rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
+	} else if (rc) {
+		fs->need_ckpt = 1;
+		tag = NO_TAG;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	tfs_txn_release_pending(fs, tag);
+	return rc;
+}
+
+int tfs_txn_commit(struct tfs_fs *fs)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->jlock);
+	rc = tfs_txn_commit_jlocked(fs);
+	pthread_mutex_unlock(&fs->jlock);
+	return rc;
+}
+
+void *tfs_txn_thread(void *arg)
+{
+	struct tfs_fs *fs = arg;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += fs->interval_ms / 1000;
+		ts.tv_nsec += (long)(fs->interval_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		/* a kick sent while we were committing is not lost */
+		if (fs->txn.len <= TXN_KICK)
+			pthread_cond_timedwait(&fs->cond, &fs->lock, &ts);
+		if (fs->stop)
+			break;
+		pthread_mutex_unlock(&fs->lock);
+		/* errors stay in need_ckpt; the next fsync reports them */
+		(void)tfs_txn_commit(fs);
+		pthread_mutex_lock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}

@@ -1,0 +1,1036 @@
+/*
+ * file.c: file data: open, release, read, write, truncate, fallocate,
+ * fsync, and the device side of the cache (cache.c calls back here to
+ * fill, read and write back chunks).
+ *
+ * Locks.  File data I/O is done without fs->lock, under the inode's
+ * io_lock: shared for reads, exclusive for writes, truncate and
+ * fallocate, so a read never sees blocks that a truncate is giving away.
+ * fs->lock is taken only for the in-memory work (the extent map, the
+ * size).  A thread doing I/O holds a reference (tfs_inode_hold(), or an
+ * open), so the inode lives while it works.
+ *
+ * Ordered data.  A write first gives the blocks it covers a place on the
+ * device (holes become unwritten extents: ENOSPC now, never at
+ * write-back), then copies the data into the cache's pool.  The
+ * write-back puts the data on the device and only then, under fs->lock,
+ * maps the unwritten blocks written and queues their EXTENT records; a
+ * commit flushes the device before writing the transaction.  So after a
+ * crash a file shows its own bytes or zeros, never a former file's.  A
+ * failed write-back is kept on the inode (wb_err) and returned, once, by
+ * the file's next write, fsync or flush.
+ *
+ * Zeros past EOF.  On the device, the bytes of a file's last block past
+ * its size are always zero: writes zero them in the block they write,
+ * truncate zeroes the tail of the new last block.  So growing a file
+ * (truncate, a write further on) never uncovers old bytes.
+ *
+ * Inode lifetime: an inode is freed when its link count and open count
+ * are both zero (tfs_inode_maybe_free()); its blocks go to the pending
+ * list and its cached chunks are forgotten.  After a crash, inodes with
+ * no links (open but unlinked at the time) are freed at mount (fs.c).
+ */
+#include "fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FILE_SIZE	(1ull << 56)
+
+/* ===== inode lifetime ===== */
+
+static void free_inode(struct tfs_fs *fs, struct tfs_inode *ip)
+{
+	struct freectx c = { fs, 0, 0 };
+
+	/* write-backs still in flight finish before tfs_txn_release_pending()
+	 * lets anyone reuse these blocks */
+	if (fs->cache)
+		tfs_cache_forget(fs->cache, ip->a.ino);
+	for (size_t i = 0; i < ip->map.n; i++)
+		tfs_txn_freed(ip->map.ext[i].pblk, ip->map.ext[i].len, &c);
+	tfs_txn_rec(fs, tfs_rec_put_free(&fs->txn, ip->a.ino));
+	ip->dirty = 0;
+	tfs_meta_remove(fs->m, ip);
+}
+
+void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
+{
+	/* a file system opened for inspection changes nothing */
+	if (fs->opts.readonly || fs->opts.no_recover)
+		return;
+	if (ip->a.nlink == 0 && ip->opens == 0)
+		free_inode(fs, ip);
+}
+
+/*
+ * The data path's state of an inode, in ip->priv from its first
+ * reference to its last (ip->opens: open handles and tfs_inode_hold()),
+ * NULL without references.  Whoever takes the io_lock holds a reference,
+ * so the lock is never destroyed under a user.
+ */
+struct inode_state {
+	pthread_rwlock_t io_lock;
+};
+
+/* Take a reference.  Caller holds fs->lock. */
+static int ref_get(struct tfs_inode *ip)
+{
+	if (ip->opens == 0) {
+		struct inode_state *st = malloc(sizeof(*st));
+
+		if (!st)
+			return -ENOMEM;
+		pthread_rwlock_init(&st->io_lock, NULL);
+		ip->priv = st;
+	}
+	ip->opens++;
+	return 0;
+}
+
+static void state_free(struct tfs_inode *ip)
+{
+	struct inode_state *st = ip->priv;
+
+	if (!st)
+		return;
+	pthread_rwlock_destroy(&st->io_lock);
+	free(st);
+	ip->priv = NULL;
+}
+
+/* Drop a reference; the last one of an unlinked inode frees it.  Caller
+ * holds fs->lock. */
+static void ref_put(struct tfs_fs *fs, struct tfs_inode *ip)
+{
+	if (--ip->opens == 0)
+		state_free(ip);
+	tfs_inode_maybe_free(fs, ip);
+}
+
+pthread_rwlock_t *tfs_inode_io_lock(struct tfs_inode *ip)
+{
+	return &((struct inode_state *)ip->priv)->io_lock;
+}
+
+static int drop_state(struct tfs_inode *ip, void *arg)
+{
+	(void)arg;
+	state_free(ip);
+	return 0;
+}
+
+void tfs_inode_drop_all(struct tfs_fs *fs)
+{
+	tfs_meta_each(fs->m, drop_state, NULL);
+}
+
+/* Take and drop a reference that keeps ip alive without fs->lock. */
+struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc)
+{
+	struct tfs_inode *ip;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (!ip)
+		*rc = -ENOENT;
+	else if ((*rc = ref_get(ip)))
+		ip = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	return ip;
+}
+
+void tfs_inode_unhold(struct tfs_fs *fs, struct tfs_inode *ip)
+{
+	pthread_mutex_lock(&fs->lock);
+	ref_put(fs, ip);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* ===== file data ===== */
+
+/* A piece of a block range: mapped (written or unwritten), a hole, or
+ * blocks newly allocated for it. */
+enum { SEG_HOLE, SEG_WRITTEN, SEG_UNWRITTEN, SEG_NEW };
+
+struct seg {
+	uint64_t lblk, pblk, len;
+	int kind;
+};
+
+struct segs {
+	struct seg *s;
+	size_t n, cap;
+};
+
+static int segs_add(struct segs *v, uint64_t lblk, uint64_t pblk,
+		    uint64_t len, int kind)
+{
+	if (v->n == v->cap) {
+		size_t nc = v->cap ? v->cap * 2 : 8;
+		struct seg *ns = realloc(v->s, nc * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		v->s = ns;
+		v->cap = nc;
+	}
+	v->s[v->n].lblk = lblk;
+	v->s[v->n].pblk = pblk;
+	v->s[v->n].len = len;
+	v->s[v->n].kind = kind;
+	v->n++;
+	return 0;
+}
+
+/* Describe blocks [first, first + n) of ip.  Caller holds fs->lock. */
+static int map_range(struct tfs_inode *ip, uint64_t first, uint64_t n,
+		     struct segs *v)
+{
+	uint64_t b = first, end = first + n;
+
+	while (b < end) {
+		struct tfs_extent e;
+		int mapped = tfs_extmap_lookup(&ip->map, b, &e);
+		uint64_t len = e.len < end - b ? e.len : end - b;
+		int kind = !mapped ? SEG_HOLE :
+			   e.flags & TFS_EXT_UNWRITTEN ? SEG_UNWRITTEN :
+							 SEG_WRITTEN;
+		int rc = segs_add(v, b, mapped ? e.pblk : 0, len, kind);
+
+		if (rc)
+			return rc;
+		b += len;
+	}
+	return 0;
+}
+
+/* Where the block after lblk - 1 would continue contiguously. */
+static uint64_t goal_for(struct tfs_inode *ip, uint64_t lblk)
+{
+	struct tfs_extent e;
+
+	if (lblk && tfs_extmap_lookup(&ip->map, lblk - 1, &e))
+		return e.pblk + 1;
+	return UINT64_MAX;
+}
+
+/* Return the blocks of SEG_NEW pieces to the allocator. */
+static void unallocate(struct tfs_fs *fs, struct segs *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (v->s[i].kind == SEG_NEW)
+			tfs_alloc_put(fs->alloc, v->s[i].pblk, v->s[i].len);
+}
+
+/*
+ * Replace the holes in v with newly allocated blocks (SEG_NEW pieces,
+ * possibly several per hole), or with unwritten... (kind stays NEW; the
+ * caller chooses the flags).  Caller holds fs->lock.  -ENOSPC leaves v
+ * with nothing allocated.
+ */
+static int allocate_holes(struct tfs_fs *fs, struct tfs_inode *ip,
+			  struct segs *v)
+{
+	struct segs out = { 0 };
+	uint64_t goal = UINT64_MAX;
+	int rc = 0;
+
+	for (size_t i = 0; i < v->n && !rc; i++) {
+		struct seg s = v->s[i];
+
+		if (s.kind != SEG_HOLE) {
+			rc = segs_add(&out, s.lblk, s.pblk, s.len, s.kind);
+			goal = s.kind == SEG_HOLE ? UINT64_MAX : s.pblk + s.len;
+			continue;
+		}
+		if (goal == UINT64_MAX)
+			goal = goal_for(ip, s.lblk);
+		while (s.len && !rc) {
+			uint64_t start, cnt = s.len;
+
+			rc = tfs_alloc_get(fs->alloc, goal, &start, &cnt);
+			if (rc)
+				break;
+			rc = segs_add(&out, s.lblk, start, cnt, SEG_NEW);
+			if (rc) {
+				tfs_alloc_put(fs->alloc, start, cnt);
+				break;
+			}
+			s.lblk += cnt;
+			s.len -= cnt;
+			goal = start + cnt;
+		}
+	}
+	if (rc) {
+		unallocate(fs, &out);
+		free(out.s);
+		return rc;
+	}
+	free(v->s);
+	*v = out;
+	return 0;
+}
+
+/* Is allocation worth a retry after a commit frees pending blocks? */
+static int pending_blocks(struct tfs_fs *fs)
+{
+	return fs->npend != 0;
+}
+
+/* ===== per-thread buffers ===== */
+
+/* Aligned buffers of the calling thread: TB_DEV for device I/O that
+ * cannot go straight to the caller's memory, TB_OUT for what
+ * tfs_read_ref() returns. */
+enum { TB_DEV, TB_OUT, TB_N };
+
+static pthread_key_t tbuf_key;
+static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
+
+struct tbuf {
+	void *p[TB_N];
+	size_t len[TB_N];
+};
+
+static void tbuf_free(void *arg)
+{
+	struct tbuf *b = arg;
+
+	for (int i = 0; i < TB_N; i++)
+		tfs_io_free(b->p[i]);
+	free(b);
+}
+
+static void tbuf_init(void)
+{
+	(void)pthread_key_create(&tbuf_key, tbuf_free);
+}
+
+static uint8_t *tbuf_get(int which, size_t len)
+{
+	struct tbuf *b;
+
+	pthread_once(&tbuf_once, tbuf_init);
+	b = pthread_getspecific(tbuf_key);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			return NULL;
+		pthread_setspecific(tbuf_key, b);
+	}
+	if (b->len[which] < len) {
+		void *p = tfs_io_alloc(len);
+
+		if (!p)
+			return NULL;
+		tfs_io_free(b->p[which]);
+		b->p[which] = p;
+		b->len[which] = len;
+	}
+	return b->p[which];
+}
+
+/* ===== the device side of the cache ===== */
+
+static int bit(const uint64_t *b, uint64_t i)
+{
+	return (int)((b[i / 64] >> (i % 64)) & 1);
+}
+
+/*
+ * Read blocks [first, first + n) of ip into buf (block first at offset
+ * 0), only those set in want (bit i: block first + i; NULL: all); zeros
+ * where the file has no written data.  Caller holds ip's io_lock, so no
+ * truncate gives the blocks away meanwhile.
+ */
+static int read_blocks(struct tfs_fs *fs, struct tfs_inode *ip,
+		       uint64_t first, uint64_t n, const uint64_t *want,
+		       uint8_t *buf)
+{
+	struct segs v = { 0 };
+	struct tfs_iov iov[64];
+	int niov = 0, rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = map_range(ip, first, n, &v);
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < v.n && !rc; i++) {
+		struct seg *s = &v.s[i];
+		uint64_t b = s->lblk, end = s->lblk + s->len;
+
+		while (b < end && !rc) {
+			uint64_t e = b + 1;
+			uint8_t *p = buf + (b - first) * BS;
+
+			if (want && !bit(want, b - first)) {
+				b++;
+				continue;
+			}
+			while (e < end && (!want || bit(want, e - first)))
+				e++;
+			if (s->kind != SEG_WRITTEN) {
+				memset(p, 0, (e - b) * BS);
+			} else {
+				iov[niov].buf = p;
+				iov[niov].len = (e - b) * BS;
+				iov[niov].off = (s->pblk + (b - s->lblk)) * BS;
+				if (++niov == 64) {
+					rc = tfs_dev_readv(fs->dev, iov, niov);
+					niov = 0;
+				}
+			}
+			b = e;
+		}
+	}
+	if (!rc && niov)
+		rc = tfs_dev_readv(fs->dev, iov, niov);
+	free(v.s);
+	return rc;
+}
+
+static struct tfs_inode *get_inode(struct tfs_fs *fs, uint64_t ino)
+{
+	struct tfs_inode *ip;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return ip;
+}
+
+/* Cache callback: fill sectors of a chunk (the caller holds the inode). */
+static int cb_fill(void *ctx, uint64_t ino, uint64_t idx, void *buf,
+		   const uint64_t *want, unsigned int nsect)
+{
+	struct tfs_fs *fs = ctx;
+	struct tfs_inode *ip = get_inode(fs, ino);
+
+	if (!ip)
+		return -ESTALE;
+	return read_blocks(fs, ip, idx * (fs->cs / BS), nsect, want, buf);
+}
+
+/* Cache callback: a read the cache has no room for. */
+static int cb_read_direct(void *ctx, uint64_t ino, uint64_t off, void *dst,
+			  size_t len)
+{
+	struct tfs_fs *fs = ctx;
+	struct tfs_inode *ip = get_inode(fs, ino);
+	uint64_t first = off / BS, n = (off + len + BS - 1) / BS - first;
+	uint8_t *b;
+	int rc;
+
+	if (!ip)
+		return -ESTALE;
+	b = tbuf_get(TB_DEV, n * BS);
+	if (!b)
+		return -ENOMEM;
+	rc = read_blocks(fs, ip, first, n, NULL, b);
+	if (!rc)
+		memcpy(dst, b + off % BS, len);
+	return rc;
+}
+
+/* One run of dirty blocks of a chunk, where it goes on the device. */
+struct wrun {
+	uint64_t lblk, pblk, len;
+	int unwritten, io;
+};
+
+struct wbatch {
+	struct tfs_iov *iov;
+	struct wrun *run;
+	size_t n, cap;
+};
+
+static int wbatch_add(struct wbatch *w, uint8_t *buf, uint64_t lblk,
+		      uint64_t pblk, uint64_t len, int unwritten, int io)
+{
+	if (w->n == w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 64;
+		struct tfs_iov *ni = realloc(w->iov, nc * sizeof(*ni));
+		struct wrun *nr;
+
+		if (!ni)
+			return -ENOMEM;
+		w->iov = ni;
+		nr = realloc(w->run, nc * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		w->run = nr;
+		w->cap = nc;
+	}
+	w->iov[w->n] = (struct tfs_iov){ buf, len * BS, pblk * BS };
+	w->run[w->n] = (struct wrun){ lblk, pblk, len, unwritten, io };
+	w->n++;
+	return 0;
+}
+
+/* The runs of io's dirty blocks, mapped.  Caller holds fs->lock. */
+static int map_dirty(struct tfs_fs *fs, struct tfs_inode *ip,
+		     struct tfs_cache_io *io, int i, struct wbatch *w)
+{
+	uint64_t spc = fs->cs / BS, base = io->idx * spc;
+	struct segs v = { 0 };
+	int rc = map_range(ip, base, spc, &v);
+
+	for (size_t k = 0; k < v.n && !rc; k++) {
+		struct seg *s = &v.s[k];
+		uint64_t b = s->lblk, end = s->lblk + s->len;
+
+		while (b < end && !rc) {
+			uint64_t e = b + 1;
+
+			if (!bit(io->dirty, b - base)) {
+				b++;
+				continue;
+			}
+			while (e < end && bit(io->dirty, e - base))
+				e++;
+			if (s->kind == SEG_HOLE)
+				rc = -EIO;	/* the write allocated them */
+			else
+				rc = wbatch_add(w, (uint8_t *)io->buf +
+						   (b - base) * BS, b,
+						s->pblk + (b - s->lblk), e - b,
+						s->kind == SEG_UNWRITTEN, i);
+			b = e;
+		}
+	}
+	free(v.s);
+	return rc;
+}
+
+static void log_error(struct tfs_fs *fs, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!fs->opts.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fs->opts.log(msg);
+}
+
+/*
+ * Cache callback, on a flusher thread: write the dirty blocks of a batch
+ * of chunks in one go (up to queue_depth requests in flight), then map
+ * the blocks that were unwritten as written.  A failed chunk's error is
+ * kept on its inode for the next write, fsync or close to return.
+ */
+static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
+{
+	struct tfs_fs *fs = ctx;
+	struct wbatch w = { 0 };
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	for (int i = 0; i < n; i++) {
+		struct tfs_inode *ip = tfs_meta_get(fs->m, ios[i].ino);
+
+		if (ip)	/* else the file is gone: nothing to keep */
+			ios[i].result = map_dirty(fs, ip, &ios[i], i, &w);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	rc = tfs_dev_writev(fs->dev, w.iov, (int)w.n);
+	if (rc) {
+		/* which chunks failed?  try each on its own */
+		for (size_t k = 0; k < w.n;) {
+			size_t e = k;
+			int i = w.run[k].io;
+
+			while (e < w.n && w.run[e].io == i)
+				e++;
+			if (!ios[i].result)
+				ios[i].result = tfs_dev_writev(fs->dev,
+							       w.iov + k,
+							       (int)(e - k));
+			k = e;
+		}
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (int i = 0; i < n; i++) {
+		struct tfs_inode *ip = tfs_meta_get(fs->m, ios[i].ino);
+
+		if (!ios[i].result || !ip)
+			continue;
+		fs->wb_errors++;
+		if (!ip->wb_err)
+			ip->wb_err = ios[i].result;
+		log_error(fs, "write-back of inode %llu bytes %llu..%llu "
+			      "failed: %s; the next write, fsync or close of "
+			      "the file reports it",
+			  (unsigned long long)ios[i].ino,
+			  (unsigned long long)(ios[i].idx * fs->cs),
+			  (unsigned long long)((ios[i].idx + 1) * fs->cs - 1),
+			  strerror(-ios[i].result));
+	}
+	for (size_t k = 0; k < w.n; k++) {
+		struct wrun *r = &w.run[k];
+		struct tfs_inode *ip;
+		struct freectx c = { fs, r->pblk, r->len };
+
+		if (ios[r->io].result || !r->unwritten)
+			continue;
+		ip = tfs_meta_get(fs->m, ios[r->io].ino);
+		if (!ip)
+			continue;
+		if (tfs_meta_map(fs->m, ip, r->lblk, r->pblk, r->len, 0,
+				 tfs_txn_freed, &c)) {
+			/* no memory for the map: the next commit is a
+			 * checkpoint, which fails loudly */
+			fs->need_ckpt = 1;
+			continue;
+		}
+		tfs_txn_rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, r->lblk,
+					   r->pblk, r->len, 0));
+	}
+	if (w.n)
+		fs->data_writes++;
+	pthread_mutex_unlock(&fs->lock);
+	free(w.iov);
+	free(w.run);
+}
+
+/* Cache callback, first thing on each flusher thread: with pin_memory,
+ * the (locked) arena becomes the thread's io_uring fixed buffers. */
+static void cb_thread_init(void *ctx, void *arena, size_t len)
+{
+	struct tfs_fs *fs = ctx;
+	int rc;
+
+	if (!fs->opts.pin)
+		return;
+	rc = tfs_io_register(arena, len);
+	if (rc)
+		log_error(fs, "cannot register the pinned pool with io_uring "
+			      "(%s); writing back without fixed buffers",
+			  strerror(-rc));
+}
+
+int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen)
+{
+	static const struct tfs_cache_ops ops = {
+		.fill = cb_fill,
+		.write = cb_write,
+		.read_direct = cb_read_direct,
+		.thread_init = cb_thread_init,
+	};
+	const struct tfs_fs_opts *o = &fs->opts;
+	struct tfs_cache_opts co = { 0 };
+
+	fs->cs = o->block_size ? o->block_size : 1u << 20;
+	co.chunk_size = fs->cs;
+	co.cache_chunks = (size_t)(o->cache_bytes / fs->cs);
+	co.pool_chunks = o->pool_bytes ? (size_t)(o->pool_bytes / fs->cs) : 16;
+	if (!co.pool_chunks)
+		co.pool_chunks = 1;
+	co.flushers = o->io_threads ? o->io_threads : 1;
+	co.batch = o->queue_depth ? o->queue_depth : 8;
+	co.pin = o->pin;
+	tfs_dev_set_queue(fs->dev, fs->cs, co.batch);
+	tfs_dev_set_submit(fs->dev, o->single_submit, !o->no_overlap);
+	return tfs_cache_new(&co, &ops, fs, &fs->cache, err, errlen);
+}
+
+/* ===== reads and writes ===== */
+
+/* Read into buf, or (buf NULL) into this thread's buffer, returned in
+ * *data. */
+static ssize_t do_read(struct tfs_fs *fs, uint64_t ino, void *buf,
+		       size_t len, uint64_t off, const void **data)
+{
+	struct tfs_inode *ip;
+	ssize_t rc = 0;
+	int err = 0;
+
+	ip = tfs_inode_hold(fs, ino, &err);
+	if (!ip)
+		return err;
+	pthread_rwlock_rdlock(tfs_inode_io_lock(ip));
+	pthread_mutex_lock(&fs->lock);
+	if (S_ISDIR(ip->a.mode))
+		rc = -EISDIR;
+	else if (!S_ISREG(ip->a.mode))
+		rc = -EINVAL;
+	else if (off >= ip->a.size)
+		len = 0;
+	else if (len > ip->a.size - off)
+		len = (size_t)(ip->a.size - off);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc || len == 0)
+		goto out;
+	if (!buf) {
+		buf = tbuf_get(TB_OUT, len);
+		if (!buf) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		*data = buf;
+	}
+	rc = tfs_cache_read(fs->cache, ino, off, buf, len);
+	if (!rc) {
+		rc = (ssize_t)len;
+		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
+	}
+out:
+	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
+	tfs_inode_unhold(fs, ip);
+	return rc;
+}
+
+ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
+		 uint64_t off)
+{
+	return do_read(fs, ino, buf, len, off, NULL);
+}
+
+ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
+		     uint64_t off, const void **data)
+{
+	return do_read(fs, ino, NULL, len, off, data);
+}
+
+/*
+ * Give blocks [first, first + n) of ip that are holes newly allocated,
+ * unwritten blocks (they read as zeros until written back), so that
+ * data the cache accepts always has its place on the device: a full
+ * device fails the write with ENOSPC, never the write-back.
+ */
+static int alloc_unwritten(struct tfs_fs *fs, struct tfs_inode *ip,
+			   uint64_t first, uint64_t n)
+{
+	struct segs v = { 0 };
+	int rc, retried = 0;
+
+again:
+	pthread_mutex_lock(&fs->lock);
+	v.n = 0;
+	rc = map_range(ip, first, n, &v);
+	if (!rc)
+		rc = tfs_txn_room(fs, (v.n + 2) * TFS_REC_SIZE_EXTENT);
+	if (!rc)
+		rc = allocate_holes(fs, ip, &v);
+	if (rc == -ENOSPC && !retried && pending_blocks(fs)) {
+		pthread_mutex_unlock(&fs->lock);
+		retried = 1;
+		tfs_txn_commit(fs);
+		goto again;
+	}
+	for (size_t i = 0; i < v.n && !rc; i++) {
+		struct seg *s = &v.s[i];
+
+		if (s->kind != SEG_NEW)
+			continue;
+		if (tfs_meta_map(fs->m, ip, s->lblk, s->pblk, s->len,
+				 TFS_EXT_UNWRITTEN, NULL, NULL)) {
+			/* give back this piece and the ones after it */
+			for (size_t j = i; j < v.n; j++)
+				if (v.s[j].kind == SEG_NEW)
+					tfs_alloc_put(fs->alloc, v.s[j].pblk,
+						      v.s[j].len);
+			rc = -ENOMEM;
+			break;
+		}
+		tfs_txn_rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, s->lblk,
+					   s->pblk, s->len, TFS_EXT_UNWRITTEN));
+	}
+	pthread_mutex_unlock(&fs->lock);
+	free(v.s);
+	return rc;
+}
+
+/* The error a failed write-back left on ip, once. */
+static int take_wb_err(struct tfs_fs *fs, uint64_t ino)
+{
+	struct tfs_inode *ip;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip) {
+		rc = ip->wb_err;
+		ip->wb_err = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
+		  size_t len, uint64_t off)
+{
+	struct tfs_inode *ip;
+	uint64_t end = off + len;
+	int rc = 0;
+
+	if (len == 0)
+		return 0;
+	if (end > MAX_FILE_SIZE || end < off)
+		return -EFBIG;
+	ip = tfs_inode_hold(fs, ino, &rc);
+	if (!ip)
+		return rc;
+	pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
+	pthread_mutex_lock(&fs->lock);
+	if (!S_ISREG(ip->a.mode)) {
+		rc = S_ISDIR(ip->a.mode) ? -EISDIR : -EINVAL;
+	} else if (ip->wb_err) {
+		rc = ip->wb_err;
+		ip->wb_err = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!rc)
+		rc = alloc_unwritten(fs, ip, off / BS, (end - 1) / BS - off / BS + 1);
+	if (!rc)
+		rc = tfs_cache_write(fs->cache, ino, off, buf, len);
+	if (!rc) {
+		pthread_mutex_lock(&fs->lock);
+		if (end > ip->a.size)
+			ip->a.size = end;
+		tfs_txn_touch(fs, ip, 1);
+		pthread_mutex_unlock(&fs->lock);
+		__atomic_fetch_add(&fs->app_write_bytes, len, __ATOMIC_RELAXED);
+	}
+	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
+	tfs_inode_unhold(fs, ip);
+	return rc ? rc : (ssize_t)len;
+}
+
+/* Zero bytes [from, to) of file block lblk on the device, if the block
+ * holds data.  Caller holds io_lock exclusively. */
+static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip,
+			 uint64_t lblk, size_t from, size_t to)
+{
+	struct tfs_extent e;
+	uint8_t *b;
+	int mapped, rc;
+
+	pthread_mutex_lock(&fs->lock);
+	mapped = tfs_extmap_lookup(&ip->map, lblk, &e);
+	pthread_mutex_unlock(&fs->lock);
+	if (!mapped || e.flags & TFS_EXT_UNWRITTEN)
+		return 0;
+	b = tbuf_get(TB_DEV, BS);
+	if (!b)
+		return -ENOMEM;
+	rc = tfs_dev_read(fs->dev, b, BS, e.pblk * BS);
+	if (rc)
+		return rc;
+	memset(b + from, 0, to - from);
+	return tfs_dev_write(fs->dev, b, BS, e.pblk * BS);
+}
+
+/* Truncate ip to size.  Caller holds a reference and io_lock (write). */
+int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip,
+		       uint64_t size)
+{
+	uint64_t old, keep;
+	int rc = 0;
+
+	if (size > MAX_FILE_SIZE)
+		return -EFBIG;
+	pthread_mutex_lock(&fs->lock);
+	old = ip->a.size;
+	pthread_mutex_unlock(&fs->lock);
+	if (size < old) {
+		/* the device is the truth below: put the new last chunk's
+		 * dirty data there, drop the cache from it on */
+		if (size % fs->cs)
+			tfs_cache_sync(fs->cache, ip->a.ino);
+		tfs_cache_drop(fs->cache, ip->a.ino, size / fs->cs,
+			       UINT64_MAX);
+	}
+	if (size < old && size % BS) {
+		rc = zero_in_block(fs, ip, size / BS, size % BS, BS);
+		if (rc)
+			return rc;
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (size < old) {
+		struct freectx c = { fs, 0, 0 };
+
+		keep = (size + BS - 1) / BS;
+		if (tfs_extmap_count(&ip->map)) {
+			rc = tfs_meta_unmap(fs->m, ip, keep, UINT64_MAX - keep,
+					    tfs_txn_freed, &c);
+			if (!rc)
+				tfs_txn_rec(fs, tfs_rec_put_punch(
+						    &fs->txn, ip->a.ino, keep,
+						    UINT64_MAX - keep));
+		}
+	}
+	if (!rc) {
+		ip->a.size = size;
+		tfs_txn_touch(fs, ip, 1);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags)
+{
+	struct tfs_inode *ip;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (!ip) {
+		rc = -ENOENT;
+	} else if (S_ISDIR(ip->a.mode) && (flags & O_ACCMODE) != O_RDONLY) {
+		rc = -EISDIR;
+	} else {
+		rc = ref_get(ip);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (rc || !(flags & O_TRUNC) || (flags & O_ACCMODE) == O_RDONLY ||
+	    !S_ISREG(ip->a.mode))
+		return rc;
+	pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
+	rc = tfs_file_truncate(fs, ip, 0);
+	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
+	if (rc)
+		tfs_release(fs, ino);
+	return rc;
+}
+
+int tfs_flush(struct tfs_fs *fs, uint64_t ino)
+{
+	if (!fs->opts.readonly)
+		tfs_cache_start_flush(fs->cache, ino);
+	return take_wb_err(fs, ino);
+}
+
+int tfs_release(struct tfs_fs *fs, uint64_t ino)
+{
+	struct tfs_inode *ip;
+
+	if (!fs->opts.readonly)
+		tfs_cache_start_flush(fs->cache, ino);
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip && ip->opens)
+		ref_put(fs, ip);
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync)
+{
+	int rc, wb;
+
+	(void)datasync;
+	if (fs->opts.readonly)
+		return 0;
+	/* the file's data to the device, then one journal commit makes
+	 * its metadata (and all else) durable */
+	tfs_cache_sync(fs->cache, ino);
+	rc = tfs_txn_commit(fs);
+	wb = take_wb_err(fs, ino);
+	return wb ? wb : rc;
+}
+
+static int do_allocate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t off,
+		       uint64_t len, int keep_size)
+{
+	uint64_t first = off / BS, end = off + len;
+	int rc = alloc_unwritten(fs, ip, first, (end + BS - 1) / BS - first);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	if (!keep_size && end > ip->a.size)
+		ip->a.size = end;
+	tfs_txn_touch(fs, ip, !keep_size);
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+static int do_punch(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t off,
+		    uint64_t len)
+{
+	uint64_t end = off + len, size, a, z;
+	int rc = 0;
+
+	tfs_cache_sync(fs->cache, ip->a.ino);
+	tfs_cache_drop(fs->cache, ip->a.ino, off / fs->cs,
+		       (off + len - 1) / fs->cs + 1);
+	pthread_mutex_lock(&fs->lock);
+	size = ip->a.size;
+	pthread_mutex_unlock(&fs->lock);
+	if (end > size)
+		end = size;	/* past EOF there is nothing to zero */
+	if (off >= end)
+		goto punch;
+	a = off / BS;
+	z = (end - 1) / BS;
+	if (a == z) {
+		if (off % BS || end % BS)
+			rc = zero_in_block(fs, ip, a, off % BS,
+					   end % BS ? end % BS : BS);
+	} else {
+		if (off % BS)
+			rc = zero_in_block(fs, ip, a, off % BS, BS);
+		if (!rc && end % BS)
+			rc = zero_in_block(fs, ip, z, 0, end % BS);
+	}
+	if (rc)
+		return rc;
+punch:
+	a = (off + BS - 1) / BS;
+	z = (off + len) / BS;	/* whole blocks [a, z) go */
+	if (z > a) {
+		struct freectx c = { fs, 0, 0 };
+
+		pthread_mutex_lock(&fs->lock);
+		rc = tfs_meta_unmap(fs->m, ip, a, z - a, tfs_txn_freed, &c);
+		if (!rc) {
+			tfs_txn_rec(fs, tfs_rec_put_punch(&fs->txn, ip->a.ino,
+							  a, z - a));
+			tfs_txn_touch(fs, ip, 1);
+		}
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return rc;
+}
+
+int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
+		  uint64_t len)
+{
+	struct tfs_inode *ip;
+	int rc = 0;
+
+	if (len == 0)
+		return -EINVAL;
+	if (off + len > MAX_FILE_SIZE || off + len < off)
+		return -EFBIG;
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	ip = tfs_inode_hold(fs, ino, &rc);
+	if (!ip)
+		return rc;
+	if (!S_ISREG(ip->a.mode)) {
+		rc = S_ISDIR(ip->a.mode) ? -EISDIR : -ENODEV;
+		goto out;
+	}
+	pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		rc = do_punch(fs, ip, off, len);
+	else
+		rc = do_allocate(fs, ip, off, len,
+				 !!(mode & FALLOC_FL_KEEP_SIZE));
+	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
+out:
+	tfs_inode_unhold(fs, ip);
+	return rc;
+}

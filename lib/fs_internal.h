@@ -1,0 +1,122 @@
+/*
+ * fs_internal.h: what the five parts of the file system share (fs.c,
+ * namespace.c, file.c, xattr.c, commit.c) and what lib/check.c needs.
+ * Private to lib/: nothing outside it includes this.
+ *
+ * Locks, and their order:
+ *
+ *     inode io_lock  ->  fs->jlock  ->  fs->lock  ->  the cache's locks
+ *
+ *   fs->lock   the tree (meta.c), the allocator, the running transaction
+ *              and the pending list; held only for in-memory work, but
+ *              for a checkpoint, which writes the tree under it.
+ *   fs->jlock  journal I/O (commits, checkpoints); serialises them.
+ *   io_lock    per inode: shared for reads, exclusive for writes,
+ *              truncate and fallocate (file.c).
+ *
+ * The cache calls back into file.c (fill, write-back) with its own
+ * locks dropped, so the callbacks may take fs->lock.  The cache's
+ * barrier (tfs_txn_release_pending()) waits for write-backs, which take
+ * fs->lock: it is called with neither fs lock held.
+ */
+#ifndef TFS_FS_INTERNAL_H
+#define TFS_FS_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "cache.h"
+#include "format.h"
+#include "fs.h"
+#include "io.h"
+#include "journal.h"
+#include "meta.h"
+
+#define BS		TFS_BLOCK_SIZE
+#define META_RESERVE	(64u << 10)	/* checkpoint slot headroom */
+#define NO_TAG		UINT64_MAX	/* tfs_txn_release_pending(): nothing */
+
+struct pending {
+	uint64_t pblk, len, tag;
+};
+
+struct tfs_fs {
+	pthread_mutex_t lock;
+	pthread_mutex_t jlock;
+	struct tfs_dev *dev;
+	struct tfs_journal j;
+	struct tfs_meta *m;
+	struct tfs_alloc *alloc;
+	struct tfs_cache *cache;
+	size_t cs;			/* cache chunk size */
+	struct tfs_fs_opts opts;
+	uint64_t data_start, data_blocks;
+	uint64_t replayed;
+
+	/* running transaction (lock) */
+	struct tfs_buf txn;
+	uint64_t txn_nrec;
+	uint64_t *dirty;
+	size_t ndirty, capdirty;
+	int need_ckpt;
+	uint64_t tag;			/* current transaction's tag */
+	struct pending *pend;
+	size_t npend, cappend;
+	uint64_t pend_blocks;
+	uint64_t data_writes;		/* since the last flush */
+	uint64_t wb_errors;		/* write-backs that failed */
+	uint64_t app_read_bytes, app_write_bytes;	/* atomics */
+
+	/* commit thread */
+	pthread_t thr;
+	int thr_started, stop;
+	pthread_cond_t cond;
+	unsigned int interval_ms;
+};
+
+struct freectx {
+	struct tfs_fs *fs;
+	uint64_t keep, keep_len;	/* blocks being remapped, not freed */
+};
+
+/* fs.c, for lib/check.c */
+
+/* The tree and the allocator, borrowed; call only with no other thread
+ * using fs (fsck). */
+struct tfs_meta *tfs_fs_meta(struct tfs_fs *fs);
+struct tfs_alloc *tfs_fs_alloc(struct tfs_fs *fs);
+/* The tree was changed behind the journal's back: the next sync writes a
+ * checkpoint of all of it. */
+void tfs_fs_mark_changed(struct tfs_fs *fs);
+
+/* commit.c */
+struct tfs_timespec tfs_fs_now(void);
+void tfs_txn_rec(struct tfs_fs *fs, int rc);
+void tfs_txn_mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip);
+void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime);
+int tfs_txn_room(struct tfs_fs *fs, uint64_t more);
+void tfs_txn_freed(uint64_t pblk, uint64_t len, void *arg);
+int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag);
+void tfs_txn_release_pending(struct tfs_fs *fs, uint64_t tag);
+int tfs_txn_commit_jlocked(struct tfs_fs *fs);
+int tfs_txn_commit(struct tfs_fs *fs);
+void *tfs_txn_thread(void *arg);
+
+/* file.c */
+void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip);
+/* A reference that keeps the inode ino alive, and its io_lock, without
+ * fs->lock: NULL with *rc -ENOENT or -ENOMEM. */
+struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc);
+void tfs_inode_unhold(struct tfs_fs *fs, struct tfs_inode *ip);
+/* The inode's data I/O lock: shared for reads, exclusive for writes,
+ * truncate and fallocate.  Only while holding a reference. */
+pthread_rwlock_t *tfs_inode_io_lock(struct tfs_inode *ip);
+/* Free the data path's state of every inode (close, with files still
+ * open). */
+void tfs_inode_drop_all(struct tfs_fs *fs);
+int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen);
+int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size);
+
+#endif

@@ -1,0 +1,329 @@
+/*
+ * test_commit.c: the running transaction and its commits (lib/commit.c).
+ * Description: durability: what tfs_fs_sync() or tfs_fsync() committed
+ * survives a crash (simulated by copying the image while the file system
+ * is open and opening the copy), what was not committed is gone; the
+ * commit thread commits on its own and early for big transactions; freed
+ * blocks are not reused before their commit; a full journal becomes a
+ * checkpoint; a failed journal write is reported.
+ */
+
+#include "testfs.h"
+
+/* ===== durability ===== */
+
+static void test_fs_crash_keeps_what_was_synced(void **state)
+{
+	struct fx *f = *state;
+	uint64_t d, g;
+	char *want;
+	struct stat st;
+	struct tfs_fs *c;
+
+	make_sample_tree(f->fs);
+	d = ino_of(f->fs, TFS_ROOT_INO, "dir");
+	assert_int_equal(tfs_rename(f->fs, d, "file", TFS_ROOT_INO, "moved",
+				    0), 0);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "hard"), 0);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	want = snapshot(f->fs);
+	/* after the sync: new names only (an overwrite of synced data
+	 * would reach the device in place, as documented) */
+	g = mk(f->fs, TFS_ROOT_INO, "unsynced");
+	wr_pat(f->fs, g, 100000, 0, 5);
+	mkd(f->fs, d, "newdir");
+	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "newlink", "x", 0, 0,
+				     &st), 0);
+	assert_int_equal(tfs_setxattr(f->fs, TFS_ROOT_INO, "user.late", "v", 1,
+				      0), 0);
+	c = crash(f);
+	assert_true(tfs_fs_replayed(c) >= 1);
+	assert_false(exists(c, TFS_ROOT_INO, "unsynced"));
+	assert_false(exists(c, d, "newdir"));
+	assert_same_tree(c, want);
+	assert_fsck_clean(c);
+	/* recovery made a checkpoint: crash right after it, same state */
+	c = crash(f);
+	assert_same_tree(c, want);
+	/* the live file system still has everything */
+	assert_true(exists(f->fs, TFS_ROOT_INO, "unsynced"));
+	assert_pat(f->fs, g, 100000, 0, 5);
+	free(want);
+}
+
+static void test_fs_crash_without_any_sync_is_the_formatted_state(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
+	struct tfs_fs_info info;
+	struct tfs_fs *c;
+	struct ents e;
+
+	wr_pat(f->fs, ino, 10000, 0, 1);
+	c = crash(f);
+	list(c, TFS_ROOT_INO, 0, &e);
+	assert_int_equal(e.n, 2);
+	ents_free(&e);
+	tfs_fs_get_info(c, &info);
+	assert_int_equal(bfree(c), info.data_blocks);
+	assert_int_equal(info.inodes, 1);
+	assert_fsck_clean(c);
+}
+
+static void test_fs_fsync_makes_changes_durable(void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
+	struct tfs_fs *c;
+
+	wr_pat(f->fs, ino, 300000, 12345, 6);
+	assert_int_equal(tfs_fsync(f->fs, ino, 1), 0);
+	c = crash(f);
+	assert_int_equal(ino_of(c, TFS_ROOT_INO, "f"), ino);
+	assert_int_equal(st_of(c, ino).st_size, 312345);
+	assert_zero(c, ino, 12345, 0);
+	assert_pat(c, ino, 300000, 12345, 6);
+	/* an fsync with nothing to do is fine */
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+}
+
+static void test_fs_commit_thread_commits_on_its_own(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_fs_opts o = { 0 };
+	uint64_t ino;
+	int found = 0;
+
+	assert_int_equal(tfs_fs_close(f->fs), 0);
+	f->fs = NULL;
+	o.commit_interval_ms = 20;
+	assert_int_equal(tfs_fs_open(f->path, &o, &f->fs, f->err,
+				     sizeof(f->err)), 0);
+	assert_int_equal(tfs_fs_start(f->fs), 0);
+	assert_int_equal(tfs_fs_start(f->fs), 0);	/* once is enough */
+	ino = mk(f->fs, TFS_ROOT_INO, "auto");
+	wr_pat(f->fs, ino, 50000, 0, 2);
+	/* a copy taken at any moment may catch a commit half-written:
+	 * it must open all the same; the data, written back after a
+	 * while, and its size reach the device without an fsync */
+	for (int i = 0; i < 100 && !found; i++) {
+		struct tfs_fs *c;
+
+		usleep(30000);
+		c = crash(f);
+		found = exists(c, TFS_ROOT_INO, "auto") &&
+			st_of(c, ino).st_size == 50000 &&
+			has_pat(c, ino, 50000, 0, 2);
+	}
+	assert_true(found);
+	assert_pat(f->fs2, ino, 50000, 0, 2);
+}
+
+static void test_fs_freed_blocks_are_not_reused_before_commit(void **state)
+{
+	struct fx *f = *state;
+	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a"), b, u;
+	struct tfs_fs *c;
+
+	wr_pat(f->fs, a, 4 * MiB, 0, 1);
+	u = mk(f->fs, TFS_ROOT_INO, "u");
+	wr_pat(f->fs, u, 2 * MiB, 0, 3);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	/* truncate and unlink, then write new data; no sync */
+	assert_int_equal(set_size(f->fs, a, 0), 0);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "u"), 0);
+	b = mk(f->fs, TFS_ROOT_INO, "b");
+	wr_pat(f->fs, b, 6 * MiB, 0, 2);
+	c = crash(f);
+	/* the committed state still has a and u, with their own bytes */
+	assert_int_equal(st_of(c, a).st_size, 4 * MiB);
+	assert_pat(c, a, 4 * MiB, 0, 1);
+	assert_int_equal(ino_of(c, TFS_ROOT_INO, "u"), u);
+	assert_pat(c, u, 2 * MiB, 0, 3);
+	assert_false(exists(c, TFS_ROOT_INO, "b"));
+	assert_fsck_clean(c);
+}
+
+static void test_fs_freed_blocks_reused_on_a_full_device_after_commit(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a"), b, filler, left;
+	struct tfs_fs *c;
+	struct stat st;
+
+	wr_pat(f->fs, a, 4 * MiB, 0, 1);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	/* leave 2 MiB free */
+	filler = mk(f->fs, TFS_ROOT_INO, "filler");
+	left = bfree(f->fs) - 512;
+	wr_pat(f->fs, filler, (size_t)left * 4096, 0, 9);
+	assert_int_equal(bfree(f->fs), 512);
+	/* 6 MiB fit only in a's blocks: the write must commit a's
+	 * truncate before it can reuse them */
+	assert_int_equal(set_size(f->fs, a, 0), 0);
+	b = mk(f->fs, TFS_ROOT_INO, "b");
+	wr_pat(f->fs, b, 6 * MiB, 0, 2);
+	c = crash(f);
+	st = st_of(c, a);
+	if (st.st_size)		/* never a's size with b's bytes */
+		assert_pat(c, a, (size_t)st.st_size, 0, 1);
+	assert_int_equal(st.st_size, 0);
+	assert_fsck_clean(c);
+	assert_pat(f->fs, b, 6 * MiB, 0, 2);
+}
+
+static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t v[16384], got[16384];
+	struct tfs_fs_info i0, i1;
+	enum { ROUNDS = 400 };
+	struct tfs_fs *c;
+	char name[32];
+
+	tfs_fs_get_info(f->fs, &i0);
+	for (int r = 0; r < ROUNDS; r++) {
+		memset(v, r & 0xff, sizeof(v));
+		assert_int_equal(tfs_setxattr(f->fs, TFS_ROOT_INO, "user.v", v,
+					      sizeof(v), 0), 0);
+		snprintf(name, sizeof(name), "r%d", r);
+		mk(f->fs, TFS_ROOT_INO, name);
+		assert_int_equal(tfs_fs_sync(f->fs), 0);
+	}
+	/* 400 x 20 KiB is more than the 3 MiB journal: it checkpointed */
+	tfs_fs_get_info(f->fs, &i1);
+	assert_true(i1.generation >= i0.generation + 2);
+	c = crash(f);
+	assert_int_equal(tfs_getxattr(c, TFS_ROOT_INO, "user.v", got,
+				      sizeof(got)), sizeof(got));
+	assert_int_equal(got[0], (ROUNDS - 1) & 0xff);
+	assert_int_equal(got[sizeof(got) - 1], (ROUNDS - 1) & 0xff);
+	for (int r = 0; r < ROUNDS; r++) {
+		snprintf(name, sizeof(name), "r%d", r);
+		assert_true(exists(c, TFS_ROOT_INO, name));
+	}
+	assert_fsck_clean(c);
+}
+
+/* ===== I/O errors ===== */
+
+static void test_fs_journal_write_error_is_reported_and_state_survives(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t keep = mk(f->fs, TFS_ROOT_INO, "keep");
+	struct stat st;
+	char *want;
+
+	wr_pat(f->fs, keep, 10000, 0, 2);
+	want = snapshot(f->fs);
+	/* everything past the superblocks fails: journal, checkpoints */
+	reopen_failing_from(f, 2 * TFS_BLOCK_SIZE);
+	mk(f->fs, TFS_ROOT_INO, "lost");
+	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
+	/* the error sticks until a commit works */
+	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, keep, 0), -EIO);
+	/* the live state is intact */
+	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, "lost", &st), 0);
+	assert_int_equal(tfs_fs_close(f->fs), -EIO);
+	f->fs = NULL;
+	/* the device still has the last committed state */
+	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
+				     sizeof(f->err)), 0);
+	assert_false(exists(f->fs, TFS_ROOT_INO, "lost"));
+	assert_same_tree(f->fs, want);
+	assert_fsck_clean(f->fs);
+	free(want);
+}
+
+/* ===== early commits ===== */
+
+/* Queue more than 4 MiB of records (the early-commit size of fs.c). */
+static void big_burst(struct tfs_fs *fs)
+{
+	static uint8_t v[60000];
+	char name[32];
+
+	memset(v, 0x42, sizeof(v));
+	for (int i = 0; i < 80; i++) {
+		uint64_t ino;
+
+		snprintf(name, sizeof(name), "x%d", i);
+		ino = mk(fs, TFS_ROOT_INO, name);
+		assert_int_equal(tfs_setxattr(fs, ino, "user.v", v, sizeof(v),
+					      0), 0);
+	}
+}
+
+/* Open with a commit interval that never comes in a test. */
+static void reopen_with_long_interval(struct fx *f)
+{
+	struct tfs_fs_opts o = { 0 };
+
+	assert_int_equal(tfs_fs_close(f->fs), 0);
+	f->fs = NULL;
+	o.commit_interval_ms = 600000;
+	assert_int_equal(tfs_fs_open(f->path, &o, &f->fs, f->err,
+				     sizeof(f->err)), 0);
+}
+
+/* Is x0 committed?  Polls crash copies for up to two seconds. */
+static int burst_committed(struct fx *f)
+{
+	for (int i = 0; i < 100; i++) {
+		usleep(20000);
+		if (exists(crash(f), TFS_ROOT_INO, "x0"))
+			return 1;
+	}
+	return 0;
+}
+
+static void test_fs_big_transaction_commits_before_the_interval(void **state)
+{
+	struct fx *f = *state;
+
+	reopen_with_long_interval(f);
+	assert_int_equal(tfs_fs_start(f->fs), 0);
+	usleep(200000);		/* the commit thread is waiting now */
+	big_burst(f->fs);
+	assert_true(burst_committed(f));
+}
+
+static void test_fs_big_transaction_queued_before_start_commits_early(
+	void **state)
+{
+	struct fx *f = *state;
+
+	/*
+	 * The records pass the early-commit size while the commit thread
+	 * is not waiting (here: not yet started; in use: busy with the
+	 * previous commit, or not yet scheduled).  It must still commit
+	 * them early, not only at the next interval.
+	 */
+	reopen_with_long_interval(f);
+	big_burst(f->fs);
+	assert_int_equal(tfs_fs_start(f->fs), 0);
+	assert_true(burst_committed(f));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_fs_crash_keeps_what_was_synced),
+		T(test_fs_crash_without_any_sync_is_the_formatted_state),
+		T(test_fs_fsync_makes_changes_durable),
+		T(test_fs_commit_thread_commits_on_its_own),
+		TS(test_fs_freed_blocks_are_not_reused_before_commit),
+		TS(test_fs_freed_blocks_reused_on_a_full_device_after_commit),
+		TS(test_fs_journal_full_checkpoints_and_survives_crash),
+		T(test_fs_journal_write_error_is_reported_and_state_survives),
+		TB(test_fs_big_transaction_commits_before_the_interval),
+		TB(test_fs_big_transaction_queued_before_start_commits_early),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
