@@ -1,6 +1,7 @@
 /*
- * daemon.h: what the FUSE daemon's two files share (fuse_ops.c,
- * fuse_main.c).  Private to fs/.
+ * daemon.h: part of the FUSE daemon (the adapter between the kernel's
+ * FUSE requests and lib/ calls): what fuse_main.c and fuse_ops.c share.
+ * Private to fs/.
  */
 #ifndef TFS_DAEMON_H
 #define TFS_DAEMON_H

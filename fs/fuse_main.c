@@ -1,5 +1,9 @@
 /*
- * fuse_main.c: the tensorfs daemon's command line and start-up.
+ * fuse_main.c: part of the FUSE daemon, the adapter between the kernel's
+ * FUSE requests and lib/ calls.  This file holds main(): the command line,
+ * the configuration (-c FILE.ini, settings in -o), the memory check,
+ * opening the device, mounting, daemonising, logging and the session loop.
+ * The request handlers are in fuse_ops.c.
  *
  * Start-up order matters: the device is opened and checked, and the
  * mount point validated, before anything is mounted, so every error is

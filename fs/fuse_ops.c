@@ -1,9 +1,12 @@
 /*
- * fuse_ops.c: the tensorfs daemon, a FUSE low-level adapter over lib/fs.h.
+ * fuse_ops.c: part of the FUSE daemon, the adapter between the kernel's
+ * FUSE requests and lib/ calls.  This file holds the request handlers
+ * (op_*), their reply helpers and the fuse_lowlevel_ops table.
  *
  * Every handler is thin: it turns the FUSE request into one tfs_*() call
  * and the result into one reply; the sign of an error flips only here
- * (fuse_reply_err(req, -rc)).  All file system logic is in lib/.
+ * (fuse_reply_err(req, -rc)).  All file system logic is in lib/; the
+ * virtual /.tensorfs directory is in statedir.c.
  */
 #ifndef FUSE_USE_VERSION
 #define FUSE_USE_VERSION 312

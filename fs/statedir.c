@@ -1,7 +1,9 @@
 /*
- * statedir.c: /.tensorfs/, the mount's counters and configuration as
- * files (see statedir.h).  A fixed table of four files; inode numbers
- * STATEDIR_INO (the directory) and STATEDIR_INO + 1 + i (file i).
+ * statedir.c: part of the FUSE daemon, the adapter between the kernel's
+ * FUSE requests and lib/ calls.  This file holds /.tensorfs/, the mount's
+ * counters and configuration as files (see statedir.h).  A fixed table
+ * of four files; inode numbers STATEDIR_INO (the directory) and
+ * STATEDIR_INO + 1 + i (file i).
  */
 #include "statedir.h"
 

@@ -1,5 +1,7 @@
 /*
- * statedir.h: the mount's state as read-only files in /.tensorfs/.
+ * statedir.h: part of the FUSE daemon (the adapter between the kernel's
+ * FUSE requests and lib/ calls): the mount's state as read-only files in
+ * /.tensorfs/.
  *
  *   .tensorfs/stats       "name value" per line (lib/stats.h)
  *   .tensorfs/stats.json  the same as one JSON object
