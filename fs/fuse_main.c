@@ -21,6 +21,7 @@
 #include <fuse_lowlevel.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +41,37 @@
 #define PR_SET_IO_FLUSHER 57
 #endif
 
+/* ===== logging ===== */
+
+/*
+ * Where tfs_daemon_log() writes: stderr with -f or -d, else syslog.  A
+ * file-level static rather than a field of struct tfs_daemon because
+ * lib/ logs through tfs_fs_opts.log, a callback with no context argument.
+ * Set once while the command line is read, before any thread starts.
+ */
+static int log_foreground;
+
+void tfs_daemon_log(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (log_foreground) {
+		fputs("tensorfs: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	} else {
+		vsyslog(prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
 static void log_fs(const char *msg)
 {
-	logmsg(LOG_ERR, "%s", msg);
+	tfs_daemon_log(LOG_ERR, "%s", msg);
 }
+
+/* ===== start-up ===== */
 
 /*
  * The data path's settings, and whether they fit this machine: the cache
@@ -52,21 +80,22 @@ static void log_fs(const char *msg)
  */
 #define MOUNT_SPARE (64ull << 20)
 
-static int data_path_opts(struct tfs_fs_opts *fo)
+static int data_path_opts(const struct tfs_config *cfg,
+			  struct tfs_fs_opts *fo)
 {
 	struct tfs_mem_limits lim;
 	char err[1024];
 
-	fo->cache_bytes = tfs_config_cache_bytes(&g_cfg);
-	fo->pool_bytes = tfs_config_pool_bytes(&g_cfg);
-	fo->block_size = (size_t)g_cfg.aio_block_size;
-	fo->queue_depth = (unsigned)g_cfg.aio_queue_depth;
-	fo->io_threads = (unsigned)g_cfg.aio_intra_op_parallelism;
-	fo->pin = (int)g_cfg.offload_param_pin_memory;
-	fo->single_submit = (int)g_cfg.aio_single_submit;
-	fo->no_overlap = !g_cfg.aio_overlap_events;
+	fo->cache_bytes = tfs_config_cache_bytes(cfg);
+	fo->pool_bytes = tfs_config_pool_bytes(cfg);
+	fo->block_size = (size_t)cfg->aio_block_size;
+	fo->queue_depth = (unsigned)cfg->aio_queue_depth;
+	fo->io_threads = (unsigned)cfg->aio_intra_op_parallelism;
+	fo->pin = (int)cfg->offload_param_pin_memory;
+	fo->single_submit = (int)cfg->aio_single_submit;
+	fo->no_overlap = !cfg->aio_overlap_events;
 	fo->log = log_fs;
-	if (!g_cfg.mount_memory_check)
+	if (!cfg->mount_memory_check)
 		return 0;
 	tfs_mem_limits(&lim);
 	if (tfs_mem_check(&lim, fo->cache_bytes, fo->pool_bytes, fo->pin,
@@ -85,7 +114,7 @@ static int data_path_opts(struct tfs_fs_opts *fo)
  * found through /proc/self/mountinfo: stat() of the mount point would
  * ask this daemon, which does not serve requests yet.
  */
-static void tune_bdi(const char *mnt)
+static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
 {
 	char line[8192], dev[64] = "", path[128];
 	FILE *f = fopen("/proc/self/mountinfo", "r");
@@ -104,8 +133,8 @@ static void tune_bdi(const char *mnt)
 	if (!*dev)
 		return;
 	for (int i = 0; i < 2; i++) {
-		uint64_t v = i ? g_cfg.mount_bdi_max_ratio
-			       : g_cfg.mount_read_ahead_kb;
+		uint64_t v = i ? cfg->mount_bdi_max_ratio
+			       : cfg->mount_read_ahead_kb;
 		const char *knob = i ? "max_ratio" : "read_ahead_kb";
 
 		if (!v)
@@ -119,8 +148,9 @@ static void tune_bdi(const char *mnt)
 				continue;
 		}
 		if (geteuid() == 0)
-			logmsg(LOG_WARNING, "cannot set %s to %llu: %s", path,
-			       (unsigned long long)v, strerror(errno));
+			tfs_daemon_log(LOG_WARNING, "cannot set %s to %llu: %s",
+				       path, (unsigned long long)v,
+				       strerror(errno));
 	}
 }
 
@@ -128,9 +158,10 @@ static void tune_bdi(const char *mnt)
 
 /*
  * Take the settings (key=value with a known key) out of a -o list into
- * g_cfg and leave the FUSE options in *opts (NULL if none are left).
+ * cfg and leave the FUSE options in *opts (NULL if none are left).
  */
-static int split_options(char **opts, char *err, size_t errlen)
+static int split_options(struct tfs_config *cfg, char **opts, char *err,
+			 size_t errlen)
 {
 	char *rest = malloc(strlen(*opts) + 1), *tok, *save = NULL;
 	size_t pos = 0;
@@ -145,7 +176,7 @@ static int split_options(char **opts, char *err, size_t errlen)
 		if (eq) {
 			*eq = '\0';
 			if (tfs_config_is_key(tok)) {
-				rc = tfs_config_set(&g_cfg, tok, eq + 1, err,
+				rc = tfs_config_set(cfg, tok, eq + 1, err,
 						    errlen);
 				continue;
 			}
@@ -204,6 +235,7 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *cfg = NULL;
+	struct tfs_daemon dm = { 0 };
 	struct tfs_fs_opts fo = { 0 };
 	char dev[PATH_MAX], mnt[PATH_MAX], err[512] = "", fsname[PATH_MAX + 128];
 	const char *conf = NULL;
@@ -230,11 +262,11 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			g_foreground = 1;
+			log_foreground = 1;
 			break;
 		case 'd':
 			debug = 1;
-			g_foreground = 1;
+			log_foreground = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -252,24 +284,24 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	tfs_config_defaults(&g_cfg);
-	if (conf && tfs_config_load(&g_cfg, conf, err, sizeof(err))) {
+	tfs_config_defaults(&dm.cfg);
+	if (conf && tfs_config_load(&dm.cfg, conf, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 2;
 	}
-	if (fuseopts && split_options(&fuseopts, err, sizeof(err))) {
+	if (fuseopts && split_options(&dm.cfg, &fuseopts, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: -o %s\n", err);
 		return 2;
 	}
-	if (g_cfg.warnings[0])
-		fprintf(stderr, "tensorfs: %s", g_cfg.warnings);
-	if (tfs_config_validate(&g_cfg, err, sizeof(err))) {
+	if (dm.cfg.warnings[0])
+		fprintf(stderr, "tensorfs: %s", dm.cfg.warnings);
+	if (tfs_config_validate(&dm.cfg, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s%s%s\n", conf ? conf : "",
 			conf ? ": " : "", err);
 		return 2;
 	}
 	if (print_config) {
-		tfs_config_print(&g_cfg, stdout);
+		tfs_config_print(&dm.cfg, stdout);
 		return 0;
 	}
 	if (argc - optind != 2) {
@@ -281,8 +313,8 @@ int main(int argc, char **argv)
 					  : "too many arguments");
 		return 2;
 	}
-	fo.commit_interval_ms = (unsigned)g_cfg.mount_commit_interval_ms;
-	TIMEOUT = (double)g_cfg.mount_attr_timeout_ms / 1000.0;
+	fo.commit_interval_ms = (unsigned)dm.cfg.mount_commit_interval_ms;
+	dm.attr_timeout = (double)dm.cfg.mount_attr_timeout_ms / 1000.0;
 	if (!realpath(argv[optind], dev)) {
 		fprintf(stderr, "tensorfs: device '%s': %s\n", argv[optind],
 			strerror(errno));
@@ -305,9 +337,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	if (data_path_opts(&fo))
+	if (data_path_opts(&dm.cfg, &fo))
 		return 1;
-	rc = tfs_fs_open(dev, &fo, &g_fs, err, sizeof(err));
+	rc = tfs_fs_open(dev, &fo, &dm.fs, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
 		return 1;
@@ -315,15 +347,16 @@ int main(int argc, char **argv)
 	{
 		struct stat root;
 
-		if (tfs_getattr(g_fs, TFS_FS_ROOT, &root) == 0)
-			tfs_statedir_init(root.st_uid, root.st_gid);
+		if (tfs_getattr(dm.fs, TFS_FS_ROOT, &root) == 0)
+			tfs_statedir_init(&dm.statedir, root.st_uid,
+					  root.st_gid);
 		else
-			tfs_statedir_init(0, 0);
+			tfs_statedir_init(&dm.statedir, 0, 0);
 	}
-	if (tfs_fs_replayed(g_fs))
-		logmsg(LOG_NOTICE, "%s: recovered %llu journal transactions "
-		       "after an unclean shutdown", dev,
-		       (unsigned long long)tfs_fs_replayed(g_fs));
+	if (tfs_fs_replayed(dm.fs))
+		tfs_daemon_log(LOG_NOTICE, "%s: recovered %llu journal "
+			       "transactions after an unclean shutdown", dev,
+			       (unsigned long long)tfs_fs_replayed(dm.fs));
 
 	snprintf(fsname, sizeof(fsname),
 		 "fsname=tensorfs:%s,subtype=tensorfs,default_permissions%s",
@@ -336,7 +369,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tensorfs: out of memory\n");
 		goto out_fs;
 	}
-	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	se = fuse_session_new(&args, &tfs_daemon_ops, sizeof(tfs_daemon_ops),
+			      &dm);
 	if (!se) {
 		fprintf(stderr, "tensorfs: bad mount options '%s'; see "
 			"mount.fuse3(8)\n", fuseopts ? fuseopts : "");
@@ -352,29 +386,30 @@ int main(int argc, char **argv)
 			"there, and fusermount3 installed?)\n", mnt);
 		goto out_signals;
 	}
-	tune_bdi(mnt);
+	tune_bdi(&dm.cfg, mnt);
 	/* fork keeps only this thread: no ring may cross it */
 	tfs_io_thread_exit();
-	if (fuse_daemonize(g_foreground)) {
-		logmsg(LOG_ERR, "cannot daemonise");
+	if (fuse_daemonize(log_foreground)) {
+		tfs_daemon_log(LOG_ERR, "cannot daemonise");
 		goto out_unmount;
 	}
-	if (!g_foreground)
+	if (!log_foreground)
 		openlog("tensorfs", LOG_PID, LOG_DAEMON);
 	/* Reclaim must not wait on us while we write for it. */
 	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
-	rc = tfs_fs_start(g_fs);
+	rc = tfs_fs_start(dm.fs);
 	if (rc) {
-		logmsg(LOG_ERR, "cannot start: %s", strerror(-rc));
+		tfs_daemon_log(LOG_ERR, "cannot start: %s", strerror(-rc));
 		goto out_unmount;
 	}
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		goto out_unmount;
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
-	fuse_loop_cfg_set_max_threads(cfg, (unsigned)g_cfg.mount_max_threads);
-	fuse_loop_cfg_set_idle_threads(cfg,
-				       (unsigned)(g_cfg.mount_max_threads + 1) / 2);
+	fuse_loop_cfg_set_max_threads(cfg,
+				      (unsigned)dm.cfg.mount_max_threads);
+	fuse_loop_cfg_set_idle_threads(
+		cfg, (unsigned)(dm.cfg.mount_max_threads + 1) / 2);
 	rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	ret = rc < 0 ? 1 : 0;
@@ -385,10 +420,10 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_fs:
-	rc = tfs_fs_close(g_fs);
+	rc = tfs_fs_close(dm.fs);
 	if (rc) {
-		logmsg(LOG_ERR, "%s: final write failed: %s; run "
-		       "tensorfs-fsck %s", dev, strerror(-rc), dev);
+		tfs_daemon_log(LOG_ERR, "%s: final write failed: %s; run "
+			       "tensorfs-fsck %s", dev, strerror(-rc), dev);
 		ret = 1;
 	}
 	fuse_opt_free_args(&args);

@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,30 +28,11 @@
 #include "fs.h"
 #include "statedir.h"
 
-struct tfs_fs *g_fs;
-struct tfs_config g_cfg;
-double TIMEOUT = 1.0;	/* [mount] attr_timeout_ms, in seconds */
-int g_foreground;
-
-void logmsg(int prio, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (g_foreground) {
-		fputs("tensorfs: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	} else {
-		vsyslog(prio, fmt, ap);
-	}
-	va_end(ap);
-}
-
 /* ===== replies ===== */
 
 static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct fuse_entry_param e;
 
 	if (rc) {
@@ -62,8 +42,8 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 	memset(&e, 0, sizeof(e));
 	e.ino = st->st_ino;
 	e.attr = *st;
-	e.attr_timeout = TIMEOUT;
-	e.entry_timeout = TIMEOUT;
+	e.attr_timeout = dm->attr_timeout;
+	e.entry_timeout = dm->attr_timeout;
 	fuse_reply_entry(req, &e);
 }
 
@@ -89,12 +69,14 @@ static void set_open_flags(struct fuse_file_info *fi)
 
 static void op_init(void *data, struct fuse_conn_info *conn)
 {
-	(void)data;
+	struct tfs_daemon *dm = data;
+
 	conn->max_write = 1u << 20;
 	conn->max_read = 0;
 	/* the kernel offers what tune_bdi() set; ask for all of it */
-	if (g_cfg.mount_read_ahead_kb)
-		conn->max_readahead = (unsigned)g_cfg.mount_read_ahead_kb * 1024;
+	if (dm->cfg.mount_read_ahead_kb)
+		conn->max_readahead =
+			(unsigned)dm->cfg.mount_read_ahead_kb * 1024;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC |
@@ -114,15 +96,16 @@ static void op_destroy(void *data)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct stat st;
-	int rc = tfs_statedir_lookup(parent, name, &st);
+	int rc = tfs_statedir_lookup(&dm->statedir, parent, name, &st);
 
 	if (rc > 0) {
 		reply_entry(req, 0, &st);
 		return;
 	}
 	if (rc == 0)
-		rc = tfs_lookup(g_fs, parent, name, &st);
+		rc = tfs_lookup(dm->fs, parent, name, &st);
 
 	if (rc == -ENOENT) {
 		/* a negative entry the kernel may cache */
@@ -146,20 +129,23 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct stat st;
-	int rc = tfs_statedir_is(ino) ? tfs_statedir_getattr(ino, &st)
-				       : tfs_getattr(g_fs, ino, &st);
+	int rc = tfs_statedir_is(ino) ?
+			 tfs_statedir_getattr(&dm->statedir, ino, &st) :
+			 tfs_getattr(dm->fs, ino, &st);
 
 	(void)fi;
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_attr(req, &st, TIMEOUT);
+		fuse_reply_attr(req, &st, dm->attr_timeout);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct stat st;
 	int set = 0, rc;
 
@@ -183,18 +169,19 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		set |= TFS_SET_MTIME_NOW;
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		set |= TFS_SET_CTIME;
-	rc = tfs_setattr(g_fs, ino, attr, set, &st);
+	rc = tfs_setattr(dm->fs, ino, attr, set, &st);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_attr(req, &st, TIMEOUT);
+		fuse_reply_attr(req, &st, dm->attr_timeout);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	char buf[PATH_MAX + 1];
 	ssize_t n = tfs_statedir_is(ino) ? -EINVAL :
-		    tfs_readlink(g_fs, ino, buf, sizeof(buf) - 1);
+		    tfs_readlink(dm->fs, ino, buf, sizeof(buf) - 1);
 
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
@@ -207,12 +194,13 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode, dev_t rdev)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
 	int rc;
 
 	DENY_STATEDIR(req, parent, name, 1);
-	rc = tfs_mknod(g_fs, parent, name, mode, rdev, c->uid, c->gid, &st);
+	rc = tfs_mknod(dm->fs, parent, name, mode, rdev, c->uid, c->gid, &st);
 
 	reply_entry(req, rc, &st);
 }
@@ -220,37 +208,43 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
 	int rc;
 
 	DENY_STATEDIR(req, parent, name, 1);
-	rc = tfs_mkdir(g_fs, parent, name, mode, c->uid, c->gid, &st);
+	rc = tfs_mkdir(dm->fs, parent, name, mode, c->uid, c->gid, &st);
 
 	reply_entry(req, rc, &st);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
 	DENY_STATEDIR(req, parent, name, 0);
-	fuse_reply_err(req, -tfs_unlink(g_fs, parent, name));
+	fuse_reply_err(req, -tfs_unlink(dm->fs, parent, name));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
 	DENY_STATEDIR(req, parent, name, 0);
-	fuse_reply_err(req, -tfs_rmdir(g_fs, parent, name));
+	fuse_reply_err(req, -tfs_rmdir(dm->fs, parent, name));
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
 	int rc;
 
 	DENY_STATEDIR(req, parent, name, 1);
-	rc = tfs_symlink(g_fs, parent, name, link, c->uid, c->gid, &st);
+	rc = tfs_symlink(dm->fs, parent, name, link, c->uid, c->gid, &st);
 
 	reply_entry(req, rc, &st);
 }
@@ -259,6 +253,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname,
 		      unsigned int flags)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	unsigned int f = 0;
 
 	DENY_STATEDIR(req, parent, name, 0);
@@ -271,19 +266,20 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	fuse_reply_err(req, -tfs_rename(g_fs, parent, name, newparent,
+	fuse_reply_err(req, -tfs_rename(dm->fs, parent, name, newparent,
 					newname, f));
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct stat st;
 	int rc;
 
 	DENY_STATEDIR(req, ino, NULL, 0);
 	DENY_STATEDIR(req, newparent, newname, 1);
-	rc = tfs_link(g_fs, ino, newparent, newname, &st);
+	rc = tfs_link(dm->fs, ino, newparent, newname, &st);
 
 	reply_entry(req, rc, &st);
 }
@@ -297,6 +293,7 @@ struct statefile {
 static void open_statefile(fuse_req_t req, fuse_ino_t ino,
 			   struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct statefile *f;
 	int rc;
 
@@ -309,7 +306,7 @@ static void open_statefile(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	f->buf = tfs_statedir_render(g_fs, &g_cfg, ino, &f->len, &rc);
+	f->buf = tfs_statedir_render(dm->fs, &dm->cfg, ino, &f->len, &rc);
 	if (!f->buf) {
 		free(f);
 		fuse_reply_err(req, -rc);
@@ -327,13 +324,14 @@ static void open_statefile(fuse_req_t req, fuse_ino_t ino,
 static void op_open(fuse_req_t req, fuse_ino_t ino,
 		    struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	int rc;
 
 	if (tfs_statedir_is(ino)) {
 		open_statefile(req, ino, fi);
 		return;
 	}
-	rc = tfs_open(g_fs, ino, fi->flags);
+	rc = tfs_open(dm->fs, ino, fi->flags);
 
 	if (rc) {
 		fuse_reply_err(req, -rc);
@@ -341,31 +339,32 @@ static void op_open(fuse_req_t req, fuse_ino_t ino,
 	}
 	set_open_flags(fi);
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		tfs_release(g_fs, ino);	/* the caller was interrupted */
+		tfs_release(dm->fs, ino); /* the caller was interrupted */
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct fuse_entry_param e;
 	struct stat st;
 	int rc;
 
 	DENY_STATEDIR(req, parent, name, 1);
-	rc = tfs_mknod(g_fs, parent, name, S_IFREG | (mode & 07777), 0,
+	rc = tfs_mknod(dm->fs, parent, name, S_IFREG | (mode & 07777), 0,
 		       c->uid, c->gid, &st);
 	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
 		/* created by someone else since the kernel looked: open it */
-		rc = tfs_lookup(g_fs, parent, name, &st);
+		rc = tfs_lookup(dm->fs, parent, name, &st);
 		if (!rc && S_ISDIR(st.st_mode))
 			rc = -EISDIR;
 		if (!rc)
-			rc = tfs_open(g_fs, st.st_ino, fi->flags);
+			rc = tfs_open(dm->fs, st.st_ino, fi->flags);
 		if (!rc)
-			rc = tfs_getattr(g_fs, st.st_ino, &st);
+			rc = tfs_getattr(dm->fs, st.st_ino, &st);
 	} else if (!rc) {
-		rc = tfs_open(g_fs, st.st_ino, fi->flags & ~O_TRUNC);
+		rc = tfs_open(dm->fs, st.st_ino, fi->flags & ~O_TRUNC);
 	}
 	if (rc) {
 		fuse_reply_err(req, -rc);
@@ -374,16 +373,17 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	memset(&e, 0, sizeof(e));
 	e.ino = st.st_ino;
 	e.attr = st;
-	e.attr_timeout = TIMEOUT;
-	e.entry_timeout = TIMEOUT;
+	e.attr_timeout = dm->attr_timeout;
+	e.entry_timeout = dm->attr_timeout;
 	set_open_flags(fi);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT)
-		tfs_release(g_fs, st.st_ino);
+		tfs_release(dm->fs, st.st_ino);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	const void *data;
 	ssize_t n;
 
@@ -399,7 +399,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			       size < f->len - o ? size : f->len - o);
 		return;
 	}
-	n = tfs_read_ref(g_fs, ino, size, (uint64_t)off, &data);
+	n = tfs_read_ref(dm->fs, ino, size, (uint64_t)off, &data);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -409,6 +409,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	ssize_t n;
 
 	(void)fi;
@@ -417,11 +418,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	n = tfs_write(g_fs, ino, buf, size, (uint64_t)off);
+	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off);
 	if (n < 0) {
 		if (n != -ENOSPC)
-			logmsg(LOG_ERR, "write of inode %llu failed: %s",
-			       (unsigned long long)ino, strerror((int)-n));
+			tfs_daemon_log(LOG_ERR,
+				       "write of inode %llu failed: %s",
+				       (unsigned long long)ino,
+				       strerror((int)-n));
 		fuse_reply_err(req, (int)-n);
 	} else {
 		fuse_reply_write(req, (size_t)n);
@@ -431,14 +434,18 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 static void op_flush(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
 	/* each close(): start the write-back, report an earlier failure */
 	(void)fi;
-	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 : -tfs_flush(g_fs, ino));
+	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 : -tfs_flush(dm->fs, ino));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
 	if (tfs_statedir_is(ino)) {
 		struct statefile *f = (struct statefile *)(uintptr_t)fi->fh;
 
@@ -447,30 +454,32 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, 0);
 		return;
 	}
-	fuse_reply_err(req, -tfs_release(g_fs, ino));
+	fuse_reply_err(req, -tfs_release(dm->fs, ino));
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
-	int rc = tfs_statedir_is(ino) ? 0 : tfs_fsync(g_fs, ino, datasync);
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int rc = tfs_statedir_is(ino) ? 0 : tfs_fsync(dm->fs, ino, datasync);
 
 	(void)fi;
 	if (rc)
-		logmsg(LOG_ERR, "fsync of inode %llu failed: %s",
-		       (unsigned long long)ino, strerror(-rc));
+		tfs_daemon_log(LOG_ERR, "fsync of inode %llu failed: %s",
+			       (unsigned long long)ino, strerror(-rc));
 	fuse_reply_err(req, -rc);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	int rc = tfs_statedir_is(ino) ? 0 : tfs_opendir(g_fs, ino);
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int rc = tfs_statedir_is(ino) ? 0 : tfs_opendir(dm->fs, ino);
 
 	if (!rc && tfs_statedir_is(ino)) {
 		struct stat st;
 
-		tfs_statedir_getattr(ino, &st);
+		tfs_statedir_getattr(&dm->statedir, ino, &st);
 		rc = S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 	}
 	if (rc)
@@ -506,6 +515,7 @@ static int fill_dir(void *arg, const char *name, uint64_t ino, mode_t type,
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct dirbuf d = { req, NULL, size, 0 };
 	int rc;
 
@@ -519,7 +529,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		rc = tfs_statedir_readdir(off < 0 ? 0 : (uint64_t)off,
 					  fill_dir, &d);
 	else
-		rc = tfs_readdir(g_fs, ino, off < 0 ? 0 : (uint64_t)off,
+		rc = tfs_readdir(dm->fs, ino, off < 0 ? 0 : (uint64_t)off,
 				 fill_dir, &d);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -539,23 +549,27 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
 	(void)fi;
-	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 :
-					       -tfs_fsync(g_fs, ino, datasync));
+	fuse_reply_err(req, tfs_statedir_is(ino) ?
+				    0 : -tfs_fsync(dm->fs, ino, datasync));
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct statvfs sv;
 
 	(void)ino;
-	tfs_statfs(g_fs, &sv);
+	tfs_statfs(dm->fs, &sv);
 	fuse_reply_statfs(req, &sv);
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	int f = 0;
 
 	DENY_STATEDIR(req, ino, NULL, 0);
@@ -563,12 +577,13 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		f |= TFS_XATTR_CREATE;
 	if (flags & XATTR_REPLACE)
 		f |= TFS_XATTR_REPLACE;
-	fuse_reply_err(req, -tfs_setxattr(g_fs, ino, name, value, size, f));
+	fuse_reply_err(req, -tfs_setxattr(dm->fs, ino, name, value, size, f));
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			size_t size)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	char *buf = size ? malloc(size) : NULL;
 	ssize_t n;
 
@@ -577,7 +592,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	n = tfs_statedir_is(ino) ? -ENODATA :
-				   tfs_getxattr(g_fs, ino, name, buf, size);
+				   tfs_getxattr(dm->fs, ino, name, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)
@@ -589,6 +604,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
 	char *buf = size ? malloc(size) : NULL;
 	ssize_t n;
 
@@ -596,7 +612,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = tfs_statedir_is(ino) ? 0 : tfs_listxattr(g_fs, ino, buf, size);
+	n = tfs_statedir_is(ino) ? 0 : tfs_listxattr(dm->fs, ino, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)
@@ -608,24 +624,29 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
 	DENY_STATEDIR(req, ino, NULL, 0);
-	fuse_reply_err(req, -tfs_removexattr(g_fs, ino, name));
+	fuse_reply_err(req, -tfs_removexattr(dm->fs, ino, name));
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			 off_t offset, off_t length, struct fuse_file_info *fi)
 {
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
 	(void)fi;
 	DENY_STATEDIR(req, ino, NULL, 0);
 	if (offset < 0 || length <= 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	fuse_reply_err(req, -tfs_fallocate(g_fs, ino, mode, (uint64_t)offset,
+	fuse_reply_err(req, -tfs_fallocate(dm->fs, ino, mode,
+					   (uint64_t)offset,
 					   (uint64_t)length));
 }
 
-const struct fuse_lowlevel_ops ops = {
+const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.init = op_init,
 	.destroy = op_destroy,
 	.lookup = op_lookup,
