@@ -12,6 +12,10 @@
  * started (fork keeps only the calling thread).  On SIGTERM, SIGINT or
  * an unmount (fusermount3 -u) the session loop ends and tfs_fs_close()
  * writes everything and a clean checkpoint before the process exits.
+ *
+ * main() reads as those steps: parse_cmdline, read_config,
+ * resolve_operands, open_fs, mount_session, start_daemon, serve, then
+ * unmount_session and close_fs.
  */
 #ifndef FUSE_USE_VERSION
 #define FUSE_USE_VERSION 312
@@ -69,89 +73,6 @@ void tfs_daemon_log(int prio, const char *fmt, ...)
 static void log_fs(const char *msg)
 {
 	tfs_daemon_log(LOG_ERR, "%s", msg);
-}
-
-/* ===== start-up ===== */
-
-/*
- * The data path's settings, and whether they fit this machine: the cache
- * and the pool must fit in available memory with MOUNT_SPARE to spare,
- * and a pinned arena in RLIMIT_MEMLOCK.  0, or 1 with a message.
- */
-#define MOUNT_SPARE (64ull << 20)
-
-static int data_path_opts(const struct tfs_config *cfg,
-			  struct tfs_fs_opts *fo)
-{
-	struct tfs_mem_limits lim;
-	char err[1024];
-
-	fo->cache_bytes = tfs_config_cache_bytes(cfg);
-	fo->pool_bytes = tfs_config_pool_bytes(cfg);
-	fo->block_size = (size_t)cfg->aio_block_size;
-	fo->queue_depth = (unsigned)cfg->aio_queue_depth;
-	fo->io_threads = (unsigned)cfg->aio_intra_op_parallelism;
-	fo->pin = (int)cfg->offload_param_pin_memory;
-	fo->single_submit = (int)cfg->aio_single_submit;
-	fo->no_overlap = !cfg->aio_overlap_events;
-	fo->log = log_fs;
-	if (!cfg->mount_memory_check)
-		return 0;
-	tfs_mem_limits(&lim);
-	if (tfs_mem_check(&lim, fo->cache_bytes, fo->pool_bytes, fo->pin,
-			  MOUNT_SPARE, err, sizeof(err))) {
-		fprintf(stderr, "tensorfs: %s\n", err);
-		return 1;
-	}
-	return 0;
-}
-
-
-/* ===== kernel tuning ===== */
-
-/*
- * Raise the mount's readahead and dirty-page share (as root).  The bdi is
- * found through /proc/self/mountinfo: stat() of the mount point would
- * ask this daemon, which does not serve requests yet.
- */
-static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
-{
-	char line[8192], dev[64] = "", path[128];
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char d[64], m[4096];
-
-		/* id parent major:minor root mountpoint ... */
-		if (sscanf(line, "%*s %*s %63s %*s %4095s", d, m) == 2 &&
-		    !strcmp(m, mnt))
-			snprintf(dev, sizeof(dev), "%s", d);
-	}
-	fclose(f);
-	if (!*dev)
-		return;
-	for (int i = 0; i < 2; i++) {
-		uint64_t v = i ? cfg->mount_bdi_max_ratio
-			       : cfg->mount_read_ahead_kb;
-		const char *knob = i ? "max_ratio" : "read_ahead_kb";
-
-		if (!v)
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/bdi/%s/%s", dev, knob);
-		f = fopen(path, "w");
-		if (f) {
-			int ok = fprintf(f, "%llu\n", (unsigned long long)v) > 0;
-
-			if (fclose(f) == 0 && ok)
-				continue;
-		}
-		if (geteuid() == 0)
-			tfs_daemon_log(LOG_WARNING, "cannot set %s to %llu: %s",
-				       path, (unsigned long long)v,
-				       strerror(errno));
-	}
 }
 
 /* ===== command line ===== */
@@ -224,7 +145,46 @@ static void usage(FILE *f)
 "to do), 2 on a usage or configuration error.\n", f);
 }
 
-int main(int argc, char **argv)
+/*
+ * Each step of start-up returns GO_ON, or the status main() exits with
+ * (0 for --help, 1 for an error, 2 for a usage or configuration error),
+ * having said why.
+ */
+#define GO_ON (-1)
+
+/* What the command line asked for, and the paths it names resolved. */
+struct cmdline {
+	const char *conf;	/* -c FILE.ini, or NULL */
+	char *fuseopts;		/* the -o lists joined by ','; malloc'd */
+	int debug;		/* -d */
+	int foreground;		/* -f or -d */
+	int print_config;	/* --print-config */
+	char **operands;	/* DEVICE MOUNTPOINT, as given */
+	int noperands;
+	char dev[PATH_MAX];	/* realpath of DEVICE */
+	char mnt[PATH_MAX];	/* realpath of MOUNTPOINT */
+};
+
+/* Append a -o list to cl->fuseopts.  0, or -ENOMEM. */
+static int add_fuseopts(struct cmdline *cl, const char *opts)
+{
+	char *n;
+
+	if (!cl->fuseopts) {
+		cl->fuseopts = strdup(opts);
+		return 0;
+	}
+	n = malloc(strlen(cl->fuseopts) + strlen(opts) + 2);
+	if (!n)
+		return -ENOMEM;
+	sprintf(n, "%s,%s", cl->fuseopts, opts);
+	free(cl->fuseopts);
+	cl->fuseopts = n;
+	return 0;
+}
+
+/* The options; -h and -V are answered here. */
+static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -232,47 +192,29 @@ int main(int argc, char **argv)
 		{ "print-config", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_session *se = NULL;
-	struct fuse_loop_config *cfg = NULL;
-	struct tfs_daemon dm = { 0 };
-	struct tfs_fs_opts fo = { 0 };
-	char dev[PATH_MAX], mnt[PATH_MAX], err[512] = "", fsname[PATH_MAX + 128];
-	const char *conf = NULL;
-	int debug = 0, c, rc, ret = 1, print_config = 0;
-	struct stat st;
-	char *fuseopts = NULL;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "c:o:fdhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			conf = optarg;
+			cl->conf = optarg;
 			break;
 		case 'o':
-			if (fuseopts) {
-				char *n = malloc(strlen(fuseopts) + strlen(optarg) + 2);
-
-				if (!n)
-					return 1;
-				sprintf(n, "%s,%s", fuseopts, optarg);
-				free(fuseopts);
-				fuseopts = n;
-			} else {
-				fuseopts = strdup(optarg);
-			}
+			if (add_fuseopts(cl, optarg))
+				return 1;
 			break;
 		case 'f':
-			log_foreground = 1;
+			cl->foreground = 1;
 			break;
 		case 'd':
-			debug = 1;
-			log_foreground = 1;
+			cl->debug = 1;
+			cl->foreground = 1;
 			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		case 'P':
-			print_config = 1;
+			cl->print_config = 1;
 			break;
 		case 'V':
 			printf("tensorfs %s (libfuse %d)\n", TFS_VERSION_STRING,
@@ -284,149 +226,339 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	tfs_config_defaults(&dm.cfg);
-	if (conf && tfs_config_load(&dm.cfg, conf, err, sizeof(err))) {
+	cl->operands = argv + optind;
+	cl->noperands = argc - optind;
+	return GO_ON;
+}
+
+/*
+ * The effective configuration: defaults, then -c FILE.ini, then the
+ * settings in -o (taken out of cl->fuseopts).
+ */
+static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
+{
+	char err[512] = "";
+
+	tfs_config_defaults(&dm->cfg);
+	if (cl->conf && tfs_config_load(&dm->cfg, cl->conf, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 2;
 	}
-	if (fuseopts && split_options(&dm.cfg, &fuseopts, err, sizeof(err))) {
+	if (cl->fuseopts &&
+	    split_options(&dm->cfg, &cl->fuseopts, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: -o %s\n", err);
 		return 2;
 	}
-	if (dm.cfg.warnings[0])
-		fprintf(stderr, "tensorfs: %s", dm.cfg.warnings);
-	if (tfs_config_validate(&dm.cfg, err, sizeof(err))) {
-		fprintf(stderr, "tensorfs: %s%s%s\n", conf ? conf : "",
-			conf ? ": " : "", err);
+	if (dm->cfg.warnings[0])
+		fprintf(stderr, "tensorfs: %s", dm->cfg.warnings);
+	if (tfs_config_validate(&dm->cfg, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s%s%s\n", cl->conf ? cl->conf : "",
+			cl->conf ? ": " : "", err);
 		return 2;
 	}
-	if (print_config) {
-		tfs_config_print(&dm.cfg, stdout);
-		return 0;
-	}
-	if (argc - optind != 2) {
+	dm->attr_timeout = (double)dm->cfg.mount_attr_timeout_ms / 1000.0;
+	return GO_ON;
+}
+
+/* DEVICE and MOUNTPOINT: two of them, the mount point a directory. */
+static int resolve_operands(struct cmdline *cl)
+{
+	const char *mnt;
+	struct stat st;
+
+	if (cl->noperands != 2) {
 		fprintf(stderr, "tensorfs: %s\n"
 			"Usage: tensorfs [-c FILE.ini] [-o OPT,...] [-f] [-d] "
 			"DEVICE MOUNTPOINT\n"
 			"Try 'tensorfs --help' for more information.\n",
-			argc - optind < 2 ? "missing DEVICE or MOUNTPOINT"
+			cl->noperands < 2 ? "missing DEVICE or MOUNTPOINT"
 					  : "too many arguments");
 		return 2;
 	}
-	fo.commit_interval_ms = (unsigned)dm.cfg.mount_commit_interval_ms;
-	dm.attr_timeout = (double)dm.cfg.mount_attr_timeout_ms / 1000.0;
-	if (!realpath(argv[optind], dev)) {
-		fprintf(stderr, "tensorfs: device '%s': %s\n", argv[optind],
+	if (!realpath(cl->operands[0], cl->dev)) {
+		fprintf(stderr, "tensorfs: device '%s': %s\n", cl->operands[0],
 			strerror(errno));
 		return 1;
 	}
-	if (stat(argv[optind + 1], &st) < 0) {
+	mnt = cl->operands[1];
+	if (stat(mnt, &st) < 0) {
 		fprintf(stderr, "tensorfs: mount point '%s' does not exist; "
-			"create it with mkdir -p %s\n",
-			argv[optind + 1], argv[optind + 1]);
+			"create it with mkdir -p %s\n", mnt, mnt);
 		return 1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "tensorfs: mount point '%s' is not a "
-			"directory\n", argv[optind + 1]);
+			"directory\n", mnt);
 		return 1;
 	}
-	if (!realpath(argv[optind + 1], mnt)) {
-		fprintf(stderr, "tensorfs: mount point '%s': %s\n",
-			argv[optind + 1], strerror(errno));
+	if (!realpath(mnt, cl->mnt)) {
+		fprintf(stderr, "tensorfs: mount point '%s': %s\n", mnt,
+			strerror(errno));
 		return 1;
 	}
+	return GO_ON;
+}
 
-	if (data_path_opts(&dm.cfg, &fo))
+/* ===== start-up ===== */
+
+/*
+ * The data path's settings, and whether they fit this machine: the cache
+ * and the pool must fit in available memory with MOUNT_SPARE to spare,
+ * and a pinned arena in RLIMIT_MEMLOCK.  0, or 1 with a message.
+ */
+#define MOUNT_SPARE (64ull << 20)
+
+static int data_path_opts(const struct tfs_config *cfg,
+			  struct tfs_fs_opts *fo)
+{
+	struct tfs_mem_limits lim;
+	char err[1024];
+
+	fo->cache_bytes = tfs_config_cache_bytes(cfg);
+	fo->pool_bytes = tfs_config_pool_bytes(cfg);
+	fo->block_size = (size_t)cfg->aio_block_size;
+	fo->queue_depth = (unsigned)cfg->aio_queue_depth;
+	fo->io_threads = (unsigned)cfg->aio_intra_op_parallelism;
+	fo->pin = (int)cfg->offload_param_pin_memory;
+	fo->single_submit = (int)cfg->aio_single_submit;
+	fo->no_overlap = !cfg->aio_overlap_events;
+	fo->log = log_fs;
+	if (!cfg->mount_memory_check)
+		return 0;
+	tfs_mem_limits(&lim);
+	if (tfs_mem_check(&lim, fo->cache_bytes, fo->pool_bytes, fo->pin,
+			  MOUNT_SPARE, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s\n", err);
 		return 1;
-	rc = tfs_fs_open(dev, &fo, &dm.fs, err, sizeof(err));
-	if (rc) {
+	}
+	return 0;
+}
+
+
+/* Open and check the device (and replay its journal), before mounting. */
+static int open_fs(struct tfs_daemon *dm, const char *dev)
+{
+	struct tfs_fs_opts fo = { 0 };
+	char err[512] = "";
+	struct stat root;
+
+	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
+	if (data_path_opts(&dm->cfg, &fo))
+		return 1;
+	if (tfs_fs_open(dev, &fo, &dm->fs, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
 		return 1;
 	}
-	{
-		struct stat root;
-
-		if (tfs_getattr(dm.fs, TFS_FS_ROOT, &root) == 0)
-			tfs_statedir_init(&dm.statedir, root.st_uid,
-					  root.st_gid);
-		else
-			tfs_statedir_init(&dm.statedir, 0, 0);
-	}
-	if (tfs_fs_replayed(dm.fs))
+	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root) == 0)
+		tfs_statedir_init(&dm->statedir, root.st_uid, root.st_gid);
+	else
+		tfs_statedir_init(&dm->statedir, 0, 0);
+	if (tfs_fs_replayed(dm->fs))
 		tfs_daemon_log(LOG_NOTICE, "%s: recovered %llu journal "
 			       "transactions after an unclean shutdown", dev,
-			       (unsigned long long)tfs_fs_replayed(dm.fs));
+			       (unsigned long long)tfs_fs_replayed(dm->fs));
+	return GO_ON;
+}
+
+/*
+ * A FUSE session with our handlers and dm as its userdata, mounted on
+ * cl->mnt, with handlers for SIGTERM and SIGINT that end its loop.  The
+ * FUSE arguments are built in *args (the caller frees them after the
+ * session).  Undone by unmount_session().
+ */
+static int mount_session(struct tfs_daemon *dm, const struct cmdline *cl,
+			 struct fuse_args *args, struct fuse_session **out)
+{
+	char fsname[PATH_MAX + 128];
+	struct fuse_session *se;
 
 	snprintf(fsname, sizeof(fsname),
 		 "fsname=tensorfs:%s,subtype=tensorfs,default_permissions%s",
-		 dev, geteuid() == 0 ? ",allow_other" : "");
-	if (fuse_opt_add_arg(&args, "tensorfs") ||
-	    fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, fsname) ||
-	    (fuseopts && (fuse_opt_add_arg(&args, "-o") ||
-			  fuse_opt_add_arg(&args, fuseopts))) ||
-	    (debug && fuse_opt_add_arg(&args, "-d"))) {
+		 cl->dev, geteuid() == 0 ? ",allow_other" : "");
+	if (fuse_opt_add_arg(args, "tensorfs") ||
+	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, fsname) ||
+	    (cl->fuseopts && (fuse_opt_add_arg(args, "-o") ||
+			      fuse_opt_add_arg(args, cl->fuseopts))) ||
+	    (cl->debug && fuse_opt_add_arg(args, "-d"))) {
 		fprintf(stderr, "tensorfs: out of memory\n");
-		goto out_fs;
+		return 1;
 	}
-	se = fuse_session_new(&args, &tfs_daemon_ops, sizeof(tfs_daemon_ops),
-			      &dm);
+	se = fuse_session_new(args, &tfs_daemon_ops, sizeof(tfs_daemon_ops),
+			      dm);
 	if (!se) {
 		fprintf(stderr, "tensorfs: bad mount options '%s'; see "
-			"mount.fuse3(8)\n", fuseopts ? fuseopts : "");
-		ret = 2;
-		goto out_fs;
+			"mount.fuse3(8)\n", cl->fuseopts ? cl->fuseopts : "");
+		return 2;
 	}
 	if (fuse_set_signal_handlers(se)) {
 		fprintf(stderr, "tensorfs: cannot set signal handlers\n");
 		goto out_session;
 	}
-	if (fuse_session_mount(se, mnt)) {
+	if (fuse_session_mount(se, cl->mnt)) {
 		fprintf(stderr, "tensorfs: cannot mount on '%s' (is /dev/fuse "
-			"there, and fusermount3 installed?)\n", mnt);
+			"there, and fusermount3 installed?)\n", cl->mnt);
 		goto out_signals;
 	}
-	tune_bdi(&dm.cfg, mnt);
-	/* fork keeps only this thread: no ring may cross it */
-	tfs_io_thread_exit();
-	if (fuse_daemonize(log_foreground)) {
-		tfs_daemon_log(LOG_ERR, "cannot daemonise");
-		goto out_unmount;
-	}
-	if (!log_foreground)
-		openlog("tensorfs", LOG_PID, LOG_DAEMON);
-	/* Reclaim must not wait on us while we write for it. */
-	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
-	rc = tfs_fs_start(dm.fs);
-	if (rc) {
-		tfs_daemon_log(LOG_ERR, "cannot start: %s", strerror(-rc));
-		goto out_unmount;
-	}
-	cfg = fuse_loop_cfg_create();
-	if (!cfg)
-		goto out_unmount;
-	fuse_loop_cfg_set_clone_fd(cfg, 1);
-	fuse_loop_cfg_set_max_threads(cfg,
-				      (unsigned)dm.cfg.mount_max_threads);
-	fuse_loop_cfg_set_idle_threads(
-		cfg, (unsigned)(dm.cfg.mount_max_threads + 1) / 2);
-	rc = fuse_session_loop_mt(se, cfg);
-	fuse_loop_cfg_destroy(cfg);
-	ret = rc < 0 ? 1 : 0;
-out_unmount:
-	fuse_session_unmount(se);
+	*out = se;
+	return GO_ON;
+
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
-out_fs:
-	rc = tfs_fs_close(dm.fs);
+	return 1;
+}
+
+static void unmount_session(struct fuse_session *se)
+{
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+}
+
+/* ===== kernel tuning ===== */
+
+/*
+ * Raise the mount's readahead and dirty-page share (as root).  The bdi is
+ * found through /proc/self/mountinfo: stat() of the mount point would
+ * ask this daemon, which does not serve requests yet.
+ */
+static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
+{
+	char line[8192], dev[64] = "", path[128];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char d[64], m[4096];
+
+		/* id parent major:minor root mountpoint ... */
+		if (sscanf(line, "%*s %*s %63s %*s %4095s", d, m) == 2 &&
+		    !strcmp(m, mnt))
+			snprintf(dev, sizeof(dev), "%s", d);
+	}
+	fclose(f);
+	if (!*dev)
+		return;
+	for (int i = 0; i < 2; i++) {
+		uint64_t v = i ? cfg->mount_bdi_max_ratio
+			       : cfg->mount_read_ahead_kb;
+		const char *knob = i ? "max_ratio" : "read_ahead_kb";
+
+		if (!v)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/bdi/%s/%s", dev, knob);
+		f = fopen(path, "w");
+		if (f) {
+			int ok = fprintf(f, "%llu\n", (unsigned long long)v) > 0;
+
+			if (fclose(f) == 0 && ok)
+				continue;
+		}
+		if (geteuid() == 0)
+			tfs_daemon_log(LOG_WARNING, "cannot set %s to %llu: %s",
+				       path, (unsigned long long)v,
+				       strerror(errno));
+	}
+}
+
+/*
+ * Mounted: tune the kernel's side, daemonise (unless foreground), and
+ * only then start lib/'s threads, since fork keeps only this one.
+ */
+static int start_daemon(struct tfs_daemon *dm, const char *mnt,
+			int foreground)
+{
+	int rc;
+
+	tune_bdi(&dm->cfg, mnt);
+	/* fork keeps only this thread: no ring may cross it */
+	tfs_io_thread_exit();
+	if (fuse_daemonize(foreground)) {
+		tfs_daemon_log(LOG_ERR, "cannot daemonise");
+		return 1;
+	}
+	if (!foreground)
+		openlog("tensorfs", LOG_PID, LOG_DAEMON);
+	/* Reclaim must not wait on us while we write for it. */
+	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
+	rc = tfs_fs_start(dm->fs);
+	if (rc) {
+		tfs_daemon_log(LOG_ERR, "cannot start: %s", strerror(-rc));
+		return 1;
+	}
+	return GO_ON;
+}
+
+/* Serve requests until an unmount or a signal: 0, or 1 on an error. */
+static int serve(struct tfs_daemon *dm, struct fuse_session *se)
+{
+	struct fuse_loop_config *loop = fuse_loop_cfg_create();
+	unsigned int threads = (unsigned)dm->cfg.mount_max_threads;
+	int rc;
+
+	if (!loop)
+		return 1;
+	fuse_loop_cfg_set_clone_fd(loop, 1);
+	fuse_loop_cfg_set_max_threads(loop, threads);
+	fuse_loop_cfg_set_idle_threads(loop, (threads + 1) / 2);
+	rc = fuse_session_loop_mt(se, loop);
+	fuse_loop_cfg_destroy(loop);
+	return rc < 0 ? 1 : 0;
+}
+
+/* Write everything and a clean checkpoint: ret, or 1 if that failed. */
+static int close_fs(struct tfs_daemon *dm, const char *dev, int ret)
+{
+	int rc = tfs_fs_close(dm->fs);
+
+	dm->fs = NULL;
 	if (rc) {
 		tfs_daemon_log(LOG_ERR, "%s: final write failed: %s; run "
 			       "tensorfs-fsck %s", dev, strerror(-rc), dev);
 		ret = 1;
 	}
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct tfs_daemon dm = { 0 };
+	struct cmdline cl = { 0 };
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se;
+	int ret;
+
+	ret = parse_cmdline(argc, argv, &cl);
+	if (ret != GO_ON)
+		goto out;
+	log_foreground = cl.foreground;
+	ret = read_config(&cl, &dm);
+	if (ret != GO_ON)
+		goto out;
+	if (cl.print_config) {
+		tfs_config_print(&dm.cfg, stdout);
+		ret = 0;
+		goto out;
+	}
+	ret = resolve_operands(&cl);
+	if (ret != GO_ON)
+		goto out;
+	ret = open_fs(&dm, cl.dev);
+	if (ret != GO_ON)
+		goto out;
+	ret = mount_session(&dm, &cl, &args, &se);
+	if (ret != GO_ON)
+		goto out_fs;
+	ret = start_daemon(&dm, cl.mnt, cl.foreground);
+	if (ret == GO_ON)
+		ret = serve(&dm, se);
+	unmount_session(se);
+out_fs:
+	ret = close_fs(&dm, cl.dev, ret);
+out:
 	fuse_opt_free_args(&args);
-	free(fuseopts);
+	free(cl.fuseopts);
 	return ret;
 }
