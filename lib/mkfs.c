@@ -1,5 +1,15 @@
 /*
- * mkfs.c: format a device or an image file (see mkfs.h).
+ * mkfs.c: format a device or an image file (see mkfs.h), for
+ * mkfs.tensorfs.
+ *
+ * Refuses, unless force, to overwrite a device that holds a tensorfs or
+ * another known file system; always refuses one that is in use (a
+ * tensorfs mount holds an exclusive lock on its device; a block device
+ * mounted by the kernel cannot be opened O_EXCL).  With a size it creates
+ * or extends a sparse image file; formatting writes only the superblocks,
+ * a first journal block and a small checkpoint (tfs_journal_format()),
+ * so any size takes milliseconds.  The order of the checks is the order
+ * of the messages a user sees: size, path, open, what is there, fit.
  */
 #include "mkfs.h"
 

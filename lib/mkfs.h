@@ -1,5 +1,6 @@
 /*
- * mkfs.h: format a device or an image file as tensorfs.
+ * mkfs.h: format a device or an image file as tensorfs (the engine of
+ * mkfs.tensorfs).
  */
 #ifndef TFS_MKFS_H
 #define TFS_MKFS_H
@@ -23,6 +24,25 @@ struct tfs_mkfs_info {
 	uint64_t meta_bytes;	/* and the metadata: journal, checkpoints */
 };
 
+/*
+ * Format the block device or image file at path as an empty tensorfs
+ * whose root directory is owned by o->uid:o->gid.
+ *
+ * With o->size, a missing path is created as a sparse image file of that
+ * size and a smaller image is extended; an image or device larger than
+ * o->size is formatted in its first o->size bytes only with o->force.
+ * Without o->force, a device that already holds a tensorfs, ext2/3/4 or
+ * XFS is refused.  A device in use (mounted) is always refused.  The
+ * minimum size is 64 MiB.
+ *
+ * Returns 0 with what was made in *info, or -errno with a sentence for
+ * the user in err (no program name, no newline; truncated to errlen):
+ * -EBUSY in use, -EEXIST a file system is there or the image is larger
+ * than o->size (give force), -ENOSPC too small, -ENOTBLK neither a block
+ * device nor a regular file, or the error of the system call that
+ * failed.  An image file created here is removed again on failure.
+ * The device is opened with an exclusive lock while this runs.
+ */
 int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 	     struct tfs_mkfs_info *info, char *err, size_t errlen);
 

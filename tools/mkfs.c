@@ -1,13 +1,9 @@
 /*
  * mkfs.c: mkfs.tensorfs, format a device or an image file.
  *
- * Refuses, unless -f, to overwrite a device that holds a tensorfs or
- * another known file system; always refuses one that is in use (a
- * tensorfs mount holds an exclusive lock on its device; a block device
- * mounted by the kernel cannot be opened O_EXCL).  With -s it creates or
- * extends a sparse image file; formatting writes only the superblocks, a
- * first journal block and a small checkpoint, so any size takes
- * milliseconds.
+ * The command line over tfs_mkfs() (lib/mkfs.h), which does the checks
+ * and the formatting: this file reads the options, finds the owner of
+ * the root directory (the user, or the one who ran sudo) and prints.
  */
 #include <errno.h>
 #include <getopt.h>
