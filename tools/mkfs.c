@@ -81,30 +81,38 @@ static int owner(const char *spec, uid_t *uid, gid_t *gid)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The root directory's default owner: the user, or the one who ran sudo. */
+static void default_owner(uid_t *uid, gid_t *gid)
+{
+	const char *s;
+
+	*uid = getuid();
+	*gid = getgid();
+	if (*uid == 0 && (s = getenv("SUDO_UID")) && *s) {
+		*uid = (uid_t)strtoul(s, NULL, 10);
+		if ((s = getenv("SUDO_GID")) && *s)
+			*gid = (gid_t)strtoul(s, NULL, 10);
+	}
+}
+
+/* parse_args() returns GO_ON, or the status main() exits with. */
+#define GO_ON (-1)
+
+/* The options into *o and *quiet, the one operand into *path. */
+static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
+		      int *quiet, const char **path)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tfs_mkfs_opts o = { 0 };
-	struct tfs_mkfs_info info;
-	int quiet = 0, c, rc;
-	const char *path, *s;
-	char err[1024], h1[32], h2[32], h3[32];
+	int c;
 
-	o.uid = getuid();
-	o.gid = getgid();
-	if (o.uid == 0 && (s = getenv("SUDO_UID")) && *s) {
-		o.uid = (uid_t)strtoul(s, NULL, 10);
-		if ((s = getenv("SUDO_GID")) && *s)
-			o.gid = (gid_t)strtoul(s, NULL, 10);
-	}
 	while ((c = getopt_long(argc, argv, "s:fqu:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			rc = tfs_parse_size(optarg, &o.size, NULL);
-			if (rc || o.size == 0) {
+			if (tfs_parse_size(optarg, &o->size, NULL) ||
+			    o->size == 0) {
 				fprintf(stderr, "mkfs.tensorfs: invalid size "
 					"'%s'; give bytes or a size like "
 					"100G\n", optarg);
@@ -112,13 +120,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			o.force = 1;
+			o->force = 1;
 			break;
 		case 'q':
-			quiet = 1;
+			*quiet = 1;
 			break;
 		case 'u':
-			if (owner(optarg, &o.uid, &o.gid)) {
+			if (owner(optarg, &o->uid, &o->gid)) {
 				fprintf(stderr, "mkfs.tensorfs: unknown owner "
 					"'%s'; give USER[:GROUP] or UID[:GID]"
 					"\n", optarg);
@@ -138,10 +146,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mkfs.tensorfs: %s\nUsage: mkfs.tensorfs [-s "
 			"SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
 			"Try 'mkfs.tensorfs --help' for more information.\n",
-			argc == optind ? "missing DEVICE" : "too many arguments");
+			argc == optind ? "missing DEVICE"
+				       : "too many arguments");
 		return 2;
 	}
-	path = argv[optind];
+	*path = argv[optind];
+	return GO_ON;
+}
+
+int main(int argc, char **argv)
+{
+	struct tfs_mkfs_opts o = { 0 };
+	struct tfs_mkfs_info info;
+	const char *path = NULL;
+	char err[1024], h1[32], h2[32], h3[32];
+	int quiet = 0, ret;
+
+	default_owner(&o.uid, &o.gid);
+	ret = parse_args(argc, argv, &o, &quiet, &path);
+	if (ret != GO_ON)
+		return ret;
 	if (tfs_mkfs(path, &o, &info, err, sizeof(err))) {
 		fprintf(stderr, "mkfs.tensorfs: %s\n", err);
 		return 1;
