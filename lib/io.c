@@ -9,6 +9,10 @@
  * error) marks the request failed while the pieces in flight drain.
  * Nothing is shared between threads but the device's file descriptor and
  * its counters, so there is no lock here.
+ *
+ * Fault injection for tests (failing writes, short transfers) exists only
+ * in a build with TFS_TEST_HOOKS; without it the hooks below are empty
+ * and the compiler drops them.
  */
 #include "io.h"
 
@@ -39,9 +43,11 @@ struct tfs_dev {
 	unsigned int queue_depth;
 	int single_submit;	/* one request per submit call */
 	int overlap;		/* refill the queue as requests complete */
+#ifdef TFS_TEST_HOOKS
 	uint64_t fail_from;	/* fault injection; UINT64_MAX = off */
 	int fail_err;
 	uint64_t short_left;	/* requests still to cut short (tests) */
+#endif
 	uint64_t st_reads, st_writes, st_rbytes, st_wbytes, st_flush, st_err;
 	uint64_t st_submitted, st_inflight, st_lat_ns, st_lat_max_ns;
 };
@@ -117,6 +123,72 @@ void tfs_io_thread_exit(void)
 	ring_destroy(t);
 }
 
+/* ===== test hooks ===== */
+
+#ifdef TFS_TEST_HOOKS
+/* At open: no faults, or failing writes from the environment's offset. */
+static void faults_init(struct tfs_dev *d)
+{
+	const char *env = getenv("TFS_FAULT_WRITE_EIO_FROM");
+
+	d->fail_from = UINT64_MAX;
+	if (env && *env) {
+		d->fail_from = strtoull(env, NULL, 0);
+		d->fail_err = EIO;
+	}
+}
+
+void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n)
+{
+	__atomic_store_n(&d->short_left, n, __ATOMIC_RELAXED);
+}
+
+void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)
+{
+	d->fail_from = err ? from : UINT64_MAX;
+	d->fail_err = err;
+}
+
+/* The errno a write of [off, off + len) is to fail with, or 0. */
+static int injected_write_error(const struct tfs_dev *d, uint64_t off,
+				size_t len)
+{
+	return d->fail_err && off + len > d->fail_from ? d->fail_err : 0;
+}
+
+/* Whether to cut this request short (tfs_dev_short_transfers()). */
+static int take_short(struct tfs_dev *d)
+{
+	uint64_t n = __atomic_load_n(&d->short_left, __ATOMIC_RELAXED);
+
+	while (n && !__atomic_compare_exchange_n(&d->short_left, &n, n - 1, 1,
+						 __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
+		;
+	return n != 0;
+}
+#else
+static void faults_init(struct tfs_dev *d)
+{
+	(void)d;
+}
+
+static int injected_write_error(const struct tfs_dev *d, uint64_t off,
+				size_t len)
+{
+	(void)d;
+	(void)off;
+	(void)len;
+	return 0;
+}
+
+static int take_short(struct tfs_dev *d)
+{
+	(void)d;
+	return 0;
+}
+#endif
+
 /* ===== open and close ===== */
 
 int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
@@ -125,7 +197,6 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 	struct stat st;
 	int oflags = (flags & TFS_DEV_RDONLY) ? O_RDONLY : O_RDWR;
 	int rc = 0;
-	const char *env;
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -134,7 +205,6 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 	d->block_size = 1u << 20;
 	d->queue_depth = 8;
 	d->overlap = 1;
-	d->fail_from = UINT64_MAX;
 	if (stat(path, &st) < 0) {
 		rc = -errno;
 		goto out_free;
@@ -184,11 +254,7 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 	} else {
 		d->size = (uint64_t)st.st_size & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
 	}
-	env = getenv("TFS_FAULT_WRITE_EIO_FROM");
-	if (env && *env) {
-		d->fail_from = strtoull(env, NULL, 0);
-		d->fail_err = EIO;
-	}
+	faults_init(d);
 	*out = d;
 	return 0;
 
@@ -233,17 +299,6 @@ void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap)
 	d->overlap = overlap;
 }
 
-void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n)
-{
-	__atomic_store_n(&d->short_left, n, __ATOMIC_RELAXED);
-}
-
-void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)
-{
-	d->fail_from = err ? from : UINT64_MAX;
-	d->fail_err = err;
-}
-
 int tfs_dev_extend(struct tfs_dev *d, uint64_t size)
 {
 	if (d->blockdev)
@@ -274,18 +329,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Whether to cut this request short (tfs_dev_short_transfers()). */
-static int take_short(struct tfs_dev *d)
-{
-	uint64_t n = __atomic_load_n(&d->short_left, __ATOMIC_RELAXED);
-
-	while (n && !__atomic_compare_exchange_n(&d->short_left, &n, n - 1, 1,
-						 __ATOMIC_RELAXED,
-						 __ATOMIC_RELAXED))
-		;
-	return n != 0;
 }
 
 /* The fixed buffer index that holds all of [buf, buf + len), or -1. */
@@ -363,9 +406,10 @@ static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 		/* written so that off + len cannot wrap around */
 		if (v[i].len > d->size || v[i].off > d->size - v[i].len)
 			return -EIO;
-		if (write && d->fail_err && v[i].off + v[i].len > d->fail_from) {
+		if (write && (err = injected_write_error(d, v[i].off,
+							  v[i].len))) {
 			count(&d->st_err, 1);
-			return -d->fail_err;
+			return -err;
 		}
 	}
 	ring = thread_ring(&rc);
