@@ -219,6 +219,11 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 		case 'V':
 			printf("tensorfs %s (libfuse %d)\n", TFS_VERSION_STRING,
 			       fuse_version());
+#ifdef TFS_TEST_HOOKS
+			/* test-writeback.sh looks for this line */
+			printf("built with test hooks (fault injection); "
+			       "not for production use\n");
+#endif
 			return 0;
 		default:
 			fputs("Try 'tensorfs --help' for more information.\n",
