@@ -387,20 +387,25 @@ static void completed(struct tfs_dev *d, struct piece *p)
 		;
 }
 
-/*
- * Cut the batch into pieces of at most block_size, then keep up to
- * queue_depth in flight until all are done: topped up as each completes
- * (overlap), or refilled only once all are back.  single_submit enters
- * the kernel once per request instead of once per batch.
- */
-static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
-		  int n)
+/* A batch in flight: its pieces and how far along they are. */
+struct batch {
+	struct tfs_dev *d;
+	struct io_uring *ring;	/* the calling thread's */
+	int write;
+	struct piece *pc;
+	size_t npc;		/* pieces */
+	size_t next;		/* the next piece to submit */
+	size_t done;		/* pieces finished, well or not */
+	unsigned int inflight;	/* requests in the kernel */
+	int err;		/* the first error; then only drain */
+};
+
+/* Every piece inside the device, and no injected write error: 0, or
+ * -errno. */
+static int check_batch(struct tfs_dev *d, int write, const struct tfs_iov *v,
+		       int n)
 {
-	struct io_uring *ring;
-	struct piece *pc = NULL;
-	size_t npc = 0, cap = 0, next = 0, done = 0;
-	unsigned int inflight = 0;
-	int err = 0, rc = 0;
+	int err;
 
 	for (int i = 0; i < n; i++) {
 		/* written so that off + len cannot wrap around */
@@ -412,107 +417,152 @@ static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 			return -err;
 		}
 	}
-	ring = thread_ring(&rc);
-	if (!ring)
-		return rc;
+	return 0;
+}
+
+/* Cut each of the n pieces of v at block_size into b->pc: 0, or -ENOMEM. */
+static int cut_pieces(struct batch *b, const struct tfs_iov *v, int n)
+{
+	size_t bs = b->d->block_size, cap = 0;
+
 	for (int i = 0; i < n; i++) {
-		for (size_t o = 0; o < v[i].len; o += d->block_size) {
-			if (npc == cap) {
+		for (size_t o = 0; o < v[i].len; o += bs) {
+			if (b->npc == cap) {
 				size_t nc = cap ? cap * 2 : 16;
-				struct piece *np = realloc(pc, nc * sizeof(*np));
+				struct piece *np = realloc(b->pc,
+							   nc * sizeof(*np));
 
 				if (!np) {
-					free(pc);
+					free(b->pc);
+					b->pc = NULL;
 					return -ENOMEM;
 				}
-				pc = np;
+				b->pc = np;
 				cap = nc;
 			}
-			pc[npc].buf = (uint8_t *)v[i].buf + o;
-			pc[npc].len = v[i].len - o < d->block_size ?
-					      v[i].len - o : d->block_size;
-			pc[npc].off = v[i].off + o;
-			npc++;
+			b->pc[b->npc].buf = (uint8_t *)v[i].buf + o;
+			b->pc[b->npc].len = v[i].len - o < bs ? v[i].len - o
+							      : bs;
+			b->pc[b->npc].off = v[i].off + o;
+			b->npc++;
 		}
 	}
-	while (done < npc) {
-		struct io_uring_cqe *cqe;
-		struct piece *p;
+	return 0;
+}
 
-		int fill = d->overlap || inflight == 0;
+/* Submit pieces until queue_depth are in flight or the ring is full;
+ * none after an error. */
+static void fill_queue(struct batch *b)
+{
+	while (!b->err && b->next < b->npc &&
+	       b->inflight < b->d->queue_depth) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(b->ring);
 
-		while (fill && !err && next < npc &&
-		       inflight < d->queue_depth) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-
-			if (!sqe)
-				break;
-			prep(sqe, d, write, &pc[next++]);
-			inflight++;
-			if (d->single_submit)
-				io_uring_submit(ring);
-		}
-		if (err && !inflight)
+		if (!sqe)
 			break;
-		rc = io_uring_submit_and_wait(ring, 1);
+		prep(sqe, b->d, b->write, &b->pc[b->next++]);
+		b->inflight++;
+		if (b->d->single_submit)
+			io_uring_submit(b->ring);
+	}
+}
+
+/*
+ * A piece's request completed with res: the piece is done, or failed, or
+ * (a short transfer) the rest of it is submitted again.
+ */
+static void complete_piece(struct batch *b, struct piece *p, int res)
+{
+	struct tfs_dev *d = b->d;
+	struct io_uring_sqe *sqe;
+
+	b->inflight--;
+	completed(d, p);
+	if (res == -EINTR || res == -EAGAIN)
+		res = 0;	/* retry the whole piece */
+	if (res < 0) {
+		b->err = b->err ? b->err : res;
+		count(&d->st_err, 1);
+		b->done++;
+		return;
+	}
+	if (res == 0 && !b->write && p->len) {
+		/* a read at the end of the file: no data */
+		b->err = b->err ? b->err : -EIO;
+		b->done++;
+		return;
+	}
+	count(b->write ? &d->st_wbytes : &d->st_rbytes, (uint64_t)res);
+	p->buf += res;
+	p->off += (uint64_t)res;
+	p->len -= (size_t)res;
+	if (!p->len) {
+		count(b->write ? &d->st_writes : &d->st_reads, 1);
+		b->done++;
+		return;
+	}
+	if (b->err) {
+		b->done++;
+		return;
+	}
+	/* short transfer: resubmit the rest */
+	sqe = io_uring_get_sqe(b->ring);
+	if (!sqe) {
+		io_uring_submit(b->ring);
+		sqe = io_uring_get_sqe(b->ring);
+	}
+	if (!sqe) {
+		b->err = -EBUSY;
+		b->done++;
+		return;
+	}
+	prep(sqe, d, b->write, p);
+	b->inflight++;
+}
+
+/*
+ * Cut the batch into pieces of at most block_size, then keep up to
+ * queue_depth in flight until all are done: topped up as each completes
+ * (overlap), or refilled only once all are back.  single_submit enters
+ * the kernel once per request instead of once per batch.
+ */
+static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
+		  int n)
+{
+	struct batch b = { .d = d, .write = write };
+	struct io_uring_cqe *cqe;
+	int rc;
+
+	rc = check_batch(d, write, v, n);
+	if (rc)
+		return rc;
+	b.ring = thread_ring(&rc);
+	if (!b.ring)
+		return rc;
+	rc = cut_pieces(&b, v, n);
+	if (rc)
+		return rc;
+	while (b.done < b.npc) {
+		if (d->overlap || b.inflight == 0)
+			fill_queue(&b);
+		if (b.err && !b.inflight)
+			break;
+		rc = io_uring_submit_and_wait(b.ring, 1);
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN) {
-			err = err ? err : rc;
-			if (!inflight)
+			b.err = b.err ? b.err : rc;
+			if (!b.inflight)
 				break;
 		}
-		while (io_uring_peek_cqe(ring, &cqe) == 0) {
+		while (io_uring_peek_cqe(b.ring, &cqe) == 0) {
+			struct piece *p = io_uring_cqe_get_data(cqe);
 			int res = cqe->res;
-			struct io_uring_sqe *sqe;
 
-			p = io_uring_cqe_get_data(cqe);
-			io_uring_cqe_seen(ring, cqe);
-			inflight--;
-			completed(d, p);
-			if (res == -EINTR || res == -EAGAIN)
-				res = 0;	/* retry the whole piece */
-			if (res < 0) {
-				err = err ? err : res;
-				count(&d->st_err, 1);
-				done++;
-				continue;
-			}
-			if (res == 0 && !write && p->len) {
-				/* a read at the end of the file: no data */
-				err = err ? err : -EIO;
-				done++;
-				continue;
-			}
-			count(write ? &d->st_wbytes : &d->st_rbytes,
-			      (uint64_t)res);
-			p->buf += res;
-			p->off += (uint64_t)res;
-			p->len -= (size_t)res;
-			if (!p->len) {
-				count(write ? &d->st_writes : &d->st_reads, 1);
-				done++;
-				continue;
-			}
-			if (err) {
-				done++;
-				continue;
-			}
-			/* short transfer: resubmit the rest */
-			sqe = io_uring_get_sqe(ring);
-			if (!sqe) {
-				io_uring_submit(ring);
-				sqe = io_uring_get_sqe(ring);
-			}
-			if (!sqe) {
-				err = -EBUSY;
-				done++;
-				continue;
-			}
-			prep(sqe, d, write, p);
-			inflight++;
+			io_uring_cqe_seen(b.ring, cqe);
+			complete_piece(&b, p, res);
 		}
 	}
-	free(pc);
-	return err;
+	free(b.pc);
+	return b.err;
 }
 
 int tfs_dev_readv(struct tfs_dev *d, const struct tfs_iov *v, int n)
