@@ -146,9 +146,9 @@ static void usage(FILE *f)
 }
 
 /*
- * Each step of start-up returns GO_ON, or the status main() exits with
- * (0 for --help, 1 for an error, 2 for a usage or configuration error),
- * having said why.
+ * Each step of start-up returns GO_ON, or the status main() exits with,
+ * having said why: 0 after --help or --version, 1 for an error, 2 for a
+ * usage or configuration error.
  */
 #define GO_ON (-1)
 
