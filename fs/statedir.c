@@ -1,7 +1,9 @@
 /*
- * statedir.c: /.tensorfs/, the mount's counters and configuration as
- * files (see statedir.h).  A fixed table of four files; inode numbers
- * STATEDIR_INO (the directory) and STATEDIR_INO + 1 + i (file i).
+ * statedir.c: part of the FUSE daemon, the adapter between the kernel's
+ * FUSE requests and lib/ calls.  This file holds /.tensorfs/, the mount's
+ * counters and configuration as files (see statedir.h).  A fixed table
+ * of four files; inode numbers STATEDIR_INO (the directory) and
+ * STATEDIR_INO + 1 + i (file i).
  */
 #include "statedir.h"
 
@@ -26,15 +28,11 @@ static const char *const names[NFILES] = {
 	[F_CONFIG] = "config",
 };
 
-static uid_t owner_uid;
-static gid_t owner_gid;
-static time_t born;
-
-void tfs_statedir_init(uid_t uid, gid_t gid)
+void tfs_statedir_init(struct tfs_statedir *sd, uid_t uid, gid_t gid)
 {
-	owner_uid = uid;
-	owner_gid = gid;
-	born = time(NULL);
+	sd->uid = uid;
+	sd->gid = gid;
+	sd->born = time(NULL);
 }
 
 int tfs_statedir_is(uint64_t ino)
@@ -42,15 +40,16 @@ int tfs_statedir_is(uint64_t ino)
 	return ino >= STATEDIR_INO && ino <= STATEDIR_INO + NFILES;
 }
 
-int tfs_statedir_getattr(uint64_t ino, struct stat *st)
+int tfs_statedir_getattr(const struct tfs_statedir *sd, uint64_t ino,
+			 struct stat *st)
 {
 	if (!tfs_statedir_is(ino))
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_uid = owner_uid;
-	st->st_gid = owner_gid;
-	st->st_atime = st->st_mtime = st->st_ctime = born;
+	st->st_uid = sd->uid;
+	st->st_gid = sd->gid;
+	st->st_atime = st->st_mtime = st->st_ctime = sd->born;
 	st->st_blksize = 4096;
 	if (ino == STATEDIR_INO) {
 		st->st_mode = S_IFDIR | 0555;
@@ -63,15 +62,16 @@ int tfs_statedir_getattr(uint64_t ino, struct stat *st)
 	return 0;
 }
 
-int tfs_statedir_lookup(uint64_t parent, const char *name, struct stat *st)
+int tfs_statedir_lookup(const struct tfs_statedir *sd, uint64_t parent,
+			const char *name, struct stat *st)
 {
 	if (parent == TFS_FS_ROOT && !strcmp(name, TFS_STATEDIR_NAME))
-		return tfs_statedir_getattr(STATEDIR_INO, st) ? 0 : 1;
+		return tfs_statedir_getattr(sd, STATEDIR_INO, st) ? 0 : 1;
 	if (parent != STATEDIR_INO)
 		return 0;
-	for (int i = 0; i < NFILES; i++)
+	for (uint64_t i = 0; i < NFILES; i++)
 		if (!strcmp(name, names[i]))
-			return tfs_statedir_getattr(STATEDIR_INO + 1 + (uint64_t)i,
+			return tfs_statedir_getattr(sd, STATEDIR_INO + 1 + i,
 						    st) ? 0 : 1;
 	return -ENOENT;
 }

@@ -1,5 +1,7 @@
 /*
- * statedir.h: the mount's state as read-only files in /.tensorfs/.
+ * statedir.h: part of the FUSE daemon (the adapter between the kernel's
+ * FUSE requests and lib/ calls): the mount's state as read-only files in
+ * /.tensorfs/.
  *
  *   .tensorfs/stats       "name value" per line (lib/stats.h)
  *   .tensorfs/stats.json  the same as one JSON object
@@ -18,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "fs.h"
 
@@ -25,16 +28,26 @@
 
 struct tfs_config;
 
-/* The mount's identity for the virtual inodes' attributes (the root's
- * owner, the mount time). */
-void tfs_statedir_init(uid_t uid, gid_t gid);
+/* What the virtual inodes' attributes show: the root's owner and the
+ * mount time.  Part of the daemon's state; set once before the session
+ * starts, read-only after, so readers need no lock. */
+struct tfs_statedir {
+	uid_t uid;
+	gid_t gid;
+	time_t born;
+};
+
+/* Fill *sd with the owner uid:gid and the time now. */
+void tfs_statedir_init(struct tfs_statedir *sd, uid_t uid, gid_t gid);
 /* Whether ino is the directory or one of its files. */
 int tfs_statedir_is(uint64_t ino);
 /* Lookup of name in parent: 1 with *st if it is the directory or one of
  * its files, -ENOENT for another name inside it, 0 if not ours. */
-int tfs_statedir_lookup(uint64_t parent, const char *name, struct stat *st);
+int tfs_statedir_lookup(const struct tfs_statedir *sd, uint64_t parent,
+			const char *name, struct stat *st);
 /* Attributes of a virtual inode: 0, or -ENOENT. */
-int tfs_statedir_getattr(uint64_t ino, struct stat *st);
+int tfs_statedir_getattr(const struct tfs_statedir *sd, uint64_t ino,
+			 struct stat *st);
 /* Whether making, removing or renaming name in parent touches the
  * directory: the errno to fail with (EROFS, or EEXIST to create it), or
  * 0. */

@@ -9,6 +9,10 @@
  * error) marks the request failed while the pieces in flight drain.
  * Nothing is shared between threads but the device's file descriptor and
  * its counters, so there is no lock here.
+ *
+ * Fault injection for tests (failing writes, short transfers) exists only
+ * in a build with TFS_TEST_HOOKS; without it the hooks below are empty
+ * and the compiler drops them.
  */
 #include "io.h"
 
@@ -39,9 +43,11 @@ struct tfs_dev {
 	unsigned int queue_depth;
 	int single_submit;	/* one request per submit call */
 	int overlap;		/* refill the queue as requests complete */
+#ifdef TFS_TEST_HOOKS
 	uint64_t fail_from;	/* fault injection; UINT64_MAX = off */
 	int fail_err;
 	uint64_t short_left;	/* requests still to cut short (tests) */
+#endif
 	uint64_t st_reads, st_writes, st_rbytes, st_wbytes, st_flush, st_err;
 	uint64_t st_submitted, st_inflight, st_lat_ns, st_lat_max_ns;
 };
@@ -117,6 +123,72 @@ void tfs_io_thread_exit(void)
 	ring_destroy(t);
 }
 
+/* ===== test hooks ===== */
+
+#ifdef TFS_TEST_HOOKS
+/* At open: no faults, or failing writes from the environment's offset. */
+static void faults_init(struct tfs_dev *d)
+{
+	const char *env = getenv("TFS_FAULT_WRITE_EIO_FROM");
+
+	d->fail_from = UINT64_MAX;
+	if (env && *env) {
+		d->fail_from = strtoull(env, NULL, 0);
+		d->fail_err = EIO;
+	}
+}
+
+void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n)
+{
+	__atomic_store_n(&d->short_left, n, __ATOMIC_RELAXED);
+}
+
+void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)
+{
+	d->fail_from = err ? from : UINT64_MAX;
+	d->fail_err = err;
+}
+
+/* The errno a write of [off, off + len) is to fail with, or 0. */
+static int injected_write_error(const struct tfs_dev *d, uint64_t off,
+				size_t len)
+{
+	return d->fail_err && off + len > d->fail_from ? d->fail_err : 0;
+}
+
+/* Whether to cut this request short (tfs_dev_short_transfers()). */
+static int take_short(struct tfs_dev *d)
+{
+	uint64_t n = __atomic_load_n(&d->short_left, __ATOMIC_RELAXED);
+
+	while (n && !__atomic_compare_exchange_n(&d->short_left, &n, n - 1, 1,
+						 __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
+		;
+	return n != 0;
+}
+#else
+static void faults_init(struct tfs_dev *d)
+{
+	(void)d;
+}
+
+static int injected_write_error(const struct tfs_dev *d, uint64_t off,
+				size_t len)
+{
+	(void)d;
+	(void)off;
+	(void)len;
+	return 0;
+}
+
+static int take_short(struct tfs_dev *d)
+{
+	(void)d;
+	return 0;
+}
+#endif
+
 /* ===== open and close ===== */
 
 int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
@@ -125,7 +197,6 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 	struct stat st;
 	int oflags = (flags & TFS_DEV_RDONLY) ? O_RDONLY : O_RDWR;
 	int rc = 0;
-	const char *env;
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -134,7 +205,6 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 	d->block_size = 1u << 20;
 	d->queue_depth = 8;
 	d->overlap = 1;
-	d->fail_from = UINT64_MAX;
 	if (stat(path, &st) < 0) {
 		rc = -errno;
 		goto out_free;
@@ -184,11 +254,7 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 	} else {
 		d->size = (uint64_t)st.st_size & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
 	}
-	env = getenv("TFS_FAULT_WRITE_EIO_FROM");
-	if (env && *env) {
-		d->fail_from = strtoull(env, NULL, 0);
-		d->fail_err = EIO;
-	}
+	faults_init(d);
 	*out = d;
 	return 0;
 
@@ -233,17 +299,6 @@ void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap)
 	d->overlap = overlap;
 }
 
-void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n)
-{
-	__atomic_store_n(&d->short_left, n, __ATOMIC_RELAXED);
-}
-
-void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)
-{
-	d->fail_from = err ? from : UINT64_MAX;
-	d->fail_err = err;
-}
-
 int tfs_dev_extend(struct tfs_dev *d, uint64_t size)
 {
 	if (d->blockdev)
@@ -274,18 +329,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Whether to cut this request short (tfs_dev_short_transfers()). */
-static int take_short(struct tfs_dev *d)
-{
-	uint64_t n = __atomic_load_n(&d->short_left, __ATOMIC_RELAXED);
-
-	while (n && !__atomic_compare_exchange_n(&d->short_left, &n, n - 1, 1,
-						 __ATOMIC_RELAXED,
-						 __ATOMIC_RELAXED))
-		;
-	return n != 0;
 }
 
 /* The fixed buffer index that holds all of [buf, buf + len), or -1. */
@@ -344,6 +387,139 @@ static void completed(struct tfs_dev *d, struct piece *p)
 		;
 }
 
+/* A batch in flight: its pieces and how far along they are. */
+struct batch {
+	struct tfs_dev *d;
+	struct io_uring *ring;	/* the calling thread's */
+	int write;
+	struct piece *pc;
+	size_t npc;		/* pieces */
+	size_t next;		/* the next piece to submit */
+	size_t done;		/* pieces finished, well or not */
+	unsigned int inflight;	/* requests in the kernel */
+	int err;		/* the first error; then only drain */
+};
+
+/* Every piece inside the device, and no injected write error: 0, or
+ * -errno. */
+static int check_batch(struct tfs_dev *d, int write, const struct tfs_iov *v,
+		       int n)
+{
+	int err;
+
+	for (int i = 0; i < n; i++) {
+		/* written so that off + len cannot wrap around */
+		if (v[i].len > d->size || v[i].off > d->size - v[i].len)
+			return -EIO;
+		if (write && (err = injected_write_error(d, v[i].off,
+							  v[i].len))) {
+			count(&d->st_err, 1);
+			return -err;
+		}
+	}
+	return 0;
+}
+
+/* Cut each of the n pieces of v at block_size into b->pc: 0, or -ENOMEM. */
+static int cut_pieces(struct batch *b, const struct tfs_iov *v, int n)
+{
+	size_t bs = b->d->block_size, cap = 0;
+
+	for (int i = 0; i < n; i++) {
+		for (size_t o = 0; o < v[i].len; o += bs) {
+			if (b->npc == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				struct piece *np = realloc(b->pc,
+							   nc * sizeof(*np));
+
+				if (!np) {
+					free(b->pc);
+					b->pc = NULL;
+					return -ENOMEM;
+				}
+				b->pc = np;
+				cap = nc;
+			}
+			b->pc[b->npc].buf = (uint8_t *)v[i].buf + o;
+			b->pc[b->npc].len = v[i].len - o < bs ? v[i].len - o
+							      : bs;
+			b->pc[b->npc].off = v[i].off + o;
+			b->npc++;
+		}
+	}
+	return 0;
+}
+
+/* Submit pieces until queue_depth are in flight or the ring is full;
+ * none after an error. */
+static void fill_queue(struct batch *b)
+{
+	while (!b->err && b->next < b->npc &&
+	       b->inflight < b->d->queue_depth) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(b->ring);
+
+		if (!sqe)
+			break;
+		prep(sqe, b->d, b->write, &b->pc[b->next++]);
+		b->inflight++;
+		if (b->d->single_submit)
+			io_uring_submit(b->ring);
+	}
+}
+
+/*
+ * A piece's request completed with res: the piece is done, or failed, or
+ * (a short transfer) the rest of it is submitted again.
+ */
+static void complete_piece(struct batch *b, struct piece *p, int res)
+{
+	struct tfs_dev *d = b->d;
+	struct io_uring_sqe *sqe;
+
+	b->inflight--;
+	completed(d, p);
+	if (res == -EINTR || res == -EAGAIN)
+		res = 0;	/* retry the whole piece */
+	if (res < 0) {
+		b->err = b->err ? b->err : res;
+		count(&d->st_err, 1);
+		b->done++;
+		return;
+	}
+	if (res == 0 && !b->write && p->len) {
+		/* a read at the end of the file: no data */
+		b->err = b->err ? b->err : -EIO;
+		b->done++;
+		return;
+	}
+	count(b->write ? &d->st_wbytes : &d->st_rbytes, (uint64_t)res);
+	p->buf += res;
+	p->off += (uint64_t)res;
+	p->len -= (size_t)res;
+	if (!p->len) {
+		count(b->write ? &d->st_writes : &d->st_reads, 1);
+		b->done++;
+		return;
+	}
+	if (b->err) {
+		b->done++;
+		return;
+	}
+	/* short transfer: resubmit the rest */
+	sqe = io_uring_get_sqe(b->ring);
+	if (!sqe) {
+		io_uring_submit(b->ring);
+		sqe = io_uring_get_sqe(b->ring);
+	}
+	if (!sqe) {
+		b->err = -EBUSY;
+		b->done++;
+		return;
+	}
+	prep(sqe, d, b->write, p);
+	b->inflight++;
+}
+
 /*
  * Cut the batch into pieces of at most block_size, then keep up to
  * queue_depth in flight until all are done: topped up as each completes
@@ -353,122 +529,40 @@ static void completed(struct tfs_dev *d, struct piece *p)
 static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 		  int n)
 {
-	struct io_uring *ring;
-	struct piece *pc = NULL;
-	size_t npc = 0, cap = 0, next = 0, done = 0;
-	unsigned int inflight = 0;
-	int err = 0, rc = 0;
+	struct batch b = { .d = d, .write = write };
+	struct io_uring_cqe *cqe;
+	int rc;
 
-	for (int i = 0; i < n; i++) {
-		/* written so that off + len cannot wrap around */
-		if (v[i].len > d->size || v[i].off > d->size - v[i].len)
-			return -EIO;
-		if (write && d->fail_err && v[i].off + v[i].len > d->fail_from) {
-			count(&d->st_err, 1);
-			return -d->fail_err;
-		}
-	}
-	ring = thread_ring(&rc);
-	if (!ring)
+	rc = check_batch(d, write, v, n);
+	if (rc)
 		return rc;
-	for (int i = 0; i < n; i++) {
-		for (size_t o = 0; o < v[i].len; o += d->block_size) {
-			if (npc == cap) {
-				size_t nc = cap ? cap * 2 : 16;
-				struct piece *np = realloc(pc, nc * sizeof(*np));
-
-				if (!np) {
-					free(pc);
-					return -ENOMEM;
-				}
-				pc = np;
-				cap = nc;
-			}
-			pc[npc].buf = (uint8_t *)v[i].buf + o;
-			pc[npc].len = v[i].len - o < d->block_size ?
-					      v[i].len - o : d->block_size;
-			pc[npc].off = v[i].off + o;
-			npc++;
-		}
-	}
-	while (done < npc) {
-		struct io_uring_cqe *cqe;
-		struct piece *p;
-
-		int fill = d->overlap || inflight == 0;
-
-		while (fill && !err && next < npc &&
-		       inflight < d->queue_depth) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-
-			if (!sqe)
-				break;
-			prep(sqe, d, write, &pc[next++]);
-			inflight++;
-			if (d->single_submit)
-				io_uring_submit(ring);
-		}
-		if (err && !inflight)
+	b.ring = thread_ring(&rc);
+	if (!b.ring)
+		return rc;
+	rc = cut_pieces(&b, v, n);
+	if (rc)
+		return rc;
+	while (b.done < b.npc) {
+		if (d->overlap || b.inflight == 0)
+			fill_queue(&b);
+		if (b.err && !b.inflight)
 			break;
-		rc = io_uring_submit_and_wait(ring, 1);
+		rc = io_uring_submit_and_wait(b.ring, 1);
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN) {
-			err = err ? err : rc;
-			if (!inflight)
+			b.err = b.err ? b.err : rc;
+			if (!b.inflight)
 				break;
 		}
-		while (io_uring_peek_cqe(ring, &cqe) == 0) {
+		while (io_uring_peek_cqe(b.ring, &cqe) == 0) {
+			struct piece *p = io_uring_cqe_get_data(cqe);
 			int res = cqe->res;
-			struct io_uring_sqe *sqe;
 
-			p = io_uring_cqe_get_data(cqe);
-			io_uring_cqe_seen(ring, cqe);
-			inflight--;
-			completed(d, p);
-			if (res == -EINTR || res == -EAGAIN)
-				res = 0;	/* retry the whole piece */
-			if (res < 0) {
-				err = err ? err : res;
-				count(&d->st_err, 1);
-				done++;
-				continue;
-			}
-			if (res == 0 && !write && p->len) {
-				/* a read at the end of the file: no data */
-				err = err ? err : -EIO;
-				done++;
-				continue;
-			}
-			count(write ? &d->st_wbytes : &d->st_rbytes,
-			      (uint64_t)res);
-			p->buf += res;
-			p->off += (uint64_t)res;
-			p->len -= (size_t)res;
-			if (!p->len) {
-				count(write ? &d->st_writes : &d->st_reads, 1);
-				done++;
-				continue;
-			}
-			if (err) {
-				done++;
-				continue;
-			}
-			/* short transfer: resubmit the rest */
-			sqe = io_uring_get_sqe(ring);
-			if (!sqe) {
-				io_uring_submit(ring);
-				sqe = io_uring_get_sqe(ring);
-			}
-			if (!sqe) {
-				err = -EBUSY;
-				done++;
-				continue;
-			}
-			prep(sqe, d, write, p);
-			inflight++;
+			io_uring_cqe_seen(b.ring, cqe);
+			complete_piece(&b, p, res);
 		}
 	}
-	free(pc);
-	return err;
+	free(b.pc);
+	return b.err;
 }
 
 int tfs_dev_readv(struct tfs_dev *d, const struct tfs_iov *v, int n)

@@ -65,22 +65,10 @@ int tfs_dev_flush(struct tfs_dev *d);
 /* Grow an image file to size bytes (sparse); -ENOTTY on a block device. */
 int tfs_dev_extend(struct tfs_dev *d, uint64_t size);
 
-/*
- * Fault injection for tests: fail every write at or after device offset
- * 'from' with -err (0 turns it off).  Also set from the environment at
- * open: TFS_FAULT_WRITE_EIO_FROM=<byte offset>.
- */
-void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err);
-
 /* How requests are submitted: single_submit enters the kernel once per
  * request; overlap (the default) refills the queue as each completes,
  * else a batch of queue_depth is submitted and waited for whole. */
 void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap);
-
-/* Fault injection for tests: the next n requests longer than a block
- * ask the kernel for half their length, so they complete short and the
- * rest must be resubmitted. */
-void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
 
 /* Counters: bytes and requests completed (relaxed atomics).  submitted
  * counts requests (pieces of at most block_size) sent to the kernel,
@@ -106,5 +94,25 @@ int tfs_io_register(void *base, size_t len);
 /* Aligned memory for device I/O: caller frees with tfs_io_free(). */
 void *tfs_io_alloc(size_t len);
 void tfs_io_free(void *p);
+
+#ifdef TFS_TEST_HOOKS
+/*
+ * Fault injection, for tests only: compiled in with the build option
+ * -DTFS_TEST_HOOKS=ON (which defines TFS_TEST_HOOKS), never in a release
+ * build.  Test code that calls these is guarded by #ifdef TFS_TEST_HOOKS
+ * and skips without them.
+ */
+
+/*
+ * Fail every write at or after device offset 'from' with -err (0 turns
+ * it off).  Also set from the environment at open:
+ * TFS_FAULT_WRITE_EIO_FROM=<byte offset>.
+ */
+void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err);
+
+/* The next n requests longer than a block ask the kernel for half their
+ * length, so they complete short and the rest must be resubmitted. */
+void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
+#endif
 
 #endif

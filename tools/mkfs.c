@@ -1,28 +1,20 @@
 /*
  * mkfs.c: mkfs.tensorfs, format a device or an image file.
  *
- * Refuses, unless -f, to overwrite a device that holds a tensorfs or
- * another known file system; always refuses one that is in use (a
- * tensorfs mount holds an exclusive lock on its device; a block device
- * mounted by the kernel cannot be opened O_EXCL).  With -s it creates or
- * extends a sparse image file; formatting writes only the superblocks, a
- * first journal block and a small checkpoint, so any size takes
- * milliseconds.
+ * The command line over tfs_mkfs() (lib/mkfs.h), which does the checks
+ * and the formatting: this file reads the options, finds the owner of
+ * the root directory (the user, or the one who ran sudo) and prints.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <pwd.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "format.h"
-#include "io.h"
-#include "journal.h"
+#include "mkfs.h"
 #include "units.h"
 
 static void usage(FILE *f)
@@ -89,54 +81,38 @@ static int owner(const char *spec, uid_t *uid, gid_t *gid)
 	return 0;
 }
 
-/* What file system, if any, the first blocks show. */
-static const char *signature(struct tfs_dev *d)
+/* The root directory's default owner: the user, or the one who ran sudo. */
+static void default_owner(uid_t *uid, gid_t *gid)
 {
-	uint8_t *b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);
-	const char *what = NULL;
+	const char *s;
 
-	if (!b)
-		return NULL;
-	if (tfs_dev_size(d) >= 2 * TFS_BLOCK_SIZE &&
-	    !tfs_dev_read(d, b, 2 * TFS_BLOCK_SIZE, 0)) {
-		if (!memcmp(b, TFS_MAGIC, 8) ||
-		    !memcmp(b + TFS_BLOCK_SIZE, TFS_MAGIC, 8))
-			what = "a tensorfs file system";
-		else if (b[1080] == 0x53 && b[1081] == 0xef)
-			what = "an ext2/3/4 file system";
-		else if (!memcmp(b, "XFSB", 4))
-			what = "an XFS file system";
+	*uid = getuid();
+	*gid = getgid();
+	if (*uid == 0 && (s = getenv("SUDO_UID")) && *s) {
+		*uid = (uid_t)strtoul(s, NULL, 10);
+		if ((s = getenv("SUDO_GID")) && *s)
+			*gid = (gid_t)strtoul(s, NULL, 10);
 	}
-	tfs_io_free(b);
-	return what;
 }
 
-int main(int argc, char **argv)
+/* parse_args() returns GO_ON, or the status main() exits with. */
+#define GO_ON (-1)
+
+/* The options into *o and *quiet, the one operand into *path. */
+static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
+		      int *quiet, const char **path)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t size = 0;
-	int force = 0, quiet = 0, c, rc, created = 0;
-	uid_t uid = getuid();
-	gid_t gid = getgid();
-	const char *path, *what, *s;
-	struct tfs_dev *d = NULL;
-	struct tfs_super lay;
-	struct stat st;
-	char h1[32], h2[32], h3[32];
+	int c;
 
-	if (uid == 0 && (s = getenv("SUDO_UID")) && *s) {
-		uid = (uid_t)strtoul(s, NULL, 10);
-		if ((s = getenv("SUDO_GID")) && *s)
-			gid = (gid_t)strtoul(s, NULL, 10);
-	}
 	while ((c = getopt_long(argc, argv, "s:fqu:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			rc = tfs_parse_size(optarg, &size, NULL);
-			if (rc || size == 0) {
+			if (tfs_parse_size(optarg, &o->size, NULL) ||
+			    o->size == 0) {
 				fprintf(stderr, "mkfs.tensorfs: invalid size "
 					"'%s'; give bytes or a size like "
 					"100G\n", optarg);
@@ -144,13 +120,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			force = 1;
+			o->force = 1;
 			break;
 		case 'q':
-			quiet = 1;
+			*quiet = 1;
 			break;
 		case 'u':
-			if (owner(optarg, &uid, &gid)) {
+			if (owner(optarg, &o->uid, &o->gid)) {
 				fprintf(stderr, "mkfs.tensorfs: unknown owner "
 					"'%s'; give USER[:GROUP] or UID[:GID]"
 					"\n", optarg);
@@ -170,116 +146,35 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mkfs.tensorfs: %s\nUsage: mkfs.tensorfs [-s "
 			"SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
 			"Try 'mkfs.tensorfs --help' for more information.\n",
-			argc == optind ? "missing DEVICE" : "too many arguments");
+			argc == optind ? "missing DEVICE"
+				       : "too many arguments");
 		return 2;
 	}
-	path = argv[optind];
-	size &= ~(uint64_t)(TFS_BLOCK_SIZE - 1);
-	if (size && size < TFS_MIN_DEVICE_BYTES) {
-		fprintf(stderr, "mkfs.tensorfs: %s: %s is too small; the "
-			"minimum is 64 MiB\n", path,
-			tfs_format_size(size, h1, sizeof(h1)));
-		return 1;
-	}
-	if (stat(path, &st) < 0) {
-		int fd;
+	*path = argv[optind];
+	return GO_ON;
+}
 
-		if (errno != ENOENT || !size) {
-			fprintf(stderr, "mkfs.tensorfs: %s: %s%s\n", path,
-				strerror(errno),
-				errno == ENOENT ? "; give -s SIZE to create an "
-						  "image file" : "");
-			return 1;
-		}
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-		if (fd < 0) {
-			fprintf(stderr, "mkfs.tensorfs: cannot create '%s': "
-				"%s\n", path, strerror(errno));
-			return 1;
-		}
-		close(fd);
-		created = 1;
-	} else if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		fprintf(stderr, "mkfs.tensorfs: '%s' is neither a block "
-			"device nor a regular file\n", path);
+int main(int argc, char **argv)
+{
+	struct tfs_mkfs_opts o = { 0 };
+	struct tfs_mkfs_info info;
+	const char *path = NULL;
+	char err[1024], h1[32], h2[32], h3[32];
+	int quiet = 0, ret;
+
+	default_owner(&o.uid, &o.gid);
+	ret = parse_args(argc, argv, &o, &quiet, &path);
+	if (ret != GO_ON)
+		return ret;
+	if (tfs_mkfs(path, &o, &info, err, sizeof(err))) {
+		fprintf(stderr, "mkfs.tensorfs: %s\n", err);
 		return 1;
 	}
-	rc = tfs_dev_open(path, 0, &d);
-	if (rc) {
-		if (rc == -EBUSY)
-			fprintf(stderr, "mkfs.tensorfs: '%s' is in use (mounted"
-				" by tensorfs or another file system); "
-				"unmount it first\n", path);
-		else
-			fprintf(stderr, "mkfs.tensorfs: cannot open '%s': %s\n",
-				path, strerror(-rc));
-		goto fail;
-	}
-	if (!created && !force && (what = signature(d))) {
-		fprintf(stderr, "mkfs.tensorfs: '%s' already contains %s; "
-			"use -f to overwrite it (everything on it is lost)\n",
-			path, what);
-		goto fail;
-	}
-	if (size) {
-		if (tfs_dev_is_blockdev(d)) {
-			if (size > tfs_dev_size(d)) {
-				fprintf(stderr, "mkfs.tensorfs: -s %s is larger"
-					" than the device '%s' (%s)\n",
-					tfs_format_size(size, h1, sizeof(h1)),
-					path, tfs_format_size(tfs_dev_size(d),
-							      h2, sizeof(h2)));
-				goto fail;
-			}
-		} else if (size > tfs_dev_size(d)) {
-			rc = tfs_dev_extend(d, size);
-			if (rc) {
-				fprintf(stderr, "mkfs.tensorfs: cannot extend "
-					"'%s' to %s: %s\n", path,
-					tfs_format_size(size, h1, sizeof(h1)),
-					strerror(-rc));
-				goto fail;
-			}
-		} else if (size < tfs_dev_size(d) && !force) {
-			fprintf(stderr, "mkfs.tensorfs: '%s' is %s, larger "
-				"than -s %s; use -f to format only the first "
-				"%s\n", path,
-				tfs_format_size(tfs_dev_size(d), h1, sizeof(h1)),
-				tfs_format_size(size, h2, sizeof(h2)),
-				tfs_format_size(size, h3, sizeof(h3)));
-			goto fail;
-		}
-	} else {
-		size = tfs_dev_size(d);
-	}
-	if (size < TFS_MIN_DEVICE_BYTES) {
-		fprintf(stderr, "mkfs.tensorfs: '%s' is too small (%s); the "
-			"minimum is 64 MiB\n", path,
-			tfs_format_size(size, h1, sizeof(h1)));
-		goto fail;
-	}
-	/* The file system records its size: with -f and a smaller -s, it
-	 * uses only the first 'size' bytes. */
-	rc = tfs_journal_format(d, size, uid, gid);
-	if (rc) {
-		fprintf(stderr, "mkfs.tensorfs: formatting '%s' failed: %s\n",
-			path, strerror(-rc));
-		goto fail;
-	}
-	tfs_layout(size / TFS_BLOCK_SIZE, &lay);
 	if (!quiet)
 		printf("mkfs.tensorfs: formatted %s: %s in all, %s for data, "
 		       "%s for metadata\n", path,
-		       tfs_format_size(size, h1, sizeof(h1)),
-		       tfs_format_size((lay.dev_blocks - lay.data_start) *
-					       TFS_BLOCK_SIZE, h2, sizeof(h2)),
-		       tfs_format_size(lay.data_start * TFS_BLOCK_SIZE, h3,
-				       sizeof(h3)));
-	tfs_dev_close(d);
+		       tfs_format_size(info.size, h1, sizeof(h1)),
+		       tfs_format_size(info.data_bytes, h2, sizeof(h2)),
+		       tfs_format_size(info.meta_bytes, h3, sizeof(h3)));
 	return 0;
-fail:
-	tfs_dev_close(d);
-	if (created)
-		unlink(path);
-	return 1;
 }

@@ -169,77 +169,96 @@ static double seconds(const char *s)
 	return v;
 }
 
-int main(int argc, char **argv)
+/* parse_args() returns GO_ON, or the status main() exits with. */
+#define GO_ON (-1)
+
+/* What the command line asked for. */
+struct args {
+	const char *mount;	/* MOUNTPOINT */
+	double interval;	/* seconds between lines */
+	long count;		/* lines to print; -1: until interrupted */
+	int json;		/* --json */
+};
+
+static int parse_args(int argc, char **argv, struct args *o)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tfs_stats a, b;
-	char path[4096];
-	double interval = 1, t0, t1;
-	long count = -1;
-	int json = 0, c, rc, rows, line = 0;
+	int c;
 
+	o->interval = 1;
+	o->count = -1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			json = 1;
+			o->json = 1;
 			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			fputs("Try 'tensorfs-stat --help' for more information.\n",
-			      stderr);
+			fputs("Try 'tensorfs-stat --help' for more "
+			      "information.\n", stderr);
 			return 2;
 		}
 	}
 	if (argc - optind < 1 || argc - optind > 3) {
-		fprintf(stderr, "tensorfs-stat: %s\nUsage: tensorfs-stat [--json] "
-			"MOUNTPOINT [INTERVAL [COUNT]]\n",
-			argc - optind < 1 ? "missing MOUNTPOINT" : "too many arguments");
+		fprintf(stderr, "tensorfs-stat: %s\nUsage: tensorfs-stat "
+			"[--json] MOUNTPOINT [INTERVAL [COUNT]]\n",
+			argc - optind < 1 ? "missing MOUNTPOINT"
+					  : "too many arguments");
 		return 2;
 	}
+	o->mount = argv[optind];
 	if (argc - optind == 1) {
-		count = 1;
-	} else {
-		interval = seconds(argv[optind + 1]);
-		if (interval < 0) {
-			fprintf(stderr, "tensorfs-stat: interval '%s' is not a "
-				"number of seconds (e.g. 1 or 0.5)\n",
-				argv[optind + 1]);
+		o->count = 1;
+		return GO_ON;
+	}
+	o->interval = seconds(argv[optind + 1]);
+	if (o->interval < 0) {
+		fprintf(stderr, "tensorfs-stat: interval '%s' is not a "
+			"number of seconds (e.g. 1 or 0.5)\n",
+			argv[optind + 1]);
+		return 2;
+	}
+	if (argc - optind == 3) {
+		char *end;
+
+		o->count = strtol(argv[optind + 2], &end, 10);
+		if (*end || end == argv[optind + 2] || o->count < 1) {
+			fprintf(stderr, "tensorfs-stat: count '%s' is not a "
+				"whole number of lines\n", argv[optind + 2]);
 			return 2;
 		}
-		if (argc - optind == 3) {
-			char *end;
+	}
+	return GO_ON;
+}
 
-			count = strtol(argv[optind + 2], &end, 10);
-			if (*end || end == argv[optind + 2] || count < 1) {
-				fprintf(stderr, "tensorfs-stat: count '%s' is "
-					"not a whole number of lines\n",
-					argv[optind + 2]);
-				return 2;
-			}
-		}
-	}
-	snprintf(path, sizeof(path), "%s/.tensorfs/stats", argv[optind]);
-	rc = read_stats(path, &a);
-	if (rc) {
-		fprintf(stderr, "tensorfs-stat: '%s' is not a tensorfs mount "
-			"(cannot read %s: %s)\n", argv[optind], path,
-			strerror(-rc));
-		return 1;
-	}
-	rows = screen_rows();
-	t0 = now_s();
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s,
+			       (long)((s - (double)(time_t)s) * 1e9) };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * A line per interval from the counters in path, starting from *a (read
+ * just before), with a header every screenful.  0, or 1 when the file
+ * cannot be read any more.
+ */
+static int watch(const char *path, struct tfs_stats *a, const struct args *o)
+{
+	int rows = screen_rows(), line = 0, rc;
+	double t0 = now_s(), t1;
+	long count = o->count;
+	struct tfs_stats b;
+
 	while (count < 0 || count-- > 0) {
-		struct timespec ts = { (time_t)interval,
-				       (long)((interval - (double)(time_t)interval) *
-					      1e9) };
-
-		nanosleep(&ts, NULL);
+		sleep_s(o->interval);
 		rc = read_stats(path, &b);
 		t1 = now_s();
 		if (rc) {
@@ -247,11 +266,31 @@ int main(int argc, char **argv)
 				"was it unmounted?\n", path, strerror(-rc));
 			return 1;
 		}
-		if (!json && line++ % rows == 0)
+		if (!o->json && line++ % rows == 0)
 			header();
-		print_line(&a, &b, t1 - t0, json);
-		a = b;
+		print_line(a, &b, t1 - t0, o->json);
+		*a = b;
 		t0 = t1;
 	}
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args o = { 0 };
+	struct tfs_stats a;
+	char path[4096];
+	int rc;
+
+	rc = parse_args(argc, argv, &o);
+	if (rc != GO_ON)
+		return rc;
+	snprintf(path, sizeof(path), "%s/.tensorfs/stats", o.mount);
+	rc = read_stats(path, &a);
+	if (rc) {
+		fprintf(stderr, "tensorfs-stat: '%s' is not a tensorfs mount "
+			"(cannot read %s: %s)\n", o.mount, path, strerror(-rc));
+		return 1;
+	}
+	return watch(path, &a, &o);
 }

@@ -19,10 +19,12 @@ jobs=$(nproc 2>/dev/null || echo 2)
 "$top/tools/install-deps.sh"
 
 cmake -S "$top" -B "$top/build/test-asan" -DCMAKE_C_COMPILER=clang \
-	-DCMAKE_BUILD_TYPE=Debug -DTFS_SANITIZE=ON -DTFS_CHECKS=ON -DTFS_WERROR=ON
+	-DCMAKE_BUILD_TYPE=Debug -DTFS_SANITIZE=ON -DTFS_CHECKS=ON -DTFS_WERROR=ON \
+	-DTFS_TEST_HOOKS=ON
 cmake --build "$top/build/test-asan" -j"$jobs"
 cmake -S "$top" -B "$top/build/test-gcc" -DCMAKE_C_COMPILER=gcc \
-	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFS_CHECKS=ON -DTFS_WERROR=ON
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFS_CHECKS=ON -DTFS_WERROR=ON \
+	-DTFS_TEST_HOOKS=ON
 cmake --build "$top/build/test-gcc" -j"$jobs"
 
 echo "== unit tests under ASan+UBSan (clang)"

@@ -1,0 +1,40 @@
+/*
+ * daemon.h: part of the FUSE daemon (the adapter between the kernel's
+ * FUSE requests and lib/ calls): what fuse_main.c and fuse_ops.c share.
+ * Private to fs/.
+ *
+ * All of a mount's state is one struct tfs_daemon, made by main() and
+ * handed to the FUSE session as its userdata: handlers find it with
+ * fuse_req_userdata(req), op_init() and op_destroy() get it as their
+ * data argument.  Only the log's destination is a file-level static (in
+ * fuse_main.c), because lib/ reports errors through a callback that takes
+ * no context (tfs_fs_opts.log).
+ */
+#ifndef TFS_DAEMON_H
+#define TFS_DAEMON_H
+
+#include "config.h"
+#include "statedir.h"
+
+struct tfs_fs;
+struct fuse_lowlevel_ops;
+
+struct tfs_daemon {
+	struct tfs_fs *fs;		/* the mounted file system */
+	struct tfs_config cfg;		/* defaults, then -c, then -o */
+	double attr_timeout;		/* [mount] attr_timeout_ms, in s */
+	struct tfs_statedir statedir;	/* /.tensorfs */
+};
+
+/* The request handlers, for fuse_session_new() with a struct tfs_daemon
+ * as userdata. */
+extern const struct fuse_lowlevel_ops tfs_daemon_ops;
+
+/*
+ * Log a line: to stderr as "tensorfs: ..." in the foreground, else to
+ * syslog with priority prio (LOG_ERR, ...).  Thread safe.
+ */
+void tfs_daemon_log(int prio, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

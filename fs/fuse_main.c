@@ -1,0 +1,569 @@
+/*
+ * fuse_main.c: part of the FUSE daemon, the adapter between the kernel's
+ * FUSE requests and lib/ calls.  This file holds main(): the command line,
+ * the configuration (-c FILE.ini, settings in -o), the memory check,
+ * opening the device, mounting, daemonising, logging and the session loop.
+ * The request handlers are in fuse_ops.c.
+ *
+ * Start-up order matters: the device is opened and checked, and the
+ * mount point validated, before anything is mounted, so every error is
+ * printed on the terminal with a non-zero exit.  Then the FUSE session is
+ * mounted, the process daemonises (unless -f) and only then are threads
+ * started (fork keeps only the calling thread).  On SIGTERM, SIGINT or
+ * an unmount (fusermount3 -u) the session loop ends and tfs_fs_close()
+ * writes everything and a clean checkpoint before the process exits.
+ *
+ * main() reads as those steps: parse_cmdline, read_config,
+ * resolve_operands, open_fs, mount_session, start_daemon, serve, then
+ * unmount_session and close_fs.
+ */
+#ifndef FUSE_USE_VERSION
+#define FUSE_USE_VERSION 312
+#endif
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "fs.h"
+#include "io.h"
+#include "memcheck.h"
+#include "statedir.h"
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57
+#endif
+
+/* ===== logging ===== */
+
+/*
+ * Where tfs_daemon_log() writes: stderr with -f or -d, else syslog.  A
+ * file-level static rather than a field of struct tfs_daemon because
+ * lib/ logs through tfs_fs_opts.log, a callback with no context argument.
+ * Set once while the command line is read, before any thread starts.
+ */
+static int log_foreground;
+
+void tfs_daemon_log(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (log_foreground) {
+		fputs("tensorfs: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	} else {
+		vsyslog(prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
+static void log_fs(const char *msg)
+{
+	tfs_daemon_log(LOG_ERR, "%s", msg);
+}
+
+/* ===== command line ===== */
+
+/*
+ * Take the settings (key=value with a known key) out of a -o list into
+ * cfg and leave the FUSE options in *opts (NULL if none are left).
+ */
+static int split_options(struct tfs_config *cfg, char **opts, char *err,
+			 size_t errlen)
+{
+	char *rest = malloc(strlen(*opts) + 1), *tok, *save = NULL;
+	size_t pos = 0;
+	int rc = 0;
+
+	if (!rest)
+		return -ENOMEM;
+	for (tok = strtok_r(*opts, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (eq) {
+			*eq = '\0';
+			if (tfs_config_is_key(tok)) {
+				rc = tfs_config_set(cfg, tok, eq + 1, err,
+						    errlen);
+				continue;
+			}
+			*eq = '=';
+		}
+		pos += (size_t)sprintf(rest + pos, "%s%s", pos ? "," : "", tok);
+	}
+	free(*opts);
+	if (rc || pos == 0) {
+		free(rest);
+		*opts = NULL;
+		return rc;
+	}
+	*opts = rest;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fputs(
+"Usage: tensorfs [-c FILE.ini] [-o OPT[,OPT...]] [-f] [-d] DEVICE MOUNTPOINT\n"
+"\n"
+"Mount the tensorfs file system on DEVICE (an NVMe block device or an image\n"
+"file made with mkfs.tensorfs) at MOUNTPOINT, e.g. /local_nvme.  Tensors are\n"
+"offloaded by writing files there; point DeepSpeed's nvme_path at it.\n"
+"\n"
+"Options:\n"
+"  -c FILE.ini  read settings from FILE.ini (see conf/tensorfs.ini and\n"
+"               tensorfs.ini(5)); a bad key or value stops the mount\n"
+"  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
+"               overrides the file (-o commit_interval_ms=1000); others go\n"
+"               to FUSE: allow_other (the default when run as root), ro, and\n"
+"               the rest of mount.fuse3(8)\n"
+"  --print-config  print the effective configuration (defaults, -c, -o) as\n"
+"               an INI file and exit\n"
+"  -f           stay in the foreground; log to stderr instead of syslog\n"
+"  -d           debug: print every FUSE request (implies -f)\n"
+"  -h, --help   print this help and exit\n"
+"  -V, --version  print the version and exit\n"
+"\n"
+"Unmount with 'fusermount3 -u MOUNTPOINT' (or umount as root), or send the\n"
+"daemon SIGTERM: both write all data and leave a clean file system.\n"
+"\n"
+"Exit status: 0 after a clean unmount, 1 on an error (the message says what\n"
+"to do), 2 on a usage or configuration error.\n", f);
+}
+
+/*
+ * Each step of start-up returns GO_ON, or the status main() exits with,
+ * having said why: 0 after --help or --version, 1 for an error, 2 for a
+ * usage or configuration error.
+ */
+#define GO_ON (-1)
+
+/* What the command line asked for, and the paths it names resolved. */
+struct cmdline {
+	const char *conf;	/* -c FILE.ini, or NULL */
+	char *fuseopts;		/* the -o lists joined by ','; malloc'd */
+	int debug;		/* -d */
+	int foreground;		/* -f or -d */
+	int print_config;	/* --print-config */
+	char **operands;	/* DEVICE MOUNTPOINT, as given */
+	int noperands;
+	char dev[PATH_MAX];	/* realpath of DEVICE */
+	char mnt[PATH_MAX];	/* realpath of MOUNTPOINT */
+};
+
+/* Append a -o list to cl->fuseopts.  0, or -ENOMEM. */
+static int add_fuseopts(struct cmdline *cl, const char *opts)
+{
+	char *n;
+
+	if (!cl->fuseopts) {
+		cl->fuseopts = strdup(opts);
+		return 0;
+	}
+	n = malloc(strlen(cl->fuseopts) + strlen(opts) + 2);
+	if (!n)
+		return -ENOMEM;
+	sprintf(n, "%s,%s", cl->fuseopts, opts);
+	free(cl->fuseopts);
+	cl->fuseopts = n;
+	return 0;
+}
+
+/* The options; -h and -V are answered here. */
+static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "print-config", no_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:o:fdhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			cl->conf = optarg;
+			break;
+		case 'o':
+			if (add_fuseopts(cl, optarg))
+				return 1;
+			break;
+		case 'f':
+			cl->foreground = 1;
+			break;
+		case 'd':
+			cl->debug = 1;
+			cl->foreground = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'P':
+			cl->print_config = 1;
+			break;
+		case 'V':
+			printf("tensorfs %s (libfuse %d)\n", TFS_VERSION_STRING,
+			       fuse_version());
+#ifdef TFS_TEST_HOOKS
+			/* test-writeback.sh looks for this line */
+			printf("built with test hooks (fault injection); "
+			       "not for production use\n");
+#endif
+			return 0;
+		default:
+			fputs("Try 'tensorfs --help' for more information.\n",
+			      stderr);
+			return 2;
+		}
+	}
+	cl->operands = argv + optind;
+	cl->noperands = argc - optind;
+	return GO_ON;
+}
+
+/*
+ * The effective configuration: defaults, then -c FILE.ini, then the
+ * settings in -o (taken out of cl->fuseopts).
+ */
+static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
+{
+	char err[512] = "";
+
+	tfs_config_defaults(&dm->cfg);
+	if (cl->conf && tfs_config_load(&dm->cfg, cl->conf, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s\n", err);
+		return 2;
+	}
+	if (cl->fuseopts &&
+	    split_options(&dm->cfg, &cl->fuseopts, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: -o %s\n", err);
+		return 2;
+	}
+	if (dm->cfg.warnings[0])
+		fprintf(stderr, "tensorfs: %s", dm->cfg.warnings);
+	if (tfs_config_validate(&dm->cfg, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s%s%s\n", cl->conf ? cl->conf : "",
+			cl->conf ? ": " : "", err);
+		return 2;
+	}
+	dm->attr_timeout = (double)dm->cfg.mount_attr_timeout_ms / 1000.0;
+	return GO_ON;
+}
+
+/* DEVICE and MOUNTPOINT: two of them, the mount point a directory. */
+static int resolve_operands(struct cmdline *cl)
+{
+	const char *mnt;
+	struct stat st;
+
+	if (cl->noperands != 2) {
+		fprintf(stderr, "tensorfs: %s\n"
+			"Usage: tensorfs [-c FILE.ini] [-o OPT,...] [-f] [-d] "
+			"DEVICE MOUNTPOINT\n"
+			"Try 'tensorfs --help' for more information.\n",
+			cl->noperands < 2 ? "missing DEVICE or MOUNTPOINT"
+					  : "too many arguments");
+		return 2;
+	}
+	if (!realpath(cl->operands[0], cl->dev)) {
+		fprintf(stderr, "tensorfs: device '%s': %s\n", cl->operands[0],
+			strerror(errno));
+		return 1;
+	}
+	mnt = cl->operands[1];
+	if (stat(mnt, &st) < 0) {
+		fprintf(stderr, "tensorfs: mount point '%s' does not exist; "
+			"create it with mkdir -p %s\n", mnt, mnt);
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "tensorfs: mount point '%s' is not a "
+			"directory\n", mnt);
+		return 1;
+	}
+	if (!realpath(mnt, cl->mnt)) {
+		fprintf(stderr, "tensorfs: mount point '%s': %s\n", mnt,
+			strerror(errno));
+		return 1;
+	}
+	return GO_ON;
+}
+
+/* ===== start-up ===== */
+
+/*
+ * The data path's settings, and whether they fit this machine: the cache
+ * and the pool must fit in available memory with MOUNT_SPARE to spare,
+ * and a pinned arena in RLIMIT_MEMLOCK.  0, or 1 with a message.
+ */
+#define MOUNT_SPARE (64ull << 20)
+
+static int data_path_opts(const struct tfs_config *cfg,
+			  struct tfs_fs_opts *fo)
+{
+	struct tfs_mem_limits lim;
+	char err[1024];
+
+	fo->cache_bytes = tfs_config_cache_bytes(cfg);
+	fo->pool_bytes = tfs_config_pool_bytes(cfg);
+	fo->block_size = (size_t)cfg->aio_block_size;
+	fo->queue_depth = (unsigned)cfg->aio_queue_depth;
+	fo->io_threads = (unsigned)cfg->aio_intra_op_parallelism;
+	fo->pin = (int)cfg->offload_param_pin_memory;
+	fo->single_submit = (int)cfg->aio_single_submit;
+	fo->no_overlap = !cfg->aio_overlap_events;
+	fo->log = log_fs;
+	if (!cfg->mount_memory_check)
+		return 0;
+	tfs_mem_limits(&lim);
+	if (tfs_mem_check(&lim, fo->cache_bytes, fo->pool_bytes, fo->pin,
+			  MOUNT_SPARE, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+
+/* Open and check the device (and replay its journal), before mounting. */
+static int open_fs(struct tfs_daemon *dm, const char *dev)
+{
+	struct tfs_fs_opts fo = { 0 };
+	char err[512] = "";
+	struct stat root;
+
+	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
+	if (data_path_opts(&dm->cfg, &fo))
+		return 1;
+	if (tfs_fs_open(dev, &fo, &dm->fs, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
+		return 1;
+	}
+	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root) == 0)
+		tfs_statedir_init(&dm->statedir, root.st_uid, root.st_gid);
+	else
+		tfs_statedir_init(&dm->statedir, 0, 0);
+	if (tfs_fs_replayed(dm->fs))
+		tfs_daemon_log(LOG_NOTICE, "%s: recovered %llu journal "
+			       "transactions after an unclean shutdown", dev,
+			       (unsigned long long)tfs_fs_replayed(dm->fs));
+	return GO_ON;
+}
+
+/*
+ * A FUSE session with our handlers and dm as its userdata, mounted on
+ * cl->mnt, with handlers for SIGTERM and SIGINT that end its loop.  The
+ * FUSE arguments are built in *args (the caller frees them after the
+ * session).  Undone by unmount_session().
+ */
+static int mount_session(struct tfs_daemon *dm, const struct cmdline *cl,
+			 struct fuse_args *args, struct fuse_session **out)
+{
+	char fsname[PATH_MAX + 128];
+	struct fuse_session *se;
+
+	snprintf(fsname, sizeof(fsname),
+		 "fsname=tensorfs:%s,subtype=tensorfs,default_permissions%s",
+		 cl->dev, geteuid() == 0 ? ",allow_other" : "");
+	if (fuse_opt_add_arg(args, "tensorfs") ||
+	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, fsname) ||
+	    (cl->fuseopts && (fuse_opt_add_arg(args, "-o") ||
+			      fuse_opt_add_arg(args, cl->fuseopts))) ||
+	    (cl->debug && fuse_opt_add_arg(args, "-d"))) {
+		fprintf(stderr, "tensorfs: out of memory\n");
+		return 1;
+	}
+	se = fuse_session_new(args, &tfs_daemon_ops, sizeof(tfs_daemon_ops),
+			      dm);
+	if (!se) {
+		fprintf(stderr, "tensorfs: bad mount options '%s'; see "
+			"mount.fuse3(8)\n", cl->fuseopts ? cl->fuseopts : "");
+		return 2;
+	}
+	if (fuse_set_signal_handlers(se)) {
+		fprintf(stderr, "tensorfs: cannot set signal handlers\n");
+		goto out_session;
+	}
+	if (fuse_session_mount(se, cl->mnt)) {
+		fprintf(stderr, "tensorfs: cannot mount on '%s' (is /dev/fuse "
+			"there, and fusermount3 installed?)\n", cl->mnt);
+		goto out_signals;
+	}
+	*out = se;
+	return GO_ON;
+
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+	return 1;
+}
+
+static void unmount_session(struct fuse_session *se)
+{
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+}
+
+/* ===== kernel tuning ===== */
+
+/*
+ * Raise the mount's readahead and dirty-page share (as root).  The bdi is
+ * found through /proc/self/mountinfo: stat() of the mount point would
+ * ask this daemon, which does not serve requests yet.
+ */
+static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
+{
+	char line[8192], dev[64] = "", path[128];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char d[64], m[4096];
+
+		/* id parent major:minor root mountpoint ... */
+		if (sscanf(line, "%*s %*s %63s %*s %4095s", d, m) == 2 &&
+		    !strcmp(m, mnt))
+			snprintf(dev, sizeof(dev), "%s", d);
+	}
+	fclose(f);
+	if (!*dev)
+		return;
+	for (int i = 0; i < 2; i++) {
+		uint64_t v = i ? cfg->mount_bdi_max_ratio
+			       : cfg->mount_read_ahead_kb;
+		const char *knob = i ? "max_ratio" : "read_ahead_kb";
+
+		if (!v)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/bdi/%s/%s", dev, knob);
+		f = fopen(path, "w");
+		if (f) {
+			int ok = fprintf(f, "%llu\n", (unsigned long long)v) > 0;
+
+			if (fclose(f) == 0 && ok)
+				continue;
+		}
+		if (geteuid() == 0)
+			tfs_daemon_log(LOG_WARNING, "cannot set %s to %llu: %s",
+				       path, (unsigned long long)v,
+				       strerror(errno));
+	}
+}
+
+/*
+ * Mounted: tune the kernel's side, daemonise (unless foreground), and
+ * only then start lib/'s threads, since fork keeps only this one.
+ */
+static int start_daemon(struct tfs_daemon *dm, const char *mnt,
+			int foreground)
+{
+	int rc;
+
+	tune_bdi(&dm->cfg, mnt);
+	/* fork keeps only this thread: no ring may cross it */
+	tfs_io_thread_exit();
+	if (fuse_daemonize(foreground)) {
+		tfs_daemon_log(LOG_ERR, "cannot daemonise");
+		return 1;
+	}
+	if (!foreground)
+		openlog("tensorfs", LOG_PID, LOG_DAEMON);
+	/* Reclaim must not wait on us while we write for it. */
+	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
+	rc = tfs_fs_start(dm->fs);
+	if (rc) {
+		tfs_daemon_log(LOG_ERR, "cannot start: %s", strerror(-rc));
+		return 1;
+	}
+	return GO_ON;
+}
+
+/* Serve requests until an unmount or a signal: 0, or 1 on an error. */
+static int serve(struct tfs_daemon *dm, struct fuse_session *se)
+{
+	struct fuse_loop_config *loop = fuse_loop_cfg_create();
+	unsigned int threads = (unsigned)dm->cfg.mount_max_threads;
+	int rc;
+
+	if (!loop)
+		return 1;
+	fuse_loop_cfg_set_clone_fd(loop, 1);
+	fuse_loop_cfg_set_max_threads(loop, threads);
+	fuse_loop_cfg_set_idle_threads(loop, (threads + 1) / 2);
+	rc = fuse_session_loop_mt(se, loop);
+	fuse_loop_cfg_destroy(loop);
+	return rc < 0 ? 1 : 0;
+}
+
+/* Write everything and a clean checkpoint: ret, or 1 if that failed. */
+static int close_fs(struct tfs_daemon *dm, const char *dev, int ret)
+{
+	int rc = tfs_fs_close(dm->fs);
+
+	dm->fs = NULL;
+	if (rc) {
+		tfs_daemon_log(LOG_ERR, "%s: final write failed: %s; run "
+			       "tensorfs-fsck %s", dev, strerror(-rc), dev);
+		ret = 1;
+	}
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct tfs_daemon dm = { 0 };
+	struct cmdline cl = { 0 };
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se;
+	int ret;
+
+	ret = parse_cmdline(argc, argv, &cl);
+	if (ret != GO_ON)
+		goto out;
+	log_foreground = cl.foreground;
+	ret = read_config(&cl, &dm);
+	if (ret != GO_ON)
+		goto out;
+	if (cl.print_config) {
+		tfs_config_print(&dm.cfg, stdout);
+		ret = 0;
+		goto out;
+	}
+	ret = resolve_operands(&cl);
+	if (ret != GO_ON)
+		goto out;
+	ret = open_fs(&dm, cl.dev);
+	if (ret != GO_ON)
+		goto out;
+	ret = mount_session(&dm, &cl, &args, &se);
+	if (ret != GO_ON)
+		goto out_fs;
+	ret = start_daemon(&dm, cl.mnt, cl.foreground);
+	if (ret == GO_ON)
+		ret = serve(&dm, se);
+	unmount_session(se);
+out_fs:
+	ret = close_fs(&dm, cl.dev, ret);
+out:
+	fuse_opt_free_args(&args);
+	free(cl.fuseopts);
+	return ret;
+}

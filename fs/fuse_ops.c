@@ -1,0 +1,681 @@
+/*
+ * fuse_ops.c: part of the FUSE daemon, the adapter between the kernel's
+ * FUSE requests and lib/ calls.  This file holds the request handlers
+ * (op_*), their reply helpers and the fuse_lowlevel_ops table.
+ *
+ * Every handler is thin: it turns the FUSE request into one tfs_*() call
+ * and the result into one reply; the sign of an error flips only here
+ * (fuse_reply_err(req, -rc)).  All file system logic is in lib/; the
+ * virtual /.tensorfs directory is in statedir.c.
+ */
+#ifndef FUSE_USE_VERSION
+#define FUSE_USE_VERSION 312
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <syslog.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "fs.h"
+#include "statedir.h"
+
+/* ===== replies ===== */
+
+static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct fuse_entry_param e;
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = st->st_ino;
+	e.attr = *st;
+	e.attr_timeout = dm->attr_timeout;
+	e.entry_timeout = dm->attr_timeout;
+	fuse_reply_entry(req, &e);
+}
+
+static void set_open_flags(struct fuse_file_info *fi)
+{
+	/* O_DIRECT callers get direct I/O; others the page cache, where
+	 * shared writable mmap works */
+	fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+	fi->keep_cache = 0;
+}
+
+/* ===== handlers ===== */
+
+/* Fail a request that would change /.tensorfs or what is in it. */
+#define DENY_STATEDIR(req, parent, name, creating)                           \
+	do {                                                                 \
+		int deny_ = tfs_statedir_deny((parent), (name), (creating));  \
+		if (deny_) {                                                 \
+			fuse_reply_err((req), deny_);                        \
+			return;                                              \
+		}                                                            \
+	} while (0)
+
+static void op_init(void *data, struct fuse_conn_info *conn)
+{
+	struct tfs_daemon *dm = data;
+
+	conn->max_write = 1u << 20;
+	conn->max_read = 0;
+	/* the kernel offers what tune_bdi() set; ask for all of it */
+	if (dm->cfg.mount_read_ahead_kb)
+		conn->max_readahead =
+			(unsigned)dm->cfg.mount_read_ahead_kb * 1024;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC |
+				       FUSE_CAP_ASYNC_DIO |
+				       FUSE_CAP_PARALLEL_DIROPS |
+				       FUSE_CAP_ASYNC_READ);
+	/* the kernel clears setuid bits on write; we do not */
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+}
+
+static void op_destroy(void *data)
+{
+	(void)data;
+	/* tfs_fs_close() after the loop does the final flush */
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct stat st;
+	int rc = tfs_statedir_lookup(&dm->statedir, parent, name, &st);
+
+	if (rc > 0) {
+		reply_entry(req, 0, &st);
+		return;
+	}
+	if (rc == 0)
+		rc = tfs_lookup(dm->fs, parent, name, &st);
+
+	if (rc == -ENOENT) {
+		/* a negative entry the kernel may cache */
+		struct fuse_entry_param e;
+
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = 0;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	reply_entry(req, rc, &st);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)ino;
+	(void)nlookup;
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct stat st;
+	int rc = tfs_statedir_is(ino) ?
+			 tfs_statedir_getattr(&dm->statedir, ino, &st) :
+			 tfs_getattr(dm->fs, ino, &st);
+
+	(void)fi;
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, dm->attr_timeout);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct stat st;
+	int set = 0, rc;
+
+	(void)fi;
+	DENY_STATEDIR(req, ino, NULL, 0);
+	if (to_set & FUSE_SET_ATTR_MODE)
+		set |= TFS_SET_MODE;
+	if (to_set & FUSE_SET_ATTR_UID)
+		set |= TFS_SET_UID;
+	if (to_set & FUSE_SET_ATTR_GID)
+		set |= TFS_SET_GID;
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		set |= TFS_SET_SIZE;
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		set |= TFS_SET_ATIME;
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		set |= TFS_SET_MTIME;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		set |= TFS_SET_ATIME_NOW;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		set |= TFS_SET_MTIME_NOW;
+	if (to_set & FUSE_SET_ATTR_CTIME)
+		set |= TFS_SET_CTIME;
+	rc = tfs_setattr(dm->fs, ino, attr, set, &st);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, dm->attr_timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	char buf[PATH_MAX + 1];
+	ssize_t n = tfs_statedir_is(ino) ? -EINVAL :
+		    tfs_readlink(dm->fs, ino, buf, sizeof(buf) - 1);
+
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat st;
+	int rc;
+
+	DENY_STATEDIR(req, parent, name, 1);
+	rc = tfs_mknod(dm->fs, parent, name, mode, rdev, c->uid, c->gid, &st);
+
+	reply_entry(req, rc, &st);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat st;
+	int rc;
+
+	DENY_STATEDIR(req, parent, name, 1);
+	rc = tfs_mkdir(dm->fs, parent, name, mode, c->uid, c->gid, &st);
+
+	reply_entry(req, rc, &st);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
+	DENY_STATEDIR(req, parent, name, 0);
+	fuse_reply_err(req, -tfs_unlink(dm->fs, parent, name));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
+	DENY_STATEDIR(req, parent, name, 0);
+	fuse_reply_err(req, -tfs_rmdir(dm->fs, parent, name));
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat st;
+	int rc;
+
+	DENY_STATEDIR(req, parent, name, 1);
+	rc = tfs_symlink(dm->fs, parent, name, link, c->uid, c->gid, &st);
+
+	reply_entry(req, rc, &st);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	unsigned int f = 0;
+
+	DENY_STATEDIR(req, parent, name, 0);
+	DENY_STATEDIR(req, newparent, newname, 0);
+	if (flags & RENAME_NOREPLACE)
+		f |= TFS_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		f |= TFS_RENAME_EXCHANGE;
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -tfs_rename(dm->fs, parent, name, newparent,
+					newname, f));
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct stat st;
+	int rc;
+
+	DENY_STATEDIR(req, ino, NULL, 0);
+	DENY_STATEDIR(req, newparent, newname, 1);
+	rc = tfs_link(dm->fs, ino, newparent, newname, &st);
+
+	reply_entry(req, rc, &st);
+}
+
+/* A /.tensorfs file opened: its content rendered now, kept in fi->fh. */
+struct statefile {
+	char *buf;
+	size_t len;
+};
+
+static void open_statefile(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct statefile *f;
+	int rc;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	f->buf = tfs_statedir_render(dm->fs, &dm->cfg, ino, &f->len, &rc);
+	if (!f->buf) {
+		free(f);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->direct_io = 1;	/* st_size is 0: reads must reach us */
+	fi->keep_cache = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		free(f->buf);
+		free(f);
+	}
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino,
+		    struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int rc;
+
+	if (tfs_statedir_is(ino)) {
+		open_statefile(req, ino, fi);
+		return;
+	}
+	rc = tfs_open(dm->fs, ino, fi->flags);
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	set_open_flags(fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		tfs_release(dm->fs, ino); /* the caller was interrupted */
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct fuse_entry_param e;
+	struct stat st;
+	int rc;
+
+	DENY_STATEDIR(req, parent, name, 1);
+	rc = tfs_mknod(dm->fs, parent, name, S_IFREG | (mode & 07777), 0,
+		       c->uid, c->gid, &st);
+	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
+		/* created by someone else since the kernel looked: open it */
+		rc = tfs_lookup(dm->fs, parent, name, &st);
+		if (!rc && S_ISDIR(st.st_mode))
+			rc = -EISDIR;
+		if (!rc)
+			rc = tfs_open(dm->fs, st.st_ino, fi->flags);
+		if (!rc)
+			rc = tfs_getattr(dm->fs, st.st_ino, &st);
+	} else if (!rc) {
+		rc = tfs_open(dm->fs, st.st_ino, fi->flags & ~O_TRUNC);
+	}
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = st.st_ino;
+	e.attr = st;
+	e.attr_timeout = dm->attr_timeout;
+	e.entry_timeout = dm->attr_timeout;
+	set_open_flags(fi);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		tfs_release(dm->fs, st.st_ino);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const void *data;
+	ssize_t n;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (tfs_statedir_is(ino)) {
+		struct statefile *f = (struct statefile *)(uintptr_t)fi->fh;
+		size_t o = (size_t)off < f->len ? (size_t)off : f->len;
+
+		fuse_reply_buf(req, f->buf + o,
+			       size < f->len - o ? size : f->len - o);
+		return;
+	}
+	n = tfs_read_ref(dm->fs, ino, size, (uint64_t)off, &data);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, n ? data : NULL, (size_t)n);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	ssize_t n;
+
+	(void)fi;
+	DENY_STATEDIR(req, ino, NULL, 0);
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off);
+	if (n < 0) {
+		if (n != -ENOSPC)
+			tfs_daemon_log(LOG_ERR,
+				       "write of inode %llu failed: %s",
+				       (unsigned long long)ino,
+				       strerror((int)-n));
+		fuse_reply_err(req, (int)-n);
+	} else {
+		fuse_reply_write(req, (size_t)n);
+	}
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
+	/* each close(): start the write-back, report an earlier failure */
+	(void)fi;
+	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 : -tfs_flush(dm->fs, ino));
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
+	if (tfs_statedir_is(ino)) {
+		struct statefile *f = (struct statefile *)(uintptr_t)fi->fh;
+
+		free(f->buf);
+		free(f);
+		fuse_reply_err(req, 0);
+		return;
+	}
+	fuse_reply_err(req, -tfs_release(dm->fs, ino));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int rc = tfs_statedir_is(ino) ? 0 : tfs_fsync(dm->fs, ino, datasync);
+
+	(void)fi;
+	if (rc)
+		tfs_daemon_log(LOG_ERR, "fsync of inode %llu failed: %s",
+			       (unsigned long long)ino, strerror(-rc));
+	fuse_reply_err(req, -rc);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int rc = tfs_statedir_is(ino) ? 0 : tfs_opendir(dm->fs, ino);
+
+	if (!rc && tfs_statedir_is(ino)) {
+		struct stat st;
+
+		tfs_statedir_getattr(&dm->statedir, ino, &st);
+		rc = S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	}
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_open(req, fi);
+}
+
+struct dirbuf {
+	fuse_req_t req;
+	char *buf;
+	size_t size, pos;
+};
+
+static int fill_dir(void *arg, const char *name, uint64_t ino, mode_t type,
+		    uint64_t next)
+{
+	struct dirbuf *d = arg;
+	struct stat st;
+	size_t n;
+
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_mode = type;
+	n = fuse_add_direntry(d->req, d->buf + d->pos, d->size - d->pos, name,
+			      &st, (off_t)next);
+	if (n > d->size - d->pos)
+		return 1;
+	d->pos += n;
+	return 0;
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct dirbuf d = { req, NULL, size, 0 };
+	int rc;
+
+	(void)fi;
+	d.buf = malloc(size ? size : 1);
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (tfs_statedir_is(ino))
+		rc = tfs_statedir_readdir(off < 0 ? 0 : (uint64_t)off,
+					  fill_dir, &d);
+	else
+		rc = tfs_readdir(dm->fs, ino, off < 0 ? 0 : (uint64_t)off,
+				 fill_dir, &d);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, d.buf, d.pos);
+	free(d.buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
+	(void)fi;
+	fuse_reply_err(req, tfs_statedir_is(ino) ?
+				    0 : -tfs_fsync(dm->fs, ino, datasync));
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct statvfs sv;
+
+	(void)ino;
+	tfs_statfs(dm->fs, &sv);
+	fuse_reply_statfs(req, &sv);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int f = 0;
+
+	DENY_STATEDIR(req, ino, NULL, 0);
+	if (flags & XATTR_CREATE)
+		f |= TFS_XATTR_CREATE;
+	if (flags & XATTR_REPLACE)
+		f |= TFS_XATTR_REPLACE;
+	fuse_reply_err(req, -tfs_setxattr(dm->fs, ino, name, value, size, f));
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = tfs_statedir_is(ino) ? -ENODATA :
+				   tfs_getxattr(dm->fs, ino, name, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = tfs_statedir_is(ino) ? 0 : tfs_listxattr(dm->fs, ino, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
+	DENY_STATEDIR(req, ino, NULL, 0);
+	fuse_reply_err(req, -tfs_removexattr(dm->fs, ino, name));
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			 off_t offset, off_t length, struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
+	(void)fi;
+	DENY_STATEDIR(req, ino, NULL, 0);
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -tfs_fallocate(dm->fs, ino, mode,
+					   (uint64_t)offset,
+					   (uint64_t)length));
+}
+
+const struct fuse_lowlevel_ops tfs_daemon_ops = {
+	.init = op_init,
+	.destroy = op_destroy,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.create = op_create,
+	.fallocate = op_fallocate,
+};

@@ -1,0 +1,49 @@
+/*
+ * mkfs.h: format a device or an image file as tensorfs (the engine of
+ * mkfs.tensorfs).
+ */
+#ifndef TFS_MKFS_H
+#define TFS_MKFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What mkfs is asked to do. */
+struct tfs_mkfs_opts {
+	uint64_t size;	/* bytes (rounded down to blocks); 0: all of it */
+	int force;	/* overwrite a file system; format part of an image */
+	uid_t uid;	/* owner of the root directory */
+	gid_t gid;
+};
+
+/* What mkfs made. */
+struct tfs_mkfs_info {
+	uint64_t size;		/* bytes formatted */
+	uint64_t data_bytes;	/* of which the data area */
+	uint64_t meta_bytes;	/* and the metadata: journal, checkpoints */
+};
+
+/*
+ * Format the block device or image file at path as an empty tensorfs
+ * whose root directory is owned by o->uid:o->gid.
+ *
+ * With o->size, a missing path is created as a sparse image file of that
+ * size and a smaller image is extended; an image or device larger than
+ * o->size is formatted in its first o->size bytes only with o->force.
+ * Without o->force, a device that already holds a tensorfs, ext2/3/4 or
+ * XFS is refused.  A device in use (mounted) is always refused.  The
+ * minimum size is 64 MiB.
+ *
+ * Returns 0 with what was made in *info, or -errno with a sentence for
+ * the user in err (no program name, no newline; truncated to errlen):
+ * -EBUSY in use, -EEXIST a file system is there or the image is larger
+ * than o->size (give force), -ENOSPC too small, -ENOTBLK neither a block
+ * device nor a regular file, or the error of the system call that
+ * failed.  An image file created here is removed again on failure.
+ * The device is opened with an exclusive lock while this runs.
+ */
+int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
+	     struct tfs_mkfs_info *info, char *err, size_t errlen);
+
+#endif
