@@ -37,7 +37,6 @@
 #include "config.h"
 #include "daemon.h"
 #include "fs.h"
-#include "io.h"
 #include "memcheck.h"
 #include "statedir.h"
 
@@ -479,7 +478,7 @@ static int start_daemon(struct tfs_daemon *dm, const char *mnt,
 
 	tune_bdi(&dm->cfg, mnt);
 	/* fork keeps only this thread: no ring may cross it */
-	tfs_io_thread_exit();
+	tfs_fs_prepare_fork();
 	if (fuse_daemonize(foreground)) {
 		tfs_daemon_log(LOG_ERR, "cannot daemonise");
 		return 1;

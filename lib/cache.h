@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counters.h"
+
 struct tfs_cache;
 
 #define TFS_SECTOR 4096u
@@ -129,17 +131,7 @@ void tfs_cache_barrier(struct tfs_cache *c);
 /* Bytes of ino held in RAM. */
 uint64_t tfs_cache_bytes_of(struct tfs_cache *c, uint64_t ino);
 
-struct tfs_cache_stats {
-	uint64_t hits, misses;		/* chunk lookups by reads */
-	uint64_t evictions;
-	uint64_t cached_bytes;		/* valid data in RAM, clean or dirty */
-	uint64_t cache_limit;		/* cache_chunks x chunk_size */
-	uint64_t dirty_bytes;
-	uint64_t pool_busy, pool_total;	/* dirty chunks / pool_chunks */
-	uint64_t pool_waits;		/* writers that waited for space */
-	uint64_t flushed_bytes, flush_errors;
-	uint64_t arena_bytes;
-};
+/* Counters (counters.h). */
 void tfs_cache_get_stats(struct tfs_cache *c, struct tfs_cache_stats *s);
 
 #endif

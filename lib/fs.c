@@ -247,6 +247,11 @@ int tfs_fs_start(struct tfs_fs *fs)
 	return 0;
 }
 
+void tfs_fs_prepare_fork(void)
+{
+	tfs_io_thread_exit();
+}
+
 uint64_t tfs_fs_replayed(const struct tfs_fs *fs)
 {
 	return fs->replayed;

@@ -26,7 +26,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#include "cache.h"
+#include "counters.h"
 #include "io.h"
 
 struct tfs_fs;
@@ -67,6 +67,10 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		struct tfs_fs **out, char *err, size_t errlen);
 /* Start the background commit thread.  Call after any fork(). */
 int tfs_fs_start(struct tfs_fs *fs);
+/* Drop the calling thread's device ring before fork(): a child must not
+ * share its parent's io_uring.  Between tfs_fs_open() and fork(), in the
+ * thread that opened the file system; the next request makes a new one. */
+void tfs_fs_prepare_fork(void);
 /* Flush everything, write a clean checkpoint, close.  Returns 0 or the
  * first error of the final flush (the file system is closed either way).
  * Accepts NULL. */

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counters.h"
+
 struct tfs_dev;
 
 #define TFS_DEV_RDONLY	0x1	/* open read-only (fsck without -y) */
@@ -70,13 +72,7 @@ int tfs_dev_extend(struct tfs_dev *d, uint64_t size);
  * else a batch of queue_depth is submitted and waited for whole. */
 void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap);
 
-/* Counters: bytes and requests completed (relaxed atomics).  submitted
- * counts requests (pieces of at most block_size) sent to the kernel,
- * latency_ns their summed submit-to-completion time. */
-struct tfs_dev_stats {
-	uint64_t reads, writes, read_bytes, write_bytes, flushes, errors;
-	uint64_t submitted, inflight, latency_ns, latency_max_ns;
-};
+/* Counters (counters.h), read with relaxed atomics. */
 void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s);
 
 /* Tear down the calling thread's ring (before fork(): a child must not
