@@ -27,7 +27,6 @@
 #include <sys/types.h>
 
 #include "counters.h"
-#include "io.h"
 
 struct tfs_fs;
 
