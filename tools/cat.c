@@ -1380,6 +1380,13 @@ static void nearest_tensor(const struct tfs_tensor_list *l, const char *name,
 		snprintf(buf, len, "; did you mean '%s'?", best);
 }
 
+static int same_shape(const struct tfs_tensor_shape *a,
+		      const struct tfs_tensor_shape *b)
+{
+	return a->ndim == b->ndim &&
+	       !memcmp(a->dim, b->dim, a->ndim * sizeof(a->dim[0]));
+}
+
 /* Apply the tensor t of a header to s, under the flags and xattrs. */
 static void from_header(struct src *s, const struct tfs_tensor *t,
 			const char *what)
@@ -1393,11 +1400,24 @@ static void from_header(struct src *s, const struct tfs_tensor *t,
 		s->dtype = t->dtype;
 		s->dtype_from = what;
 	}
+	if (s->shape_from && s->dtype == t->dtype && t->fortran_order &&
+	    !same_shape(&s->shape, &t->shape) && s->shape_from[0] != '-') {
+		/* an attribute's shape cannot reorder Fortran-ordered
+		 * elements: the header's shape and order win */
+		fprintf(stderr,
+			"%s: '%s': ignoring %s, which disagrees with %s "
+			"in Fortran order\n",
+			prog, s->path, s->shape_from, what);
+		s->shape_from = NULL;
+	}
 	if (!s->shape_from && s->dtype == t->dtype) {
 		s->shape = t->shape;
 		s->shape_from = what;
-		s->fortran = t->fortran_order;
 	}
+	/* the header's order goes with its shape, however it came: a
+	 * tensorfs mount answers user.tensor.shape from the header */
+	if (s->dtype == t->dtype && same_shape(&s->shape, &t->shape))
+		s->fortran = t->fortran_order;
 	s->swap = t->big_endian && s->dtype == t->dtype;
 	s->offset = t->offset;
 	s->nbytes = t->nbytes;
@@ -1618,6 +1638,14 @@ static void open_src(struct src *s)
 	}
 }
 
+/* Whether an attribute's value is a tensorfs mount's listing of a file
+ * of several tensors, one "name: value" line each, rather than one
+ * dtype or shape (which never holds a colon). */
+static int is_listing(const char *v)
+{
+	return strchr(v, ':') != NULL;
+}
+
 /* Sources 1 and 2 of the dtype and shape: the flags, then the extended
  * attributes, whose shape goes with their dtype. */
 static void from_flags_and_xattrs(struct src *s, const struct opts *o)
@@ -1632,7 +1660,10 @@ static void from_flags_and_xattrs(struct src *s, const struct opts *o)
 	if (o->shape)
 		s->shape_from = "--shape";
 	snprintf(what, sizeof(what), "'%s': user.tensor.dtype", s->path);
-	if (get_xattr(s, "user.tensor.dtype", xa, sizeof(xa)))
+	/* a listing ("name: dtype" lines) is what a tensorfs mount
+	 * answers for a file of several tensors: the header says more */
+	if (get_xattr(s, "user.tensor.dtype", xa, sizeof(xa)) &&
+	    !is_listing(xa))
 		xdt = parse_dtype_or(EXIT_DATA, what, xa);
 	if (s->dtype < 0 && xdt >= 0) {
 		s->dtype = xdt;
@@ -1641,7 +1672,7 @@ static void from_flags_and_xattrs(struct src *s, const struct opts *o)
 	snprintf(what, sizeof(what), "'%s': user.tensor.shape", s->path);
 	if (!s->shape_from &&
 	    get_xattr(s, "user.tensor.shape", xa, sizeof(xa)) &&
-	    (xdt < 0 || xdt == s->dtype)) {
+	    !is_listing(xa) && (xdt < 0 || xdt == s->dtype)) {
 		parse_shape_or(EXIT_DATA, what, xa, &s->shape);
 		s->shape_from = "the user.tensor.shape attribute";
 	}
