@@ -584,7 +584,7 @@ int tfs_tensor_shape_check(const struct tfs_tensor_shape *s, int dt,
 
 /* ===== tensor lists ===== */
 
-static struct tfs_tensor_list *list_new(enum tfs_tensor_format format)
+struct tfs_tensor_list *tfs_tensor_list_new(enum tfs_tensor_format format)
 {
 	struct tfs_tensor_list *l = calloc(1, sizeof(*l));
 
@@ -597,8 +597,10 @@ void tfs_tensor_list_free(struct tfs_tensor_list *l)
 {
 	if (!l)
 		return;
-	for (size_t i = 0; i < l->count; i++)
+	for (size_t i = 0; i < l->count; i++) {
 		free(l->tensors[i].name);
+		free(l->tensors[i].stride);
+	}
 	for (size_t i = 0; i < 2 * l->nmeta; i++)
 		free(l->meta[i]);
 	free(l->tensors);
@@ -606,8 +608,8 @@ void tfs_tensor_list_free(struct tfs_tensor_list *l)
 	free(l);
 }
 
-/* A new zeroed tensor at the end of l, named name (copied), or NULL. */
-static struct tfs_tensor *list_add(struct tfs_tensor_list *l, const char *name)
+struct tfs_tensor *tfs_tensor_list_add(struct tfs_tensor_list *l,
+				       const char *name)
 {
 	struct tfs_tensor *t;
 	size_t n = l->count;
@@ -668,6 +670,11 @@ enum tfs_tensor_format tfs_tensor_probe(const void *buf, size_t len,
 		if (header_len)
 			*header_len = n;
 		return TFS_TENSOR_NPY;
+	}
+	if (len >= 4 && !memcmp(b, "PK\3\4", 4)) {
+		if (header_len)
+			*header_len = 0;
+		return TFS_TENSOR_TORCH;
 	}
 	/* a length, then '{' and a key, '}' or a space: safetensors' JSON
 	 * (however long the file is: a short one is a truncated header) */
@@ -1009,8 +1016,8 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 		goto out;
 	}
 	rc = -ENOMEM;
-	l = list_new(TFS_TENSOR_NPY);
-	if (!l || !(t = list_add(l, "")))
+	l = tfs_tensor_list_new(TFS_TENSOR_NPY);
+	if (!l || !(t = tfs_tensor_list_add(l, "")))
 		goto out;
 	t->dtype = dt;
 	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", h.descr);
@@ -1166,7 +1173,7 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 	rc = st_entry(name, v, data_len, &begin, &end, err, errlen);
 	if (rc)
 		return rc;
-	t = list_add(l, name);
+	t = tfs_tensor_list_add(l, name);
 	if (!t)
 		return -ENOMEM;
 	json_array_foreach(shape, i, d)
@@ -1286,7 +1293,7 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 		goto out;
 	}
 	rc = -ENOMEM;
-	l = list_new(TFS_TENSOR_SAFETENSORS);
+	l = tfs_tensor_list_new(TFS_TENSOR_SAFETENSORS);
 	if (!l)
 		goto out;
 	l->data_offset = 8 + n;
