@@ -6,7 +6,9 @@
  * has it: the flags (--dtype, --shape, --offset), the extended
  * attributes user.tensor.dtype and user.tensor.shape, the file's own
  * header (.npy, or the --tensor of a .safetensors file, parsed by
- * lib/tensor/tensor.c).  --offset means "raw": no header is read.  A header's
+ * lib/tensor/tensor.c, or of a torch.save file, by lib/tensor/torch.c,
+ * whose tensors may be strided views: elements are then reached through
+ * the strides).  --offset means "raw": no header is read.  A header's
  * shape goes with its dtype only; without a shape the tensor is 1-D.
  * The shape must account for every byte of the data, or exit 1.
  *
@@ -50,6 +52,7 @@
 #include <unistd.h>
 
 #include "tensor.h"
+#include "torch.h"
 #include "units.h"
 
 #define EXIT_DATA 1
@@ -81,8 +84,9 @@ static void usage(FILE *f)
 	    "after the\n"
 	    "point), or, with --stats, its statistics.  FILE is any file, on "
 	    "a\n"
-	    "tensorfs mount or not: a .npy file, a .safetensors file or raw "
-	    "elements.\n"
+	    "tensorfs mount or not: a .npy file, a .safetensors file, a "
+	    "torch.save\n"
+	    "file (read without running it) or raw elements.\n"
 	    "\n"
 	    "Options:\n"
 	    "  -d, --dtype TYPE   element type: fp64, fp32, fp16, bf16, "
@@ -104,7 +108,12 @@ static void usage(FILE *f)
 	    "                     file is then read as raw elements, its "
 	    "header is\n"
 	    "                     ignored\n"
-	    "  -t, --tensor NAME  the tensor NAME of a .safetensors file\n"
+	    "  -t, --tensor NAME  the tensor NAME of a .safetensors file, or "
+	    "of a\n"
+	    "                     torch.save file, where NAME is its path in "
+	    "the\n"
+	    "                     saved structure: model.layers.0.weight, "
+	    "state.0.exp_avg\n"
 	    "      --stats        print count, min, max, mean, std (of the "
 	    "finite\n"
 	    "                     values; std as numpy's, ddof 0) and the "
@@ -144,8 +153,9 @@ static void usage(FILE *f)
 	    "byte N), all of it: a shape that needs more or fewer bytes is an "
 	    "error.\n"
 	    "\n"
-	    "A .safetensors file without --tensor is listed: each tensor's "
-	    "name,\n"
+	    "A .safetensors or torch.save file without --tensor is listed: "
+	    "each tensor's\n"
+	    "name,"
 	    "dtype, shape, offset and size in bytes, and the __metadata__; "
 	    "with\n"
 	    "--stats, each tensor's statistics follow its line.\n"
@@ -173,6 +183,7 @@ static void usage(FILE *f)
 	    "  tensorfs-cat weights.npy\n"
 	    "  tensorfs-cat --stats model.safetensors\n"
 	    "  tensorfs-cat -t model.embed_tokens.weight model.safetensors\n"
+	    "  tensorfs-cat -t optimizer.state.0.exp_avg checkpoint.pt\n"
 	    "  tensorfs-cat --dtype bf16 --shape 4096,1024 "
 	    "/mnt/tensorfs/param.swp\n",
 	    f);
@@ -255,6 +266,8 @@ struct src {
 	struct tfs_tensor_shape shape;
 	const char *shape_from; /* NULL: one dimension, derived */
 	int fortran, swap;
+	const uint64_t *stride; /* torch: element strides, or NULL */
+	int torch;		/* a torch.save file */
 	uint64_t offset, nbytes, count;
 	const char *name; /* the safetensors tensor, or NULL */
 };
@@ -709,13 +722,15 @@ static void shown_read(struct shown *sh, const struct src *s)
 	for (unsigned int a = nd; a-- > 0;)
 		sh->stride[a] =
 		    a + 1 < nd ? sh->stride[a + 1] * sh->dim[a + 1] : 1;
-	/* strides of the file's elements: C order, or Fortran's */
+	/* strides of the file's elements: C order, Fortran's, or torch's */
 	for (unsigned int a = 0; a < nd; a++) {
 		unsigned int b = s->fortran ? a : nd - 1 - a;
 		unsigned int prev = s->fortran ? b - 1 : b + 1;
 
 		fstride[b] = a ? fstride[prev] * shape->dim[prev] : 1;
 	}
+	if (s->stride)
+		memcpy(fstride, s->stride, nd * sizeof(fstride[0]));
 	sh->v = xmalloc((size_t)(sh->n ? sh->n : 1) * sizeof(*sh->v));
 	if (!s->count)
 		sh->n = 0;
@@ -1114,14 +1129,79 @@ static void swap_block(unsigned char *p, size_t n, size_t es)
 		}
 }
 
+/*
+ * Whether the strides reach each element of the data once (a tensor
+ * permuted, e.g. transposed, but dense): then the statistics, which do
+ * not depend on the order, may read the data in file order.
+ */
+static int dense(const struct src *s)
+{
+	uint64_t want = 1, done = 0;
+
+	for (unsigned int k = 0; k < s->shape.ndim; k++) {
+		unsigned int best = TFS_TENSOR_MAX_DIMS;
+
+		for (unsigned int a = 0; a < s->shape.ndim; a++)
+			if (!(done >> a & 1) && s->shape.dim[a] > 1 &&
+			    (best == TFS_TENSOR_MAX_DIMS ||
+			     s->stride[a] < s->stride[best]))
+				best = a;
+		if (best == TFS_TENSOR_MAX_DIMS)
+			break;
+		if (s->stride[best] != want)
+			return 0;
+		want *= s->shape.dim[best];
+		done |= (uint64_t)1 << best;
+	}
+	return 1;
+}
+
+/* The statistics of a view with gaps or repeats: element by element,
+ * in C order, through the reader's 1 MiB window. */
+static void compute_stats_strided(const struct src *s, struct stats *st)
+{
+	size_t es = tfs_tensor_dtype_size(s->dtype), n = 0, cap = BLOCK / es;
+	unsigned char *buf = xmalloc(BLOCK);
+	double *x = xmalloc(cap * sizeof(double));
+	struct reader r = {.s = s, .es = es};
+	uint64_t idx[TFS_TENSOR_MAX_DIMS] = {0}, at = 0;
+
+	stats_init(st);
+	for (uint64_t k = 0; k < s->count; k++) {
+		memcpy(buf + n * es, elem_at(&r, at), es);
+		if (++n == cap) {
+			stats_block(st, s->dtype, buf, n, x);
+			n = 0;
+		}
+		for (unsigned int a = s->shape.ndim; a-- > 0;) {
+			at += s->stride[a];
+			if (++idx[a] < s->shape.dim[a])
+				break;
+			at -= s->stride[a] * s->shape.dim[a];
+			idx[a] = 0;
+		}
+	}
+	if (n)
+		stats_block(st, s->dtype, buf, n, x);
+	free(r.buf);
+	free(buf);
+	free(x);
+}
+
 static void compute_stats(const struct src *s, struct stats *st)
 {
 	size_t es = tfs_tensor_dtype_size(s->dtype);
-	unsigned char *buf = xmalloc(BLOCK);
-	double *x = xmalloc(BLOCK / es * sizeof(double));
+	unsigned char *buf;
+	double *x;
 	uint64_t rel = 0, data_end = 0;
 	int holes = 1;
 
+	if (s->stride && !dense(s)) {
+		compute_stats_strided(s, st);
+		return;
+	}
+	buf = xmalloc(BLOCK);
+	x = xmalloc(BLOCK / es * sizeof(double));
 	stats_init(st);
 #ifdef POSIX_FADV_SEQUENTIAL
 	posix_fadvise(s->fd, (off_t)s->offset, (off_t)s->nbytes,
@@ -1281,6 +1361,11 @@ static void check_shape(struct src *s)
 		s->shape.ndim = 1;
 		s->shape.dim[0] = s->nbytes / es;
 	}
+	if (s->stride) {
+		/* the header checked that the strides stay in the data */
+		tfs_tensor_shape_count(&s->shape, &s->count);
+		return;
+	}
 	if (tfs_tensor_shape_check(&s->shape, s->dtype, s->nbytes, err,
 				   sizeof(err)))
 		die(EXIT_DATA,
@@ -1322,6 +1407,18 @@ static void parse_shape_or(int code, const char *what, const char *text,
 		    what, text);
 }
 
+/* tfs_zip_read_fn over s's file. */
+static ssize_t pread_fn(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	const struct src *s = ctx;
+	ssize_t r;
+
+	do
+		r = pread(s->fd, buf, len, (off_t)off);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
+}
+
 /* The header of s, parsed, or NULL for raw bytes; exits 1 if broken. */
 static struct tfs_tensor_list *read_header(const struct src *s)
 {
@@ -1339,6 +1436,18 @@ static struct tfs_tensor_list *read_header(const struct src *s)
 	fmt = tfs_tensor_probe(head, n, &hlen);
 	if (fmt == TFS_TENSOR_RAW)
 		return NULL;
+	if (fmt == TFS_TENSOR_TORCH) {
+		rc = tfs_torch_parse(pread_fn, (void *)s, s->file_size, 0, &l,
+				     err, sizeof(err));
+		if (rc == -ENOMEM)
+			die(EXIT_DATA, "out of memory");
+		if (rc)
+			die(EXIT_DATA,
+			    "'%s': %s; is it a torch.save file? (--offset N "
+			    "reads it as raw elements)",
+			    s->path, err);
+		return l;
+	}
 	if (hlen > s->file_size)
 		hlen = s->file_size; /* the parser says truncated */
 	if (fmt == TFS_TENSOR_NPY && hlen > MAX_NPY_HEADER)
@@ -1400,14 +1509,16 @@ static void from_header(struct src *s, const struct tfs_tensor *t,
 		s->dtype = t->dtype;
 		s->dtype_from = what;
 	}
-	if (s->shape_from && s->dtype == t->dtype && t->fortran_order &&
+	if (s->shape_from && s->dtype == t->dtype &&
+	    (t->fortran_order || t->stride) &&
 	    !same_shape(&s->shape, &t->shape) && s->shape_from[0] != '-') {
-		/* an attribute's shape cannot reorder Fortran-ordered
-		 * elements: the header's shape and order win */
+		/* an attribute's shape cannot reorder Fortran-ordered or
+		 * strided elements: the header's shape and order win */
 		fprintf(stderr,
 			"%s: '%s': ignoring %s, which disagrees with %s "
-			"in Fortran order\n",
-			prog, s->path, s->shape_from, what);
+			"in %s\n",
+			prog, s->path, s->shape_from, what,
+			t->stride ? "strides" : "Fortran order");
 		s->shape_from = NULL;
 	}
 	if (!s->shape_from && s->dtype == t->dtype) {
@@ -1416,8 +1527,15 @@ static void from_header(struct src *s, const struct tfs_tensor *t,
 	}
 	/* the header's order goes with its shape, however it came: a
 	 * tensorfs mount answers user.tensor.shape from the header */
-	if (s->dtype == t->dtype && same_shape(&s->shape, &t->shape))
+	if (s->dtype == t->dtype && same_shape(&s->shape, &t->shape)) {
 		s->fortran = t->fortran_order;
+		s->stride = t->stride;
+	}
+	if (t->stride && !s->stride)
+		die(EXIT_USAGE,
+		    "'%s': %s is strided (a view): its --dtype and --shape "
+		    "cannot differ from the saved ones",
+		    s->path, what);
 	s->swap = t->big_endian && s->dtype == t->dtype;
 	s->offset = t->offset;
 	s->nbytes = t->nbytes;
@@ -1456,7 +1574,10 @@ static json_t *list_json(const struct src *s, const struct tfs_tensor_list *l,
 	json_t *j = json_object(), *meta;
 
 	json_object_set_new(j, "file", json_string(s->path));
-	json_object_set_new(j, "format", json_string("safetensors"));
+	json_object_set_new(j, "format",
+			    json_string(l->format == TFS_TENSOR_TORCH
+					    ? "torch"
+					    : "safetensors"));
 	json_object_set_new(j, "data_offset",
 			    json_integer((json_int_t)l->data_offset));
 	meta = json_object();
@@ -1480,7 +1601,17 @@ static json_t *tensor_json(const struct src *s, const struct tfs_tensor *t,
 			    json_string(t->dtype >= 0
 					    ? tfs_tensor_dtype_name(t->dtype)
 					    : t->dtype_name));
-	json_object_set_new(e, "safetensors_dtype", json_string(t->dtype_name));
+	json_object_set_new(e,
+			    s->torch ? "torch_dtype" : "safetensors_dtype",
+			    json_string(t->dtype_name));
+	if (t->stride) {
+		json_t *a = json_array();
+
+		for (unsigned int i = 0; i < t->shape.ndim; i++)
+			json_array_append_new(
+			    a, json_integer((json_int_t)t->stride[i]));
+		json_object_set_new(e, "strides", a);
+	}
 	json_object_set_new(e, "shape", json_shape(&t->shape));
 	json_object_set_new(e, "offset", json_integer((json_int_t)t->offset));
 	json_object_set_new(e, "nbytes", json_integer((json_int_t)t->nbytes));
@@ -1500,9 +1631,13 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 	if (o->json) {
 		j = list_json(s, l, &arr);
 	} else {
-		printf("%s: %zu tensor%s, data at byte %llu\n", s->path,
-		       l->count, l->count == 1 ? "" : "s",
-		       (unsigned long long)l->data_offset);
+		if (l->format == TFS_TENSOR_TORCH)
+			printf("%s: torch.save file, %zu tensor%s\n", s->path,
+			       l->count, l->count == 1 ? "" : "s");
+		else
+			printf("%s: %zu tensor%s, data at byte %llu\n",
+			       s->path, l->count, l->count == 1 ? "" : "s",
+			       (unsigned long long)l->data_offset);
 		for (size_t i = 0; i < l->nmeta; i++)
 			printf("__metadata__ %s = %s\n", l->meta[2 * i],
 			       l->meta[2 * i + 1]);
@@ -1517,9 +1652,11 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 		if (dostats) {
 			s->dtype = t->dtype;
 			s->shape = t->shape;
+			s->stride = t->stride;
 			s->offset = t->offset;
 			s->nbytes = t->nbytes;
-			s->swap = 0;
+			s->swap = t->big_endian;
+			tfs_tensor_shape_count(&t->shape, &s->count);
 			compute_stats(s, &st);
 		}
 		tfs_tensor_shape_format(&t->shape, 1, shape, sizeof(shape));
@@ -1528,10 +1665,20 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 			    arr, tensor_json(s, t, dostats ? &st : NULL));
 			continue;
 		}
-		printf("%-*s  %-*s  %-*s  %12llu  %12llu\n", (int)wn, t->name,
+		printf("%-*s  %-*s  %-*s  %12llu  %12llu", (int)wn, t->name,
 		       (int)wd, t->dtype_name, (int)ws, shape,
 		       (unsigned long long)t->offset,
 		       (unsigned long long)t->nbytes);
+		if (t->stride) {
+			struct tfs_tensor_shape st_ = {.ndim = t->shape.ndim};
+
+			memcpy(st_.dim, t->stride,
+			       t->shape.ndim * sizeof(st_.dim[0]));
+			printf("  strides %s",
+			       tfs_tensor_shape_format(&st_, 1, shape,
+						       sizeof(shape)));
+		}
+		putchar('\n');
 		if (dostats) {
 			print_stats(s, &st, "    ");
 		} else if (o->stats) {
@@ -1546,6 +1693,16 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 }
 
 /* ===== main ===== */
+
+/* Whether a file is listed rather than printed without --tensor: a
+ * .safetensors file, a torch.save file unless it is one tensor saved
+ * alone. */
+static int lists(const struct tfs_tensor_list *l)
+{
+	if (l->format == TFS_TENSOR_TORCH)
+		return l->count != 1 || l->tensors[0].name[0];
+	return l->format == TFS_TENSOR_SAFETENSORS;
+}
 
 /* The long options; the short ones are the same letters and -h, -V. */
 enum { O_STATS = 256, O_JSON };
@@ -1712,7 +1869,8 @@ static void pick_tensor(struct src *s, const struct opts *o,
 {
 	char near[160], what[PATH_MAX + 64];
 
-	if (l && l->format == TFS_TENSOR_SAFETENSORS) {
+	if (l && (l->format == TFS_TENSOR_SAFETENSORS ||
+		  (l->format == TFS_TENSOR_TORCH && o->tensor))) {
 		const struct tfs_tensor *t = tfs_tensor_list_find(l, o->tensor);
 
 		if (!t) {
@@ -1722,10 +1880,14 @@ static void pick_tensor(struct src *s, const struct opts *o,
 			    "--tensor to list them)",
 			    s->path, o->tensor, near);
 		}
-		snprintf(what, sizeof(what), "the .safetensors entry '%s'",
+		snprintf(what, sizeof(what), "the %s entry '%s'",
+			 l->format == TFS_TENSOR_TORCH ? "torch.save"
+						       : ".safetensors",
 			 t->name);
 		s->name = t->name;
 		from_header(s, t, what);
+	} else if (l && l->format == TFS_TENSOR_TORCH) {
+		from_header(s, &l->tensors[0], "the torch.save tensor");
 	} else if (l) {
 		if (o->tensor)
 			die(EXIT_USAGE,
@@ -1735,13 +1897,14 @@ static void pick_tensor(struct src *s, const struct opts *o,
 		from_header(s, &l->tensors[0], "the .npy header");
 	} else if (o->tensor) {
 		die(EXIT_USAGE,
-		    "'%s' is no .safetensors file; --tensor "
-		    "names a tensor in one",
+		    "'%s' is no .safetensors or torch.save file; "
+		    "--tensor names a tensor in one",
 		    s->path);
 	}
 	if (s->dtype < 0)
 		die(EXIT_USAGE,
-		    "'%s' has no .npy or .safetensors header and no "
+		    "'%s' has no .npy, .safetensors or torch.save header "
+		    "and no "
 		    "user.tensor.dtype attribute; give its element "
 		    "type with --dtype (fp32, fp16, bf16, ...)",
 		    s->path);
@@ -1780,7 +1943,8 @@ int main(int argc, char **argv)
 	open_src(&s);
 	from_flags_and_xattrs(&s, &o);
 	l = from_offset_or_header(&s, &o);
-	if (l && l->format == TFS_TENSOR_SAFETENSORS && !o.tensor) {
+	s.torch = l && l->format == TFS_TENSOR_TORCH;
+	if (l && !o.tensor && lists(l)) {
 		list_tensors(&s, l, &o);
 		goto out;
 	}
