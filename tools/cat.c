@@ -147,6 +147,11 @@ static void usage(FILE *f)
 	    "     .safetensors entry of NAME.  A header's shape is used only "
 	    "with\n"
 	    "     the header's dtype\n"
+	    "  4. for a raw file in DeepSpeed's ZeRO-3 swap tree, its "
+	    "directory:\n"
+	    "     zero_stage_3/bfloat16params/rankN/*.swp is bf16, "
+	    "float16params fp16,\n"
+	    "     float32params and optimizer fp32\n"
 	    "Without a dtype from any of them tensorfs-cat stops and asks for\n"
 	    "--dtype.  The data is what follows the header (--offset: what "
 	    "follows\n"
@@ -1861,6 +1866,26 @@ static struct tfs_tensor_list *from_offset_or_header(struct src *s,
 	return l;
 }
 
+/* Source 4, for raw files: the dtype DeepSpeed's swap directories
+ * name (tfs_tensor_deepspeed_dtype() says which, from DeepSpeed's
+ * code). */
+static void deepspeed_dtype(struct src *s)
+{
+	static char from[96];
+	char *real = realpath(s->path, NULL);
+	int dt = real ? tfs_tensor_deepspeed_dtype(real) : -ENOENT;
+
+	if (dt >= 0) {
+		const char *dir = strstr(real, "/zero_stage_3/") + 14;
+
+		snprintf(from, sizeof(from), "DeepSpeed's swap directory '%.*s'",
+			 (int)(strchr(dir, '/') - dir), dir);
+		s->dtype = dt;
+		s->dtype_from = from;
+	}
+	free(real);
+}
+
 /* The tensor to print: --tensor of a .safetensors file, the one of a
  * .npy file, or the raw data; exits if --tensor does not fit the file or
  * nothing gives a dtype. */
@@ -1895,6 +1920,8 @@ static void pick_tensor(struct src *s, const struct opts *o,
 			    "tensor: leave out --tensor",
 			    s->path);
 		from_header(s, &l->tensors[0], "the .npy header");
+	} else if (!o->tensor && s->dtype < 0) {
+		deepspeed_dtype(s);
 	} else if (o->tensor) {
 		die(EXIT_USAGE,
 		    "'%s' is no .safetensors or torch.save file; "

@@ -1336,3 +1336,63 @@ int tfs_tensor_parse(const void *buf, size_t len, uint64_t file_size,
 		return -EINVAL;
 	}
 }
+
+/* ===== DeepSpeed's swap files ===== */
+
+/* The component of path before the one that starts at end (the path's
+ * end: the last), as [*start, returned end); NULL when none. */
+static const char *prev_component(const char *path, const char *end,
+				  const char **start)
+{
+	const char *p = end;
+
+	while (p > path && p[-1] == '/')
+		p--;
+	if (p == path)
+		return NULL;
+	end = p;
+	while (p > path && p[-1] != '/')
+		p--;
+	*start = p;
+	return end;
+}
+
+static int component_is(const char *s, const char *e, const char *word)
+{
+	return (size_t)(e - s) == strlen(word) && !strncmp(s, word, (size_t)(e - s));
+}
+
+int tfs_tensor_deepspeed_dtype(const char *path)
+{
+	static const struct {
+		const char *dir;
+		int dtype;
+	} dirs[] = {
+	    {"float16params", TFS_TENSOR_FP16},
+	    {"bfloat16params", TFS_TENSOR_BF16},
+	    {"float32params", TFS_TENSOR_FP32},
+	    {"optimizer", TFS_TENSOR_FP32},
+	};
+	const char *s, *e = path + strlen(path);
+	size_t n = strlen(path);
+
+	if (n < 4 || strcmp(path + n - 4, ".swp"))
+		return -ENOENT;
+	e = prev_component(path, e, &s); /* the file */
+	if (!e || !(e = prev_component(path, s, &s)))
+		return -ENOENT;
+	if ((size_t)(e - s) > 4 && !strncmp(s, "rank", 4) &&
+	    strspn(s + 4, "0123456789") == (size_t)(e - s - 4) &&
+	    !(e = prev_component(path, s, &s)))
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		const char *ps, *pe;
+
+		if (!component_is(s, e, dirs[i].dir))
+			continue;
+		pe = prev_component(path, s, &ps);
+		return pe && component_is(ps, pe, "zero_stage_3") ? dirs[i].dtype
+								  : -ENOENT;
+	}
+	return -ENOENT;
+}

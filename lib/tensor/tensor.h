@@ -257,6 +257,23 @@ struct tfs_tensor *tfs_tensor_list_add(struct tfs_tensor_list *l,
 const struct tfs_tensor *tfs_tensor_list_find(const struct tfs_tensor_list *l,
 					      const char *name);
 
+/* ===== DeepSpeed's swap files ===== */
+
+/*
+ * The dtype of a DeepSpeed ZeRO-3 swap file, from its path, or -ENOENT.
+ * DeepSpeed writes raw elements and names their dtype in the directory:
+ *   NVME/zero_stage_3/{float16,bfloat16,float32}params/rankN/ID_param.tensor.swp
+ *     (deepspeed/runtime/swap_tensor/partitioned_param_swapper.py,
+ *     AsyncPartitionedParameterSwapper._configure_aio: the folder is
+ *     f'{torch_dtype_string}params', str(self.dtype) without "torch.")
+ *   NVME/zero_stage_3/optimizer/rankN/...swp: fp32
+ *     (optimizer_utils.py, OptimizerSwapper.__init__: the folder
+ *     'optimizer' of the fp32 partitions and their optimizer state)
+ * The rankN level is optional (DeepSpeed before 0.6 had none).  path
+ * should be absolute (realpath()); the file name must end in ".swp".
+ */
+int tfs_tensor_deepspeed_dtype(const char *path);
+
 /* Free a list and everything in it; NULL is a no-op. */
 void tfs_tensor_list_free(struct tfs_tensor_list *l);
 
