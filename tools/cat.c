@@ -33,9 +33,13 @@
  * are counted as zeros without being read.  min, max, mean and std are
  * over the finite values; NaN and infinities are counted apart.
  *
+ * --stats DIR walks a tree and checks each file in a child process (a
+ * data error exits, and must end that file's check only), streaming one
+ * line per tensor: memory stays that of one file's check.
+ *
  * Exit status: 0 done, 1 a data error (a file that cannot be read, a
  * malformed header, a shape that disagrees with the data, an unknown
- * --tensor), 2 a usage error.
+ * --tensor), 2 a usage error, 3 (--stats DIR) a NaN or Inf found.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +51,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -73,6 +79,7 @@ static void usage(FILE *f)
 {
 	fputs(
 	    "Usage: tensorfs-cat [OPTIONS] FILE\n"
+	    "       tensorfs-cat --stats [--json] DIR\n"
 	    "\n"
 	    "Print the tensor in FILE as numpy prints it (repr of an ndarray: "
 	    "nested\n"
@@ -165,6 +172,18 @@ static void usage(FILE *f)
 	    "with\n"
 	    "--stats, each tensor's statistics follow its line.\n"
 	    "\n"
+	    "--stats DIR checks every regular file under DIR (recursively, "
+	    "in name\n"
+	    "order, not following symbolic links): one line per tensor, "
+	    "FILE or\n"
+	    "FILE:NAME for files of several, with dtype, shape, min, max, "
+	    "mean and the\n"
+	    "NaN and infinity counts (--json: one object per line), then a "
+	    "summary\n"
+	    "on stderr.  Files of no known dtype are skipped.  It answers "
+	    "\"which\n"
+	    "tensor went NaN?\" over a checkpoint or DeepSpeed's swap tree.\n"
+	    "\n"
 	    "Values are printed as numpy 2.2 and later print them, shape= "
 	    "included\n"
 	    "for a summarised array (numpy 1.x leaves it out); bf16 and fp8 "
@@ -183,12 +202,16 @@ static void usage(FILE *f)
 	    "  2  a usage error: an unknown option, dtype or shape syntax, or "
 	    "no\n"
 	    "     dtype known for FILE\n"
+	    "  3  --stats DIR: some tensor holds a NaN or an infinity (1 when "
+	    "none\n"
+	    "     does but a file could not be read)\n"
 	    "\n"
 	    "Examples:\n"
 	    "  tensorfs-cat weights.npy\n"
 	    "  tensorfs-cat --stats model.safetensors\n"
 	    "  tensorfs-cat -t model.embed_tokens.weight model.safetensors\n"
 	    "  tensorfs-cat -t optimizer.state.0.exp_avg checkpoint.pt\n"
+	    "  tensorfs-cat --stats /local_nvme/zero_stage_3 || echo diverged\n"
 	    "  tensorfs-cat --dtype bf16 --shape 4096,1024 "
 	    "/mnt/tensorfs/param.swp\n",
 	    f);
@@ -1787,7 +1810,10 @@ static void open_src(struct src *s)
 		die(EXIT_DATA, "'%s': cannot stat: %s", s->path,
 		    strerror(errno));
 	if (S_ISDIR(sb.st_mode))
-		die(EXIT_DATA, "'%s' is a directory; give a file", s->path);
+		die(EXIT_DATA,
+		    "'%s' is a directory; give a file, or --stats to check "
+		    "every tensor under it",
+		    s->path);
 	if (S_ISREG(sb.st_mode)) {
 		s->file_size = (uint64_t)sb.st_size;
 	} else {
@@ -1959,14 +1985,186 @@ static void print_tensor(const struct src *s, const struct opts *o)
 	}
 }
 
+/* ===== --stats over a tree ===== */
+
+/* The exit codes of a child that checked one file. */
+#define EXIT_NONFINITE 3 /* some tensor holds a NaN or an infinity */
+#define EXIT_SKIPPED 4	 /* no dtype known: not a tensor file */
+
+/* One tensor's line: text or a JSON object; 1 if it holds NaN or Inf. */
+static int stats_line(const struct src *s, const struct stats *st,
+		      const char *name, const struct opts *o)
+{
+	char shape[1400], a[64], b[64], m[64];
+
+	if (o->json) {
+		json_t *j = json_src(s);
+
+		if (name && !s->name)
+			json_object_set_new(j, "tensor", json_string(name));
+		json_object_set_new(j, "stats", json_stats(s, st));
+		json_print(j, 1);
+	} else {
+		stat_text(s, st, 0, a, sizeof(a));
+		stat_text(s, st, 1, b, sizeof(b));
+		stat_text(s, st, 2, m, sizeof(m));
+		printf("%s%s%s  %s  %s  min %s  max %s  mean %s  nan %llu  "
+		       "inf %llu\n",
+		       s->path, name ? ":" : "", name ? name : "",
+		       tfs_tensor_dtype_name(s->dtype),
+		       tfs_tensor_shape_format(&s->shape, 1, shape,
+					       sizeof(shape)),
+		       a, b, m, (unsigned long long)st->nan,
+		       (unsigned long long)st->inf);
+	}
+	return st->nan || st->inf;
+}
+
+/* In a child: the statistics of every tensor of one file, a line each;
+ * exits 0, EXIT_NONFINITE, EXIT_SKIPPED or as die() does. */
+static void stats_file(const char *path, const struct opts *o)
+{
+	struct src s = {.path = path, .dtype = -1};
+	struct tfs_tensor_list *l;
+	struct stats st;
+	int bad = 0;
+
+	open_src(&s);
+	from_flags_and_xattrs(&s, o);
+	l = from_offset_or_header(&s, o);
+	s.torch = l && l->format == TFS_TENSOR_TORCH;
+	if (l && lists(l)) {
+		for (size_t i = 0; i < l->count; i++) {
+			const struct tfs_tensor *t = &l->tensors[i];
+
+			if (t->dtype < 0)
+				continue;
+			s.dtype = t->dtype;
+			s.shape = t->shape;
+			s.stride = t->stride;
+			s.offset = t->offset;
+			s.nbytes = t->nbytes;
+			s.swap = t->big_endian;
+			tfs_tensor_shape_count(&t->shape, &s.count);
+			compute_stats(&s, &st);
+			bad |= stats_line(&s, &st, t->name, o);
+		}
+	} else {
+		if (!l && s.dtype < 0)
+			deepspeed_dtype(&s);
+		if (!l && s.dtype < 0)
+			exit(EXIT_SKIPPED);
+		pick_tensor(&s, o, l);
+		check_shape(&s);
+		compute_stats(&s, &st);
+		bad = stats_line(&s, &st, NULL, o);
+	}
+	if (fflush(stdout) || ferror(stdout))
+		die(EXIT_DATA, "cannot write the output: %s", strerror(errno));
+	exit(bad ? EXIT_NONFINITE : 0);
+}
+
+struct tree {
+	const struct opts *o;
+	unsigned long files, nonfinite, skipped, failed;
+};
+
+/* Check one file in a child process, so that a broken file ends its
+ * own check only (tensorfs-cat exits on a data error). */
+static void tree_file(struct tree *tr, const char *path)
+{
+	pid_t pid;
+	int status;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die(EXIT_DATA, "cannot fork: %s", strerror(errno));
+	if (pid == 0)
+		stats_file(path, tr->o);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die(EXIT_DATA, "cannot wait: %s", strerror(errno));
+	tr->files++;
+	if (!WIFEXITED(status))
+		tr->failed++;
+	else if (WEXITSTATUS(status) == EXIT_NONFINITE)
+		tr->nonfinite++;
+	else if (WEXITSTATUS(status) == EXIT_SKIPPED)
+		tr->skipped++;
+	else if (WEXITSTATUS(status))
+		tr->failed++;
+}
+
+/* Every regular file under dir, in name order; symbolic links are not
+ * followed.  Memory: one directory's names per level. */
+static void tree_walk(struct tree *tr, const char *dir, unsigned int depth)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort);
+
+	if (n < 0) {
+		fprintf(stderr, "%s: '%s': cannot read the directory: %s\n",
+			prog, dir, strerror(errno));
+		tr->failed++;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *e = names[i]->d_name;
+		char *path;
+		struct stat sb;
+
+		if (!strcmp(e, ".") || !strcmp(e, "..") ||
+		    asprintf(&path, "%s%s%s", dir,
+			     dir[strlen(dir) - 1] == '/' ? "" : "/", e) < 0) {
+			free(names[i]);
+			continue;
+		}
+		if (lstat(path, &sb)) {
+			tr->failed++;
+		} else if (S_ISDIR(sb.st_mode)) {
+			if (depth < 256)
+				tree_walk(tr, path, depth + 1);
+		} else if (S_ISREG(sb.st_mode)) {
+			tree_file(tr, path);
+		}
+		free(path);
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* --stats DIR: exits 3 when a tensor holds NaN or Inf, else 1 when a
+ * file could not be checked, else 0. */
+static void stats_tree(const char *dir, const struct opts *o)
+{
+	struct tree tr = {.o = o};
+
+	if (o->dtype || o->shape || o->offset_given || o->tensor)
+		die(EXIT_USAGE, "--stats DIR takes no --dtype, --shape, "
+				"--offset or --tensor: each file says what it "
+				"holds");
+	tree_walk(&tr, dir, 0);
+	fflush(stdout);
+	fprintf(stderr,
+		"%s: %lu file%s checked: %lu with NaN or Inf, %lu not "
+		"readable, %lu skipped (raw, no dtype known)\n",
+		prog, tr.files, tr.files == 1 ? "" : "s", tr.nonfinite,
+		tr.failed, tr.skipped);
+	exit(tr.nonfinite ? EXIT_NONFINITE : tr.failed ? EXIT_DATA : 0);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
 	struct src s = {0};
 	struct tfs_tensor_list *l;
+	struct stat sb;
 
 	parse_args(argc, argv, &o, &s);
 	s.dtype = -1;
+	if (o.stats && !stat(s.path, &sb) && S_ISDIR(sb.st_mode))
+		stats_tree(s.path, &o);
 	open_src(&s);
 	from_flags_and_xattrs(&s, &o);
 	l = from_offset_or_header(&s, &o);
