@@ -29,7 +29,7 @@ struct machine {
 	size_t *marks;
 	size_t mn, mcap;
 	struct tfs_pickle_value **memo;
-	size_t memon;	 /* slots allocated */
+	size_t memon;	/* slots allocated */
 	size_t memoset; /* slots set: len(memo), for MEMOIZE */
 	char *err;
 	size_t errlen;
@@ -159,14 +159,14 @@ static uint64_t le(const unsigned char *p, size_t n)
 }
 
 /* A string of n bytes at the input as a value of type. */
-static int push_string(struct machine *m, enum tfs_pickle_type type,
-		       uint64_t n)
+static int push_string(struct machine *m, enum tfs_pickle_type type, uint64_t n)
 {
 	struct tfs_pickle_value *v;
 
 	if (n > m->len - m->at)
-		return fail(m, "a string of %llu bytes runs past the end at "
-			       "byte %zu",
+		return fail(m,
+			    "a string of %llu bytes runs past the end at "
+			    "byte %zu",
 			    (unsigned long long)n, m->at);
 	v = value_new(m, type);
 	if (!v)
@@ -214,8 +214,9 @@ static int op_global(struct machine *m)
 	v->s[v->len] = '\0';
 	for (size_t i = 0; i < v->len; i++)
 		if (v->s[i] < 0x20 || v->s[i] > 0x7e)
-			return fail(m, "GLOBAL at byte %zu names no Python "
-				       "object",
+			return fail(m,
+				    "GLOBAL at byte %zu names no Python "
+				    "object",
 				    m->at - 1);
 	m->at += v->len + 1;
 	return push(m, v);
@@ -256,8 +257,9 @@ static int tuple_n(struct machine *m, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		if (!peek(m, i))
-			return fail(m, "TUPLE%zu at byte %zu on a stack of "
-				       "fewer values",
+			return fail(m,
+				    "TUPLE%zu at byte %zu on a stack of "
+				    "fewer values",
 				    n, m->at - 1);
 	v = value_new(m, TFS_PICKLE_TUPLE);
 	if (!v)
@@ -298,15 +300,17 @@ static int add_marked(struct machine *m, enum tfs_pickle_type type)
 	struct tfs_pickle_value *c;
 
 	if (mk == SIZE_MAX || mk == 0)
-		return fail(m, "%s at byte %zu without a MARK above a "
-			       "container",
+		return fail(m,
+			    "%s at byte %zu without a MARK above a "
+			    "container",
 			    type == TFS_PICKLE_LIST ? "APPENDS" : "SETITEMS",
 			    m->at - 1);
 	c = m->stack[mk - 1];
 	if (c->type != type)
 		return fail(m, "%s at byte %zu on no %s",
 			    type == TFS_PICKLE_LIST ? "APPENDS" : "SETITEMS",
-			    m->at - 1, type == TFS_PICKLE_LIST ? "list" : "dict");
+			    m->at - 1,
+			    type == TFS_PICKLE_LIST ? "list" : "dict");
 	return from_mark(m, type, c);
 }
 
@@ -344,8 +348,9 @@ static int op_build(struct machine *m)
 	struct tfs_pickle_value *state = peek(m, 0), *obj = peek(m, 1);
 
 	if (!state || !obj)
-		return fail(m, "BUILD at byte %zu without an object and a "
-			       "state",
+		return fail(m,
+			    "BUILD at byte %zu without an object and a "
+			    "state",
 			    m->at - 1);
 	if (obj->type == TFS_PICKLE_CALL)
 		obj->items[2] = state;
@@ -481,19 +486,32 @@ static int op_scalar(struct machine *m, unsigned char op)
 	case 'T': /* BINSTRING */
 	case 'B': /* BINBYTES */
 		rc = arg(m, 4, &v);
-		return rc ? rc : push_string(m, op == 'B' ? TFS_PICKLE_BYTES : TFS_PICKLE_STR, v);
+		return rc ? rc
+			  : push_string(m,
+					op == 'B' ? TFS_PICKLE_BYTES
+						  : TFS_PICKLE_STR,
+					v);
 	case 0x8c: /* SHORT_BINUNICODE */
 	case 'U':  /* SHORT_BINSTRING */
 	case 'C':  /* SHORT_BINBYTES */
 		rc = arg(m, 1, &v);
-		return rc ? rc : push_string(m, op == 'C' ? TFS_PICKLE_BYTES : TFS_PICKLE_STR, v);
+		return rc ? rc
+			  : push_string(m,
+					op == 'C' ? TFS_PICKLE_BYTES
+						  : TFS_PICKLE_STR,
+					v);
 	case 0x8d: /* BINUNICODE8 */
 	case 0x8e: /* BINBYTES8 */
 		rc = arg(m, 8, &v);
-		return rc ? rc : push_string(m, op == 0x8e ? TFS_PICKLE_BYTES : TFS_PICKLE_STR, v);
+		return rc ? rc
+			  : push_string(m,
+					op == 0x8e ? TFS_PICKLE_BYTES
+						   : TFS_PICKLE_STR,
+					v);
 	case 'J': /* BININT */
 		rc = arg(m, 4, &v);
-		return rc ? rc : push_int(m, TFS_PICKLE_INT, (int32_t)(uint32_t)v);
+		return rc ? rc
+			  : push_int(m, TFS_PICKLE_INT, (int32_t)(uint32_t)v);
 	case 'K': /* BININT1 */
 		rc = arg(m, 1, &v);
 		return rc ? rc : push_int(m, TFS_PICKLE_INT, (int64_t)v);
@@ -589,8 +607,9 @@ static int op_other(struct machine *m, unsigned char op)
 	case 0x80: /* PROTO */
 		rc = arg(m, 1, &v);
 		if (!rc && v > 5)
-			rc = fail(m, "pickle protocol %llu is not one Python "
-				     "writes",
+			rc = fail(m,
+				  "pickle protocol %llu is not one Python "
+				  "writes",
 				  (unsigned long long)v);
 		return rc;
 	case 0x95: /* FRAME: only a hint of the length */
@@ -603,8 +622,9 @@ static int op_other(struct machine *m, unsigned char op)
 
 		if (!n || !mod || n->type != TFS_PICKLE_STR ||
 		    mod->type != TFS_PICKLE_STR || n->len + mod->len > 512)
-			return fail(m, "STACK_GLOBAL at byte %zu without a "
-				       "module and a name",
+			return fail(m,
+				    "STACK_GLOBAL at byte %zu without a "
+				    "module and a name",
 				    m->at - 1);
 		g = value_new(m, TFS_PICKLE_GLOBAL);
 		if (!g)
@@ -635,28 +655,50 @@ static int op_other(struct machine *m, unsigned char op)
 static const char *op_name(unsigned char op)
 {
 	switch (op) {
-	case 'I': return "INT (protocol 0)";
-	case 'L': return "LONG (protocol 0)";
-	case 'F': return "FLOAT (protocol 0)";
-	case 'S': return "STRING (protocol 0)";
-	case 'V': return "UNICODE (protocol 0)";
-	case 'P': return "PERSID (protocol 0)";
-	case 'p': return "PUT (protocol 0)";
-	case 'g': return "GET (protocol 0)";
-	case 'i': return "INST";
-	case 'o': return "OBJ";
-	case 0x82: return "EXT1";
-	case 0x83: return "EXT2";
-	case 0x84: return "EXT4";
-	case 0x8b: return "LONG4";
-	case 0x8f: return "EMPTY_SET";
-	case 0x90: return "ADDITEMS";
-	case 0x91: return "FROZENSET";
-	case 0x92: return "NEWOBJ_EX";
-	case 0x96: return "BYTEARRAY8";
-	case 0x97: return "NEXT_BUFFER";
-	case 0x98: return "READONLY_BUFFER";
-	default: return "unknown";
+	case 'I':
+		return "INT (protocol 0)";
+	case 'L':
+		return "LONG (protocol 0)";
+	case 'F':
+		return "FLOAT (protocol 0)";
+	case 'S':
+		return "STRING (protocol 0)";
+	case 'V':
+		return "UNICODE (protocol 0)";
+	case 'P':
+		return "PERSID (protocol 0)";
+	case 'p':
+		return "PUT (protocol 0)";
+	case 'g':
+		return "GET (protocol 0)";
+	case 'i':
+		return "INST";
+	case 'o':
+		return "OBJ";
+	case 0x82:
+		return "EXT1";
+	case 0x83:
+		return "EXT2";
+	case 0x84:
+		return "EXT4";
+	case 0x8b:
+		return "LONG4";
+	case 0x8f:
+		return "EMPTY_SET";
+	case 0x90:
+		return "ADDITEMS";
+	case 0x91:
+		return "FROZENSET";
+	case 0x92:
+		return "NEWOBJ_EX";
+	case 0x96:
+		return "BYTEARRAY8";
+	case 0x97:
+		return "NEXT_BUFFER";
+	case 0x98:
+		return "READONLY_BUFFER";
+	default:
+		return "unknown";
 	}
 }
 
@@ -671,8 +713,9 @@ static int load(struct machine *m)
 		op = m->b[m->at++];
 		if (op == '.') { /* STOP */
 			if (m->sn != 1 || m->mn || !peek(m, 0))
-				return fail(m, "STOP at byte %zu with %zu "
-					       "values on the stack, not one",
+				return fail(m,
+					    "STOP at byte %zu with %zu "
+					    "values on the stack, not one",
 					    m->at - 1, m->sn);
 			m->p->root = m->stack[0];
 			return 0;
@@ -683,8 +726,9 @@ static int load(struct machine *m)
 		if (rc == -ENOENT)
 			rc = op_other(m, op);
 		if (rc == -ENOENT)
-			return fail(m, "opcode 0x%02x (%s) at byte %zu is not "
-				       "one torch.save writes; refusing it",
+			return fail(m,
+				    "opcode 0x%02x (%s) at byte %zu is not "
+				    "one torch.save writes; refusing it",
 				    op, op_name(op), m->at - 1);
 		if (rc)
 			return rc;
@@ -694,8 +738,7 @@ static int load(struct machine *m)
 int tfs_pickle_load(const void *buf, size_t len, struct tfs_pickle **out,
 		    char *err, size_t errlen)
 {
-	struct machine m = {.b = buf, .len = len, .err = err,
-			    .errlen = errlen};
+	struct machine m = {.b = buf, .len = len, .err = err, .errlen = errlen};
 	int rc;
 
 	*out = NULL;

@@ -215,8 +215,7 @@ static int place(struct walk *w, struct tfs_tensor *t, const char *key,
 			    "%llu, %llu elements, in a storage of %llu "
 			    "bytes)",
 			    w->name, (unsigned long long)soff,
-			    (unsigned long long)span,
-			    (unsigned long long)have);
+			    (unsigned long long)span, (unsigned long long)have);
 	t->offset = start + soff * es;
 	t->nbytes = span * es;
 	return 0;
@@ -404,10 +403,9 @@ out:
 	return rc;
 }
 
-int tfs_torch_parse_pickle(const void *pkl, size_t len,
-			   const struct tfs_zip *z, const char *prefix,
-			   struct tfs_tensor_list **out, char *err,
-			   size_t errlen)
+int tfs_torch_parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
+			   const char *prefix, struct tfs_tensor_list **out,
+			   char *err, size_t errlen)
 {
 	return parse_pickle(pkl, len, z, prefix ? prefix : "", 0, out, err,
 			    errlen);
@@ -465,13 +463,15 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		return rc;
 	e = find_pickle(z, prefix, sizeof(prefix));
 	if (!e) {
-		rc = fail(err, errlen, "a zip archive without one "
-				       "DIR/data.pkl: not a torch.save file");
+		rc = fail(err, errlen,
+			  "a zip archive without one "
+			  "DIR/data.pkl: not a torch.save file");
 		goto out;
 	}
 	if (!e->stored) {
-		rc = fail(err, errlen, "'%s' is compressed; torch.save "
-				       "stores it uncompressed",
+		rc = fail(err, errlen,
+			  "'%s' is compressed; torch.save "
+			  "stores it uncompressed",
 			  e->name);
 		goto out;
 	}
@@ -491,9 +491,9 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 			       e->offset + done);
 
 		if (n <= 0) {
-			rc = n ? (int)n
-			       : fail(err, errlen, "'%s' is truncated",
-				      e->name);
+			rc =
+			    n ? (int)n
+			      : fail(err, errlen, "'%s' is truncated", e->name);
 			goto out;
 		}
 		done += (size_t)n;

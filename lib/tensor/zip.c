@@ -97,14 +97,15 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 		    struct dir *d, char *err, size_t errlen)
 {
 	size_t tail = fsize < EOCD_LEN + MAX_COMMENT ? (size_t)fsize
-						      : EOCD_LEN + MAX_COMMENT;
+						     : EOCD_LEN + MAX_COMMENT;
 	unsigned char *b, *e = NULL, l[EOCD64_LEN];
 	uint64_t at = 0;
 	int rc;
 
 	if (fsize < EOCD_LEN)
-		return fail(err, errlen, "%llu bytes are too few for a zip "
-					 "archive",
+		return fail(err, errlen,
+			    "%llu bytes are too few for a zip "
+			    "archive",
 			    (unsigned long long)fsize);
 	b = malloc(tail);
 	if (!b)
@@ -120,8 +121,9 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 			break;
 		}
 	if (!e) {
-		rc = fail(err, errlen, "no end of central directory record: "
-				       "not a zip archive, or a truncated one");
+		rc = fail(err, errlen,
+			  "no end of central directory record: "
+			  "not a zip archive, or a truncated one");
 		goto out;
 	}
 	d->count = le(e + 10, 2);
@@ -132,11 +134,13 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 	    le(l, 4) == SIG_LOCATOR) {
 		uint64_t off = le(l + 8, 8);
 
-		if (off > at - LOCATOR_LEN || at - LOCATOR_LEN - off < EOCD64_LEN ||
+		if (off > at - LOCATOR_LEN ||
+		    at - LOCATOR_LEN - off < EOCD64_LEN ||
 		    read_exact(rd, ctx, l, EOCD64_LEN, off) ||
 		    le(l, 4) != SIG_EOCD64) {
-			rc = fail(err, errlen, "a ZIP64 locator points to no "
-					       "ZIP64 end of central directory");
+			rc = fail(err, errlen,
+				  "a ZIP64 locator points to no "
+				  "ZIP64 end of central directory");
 			goto out;
 		}
 		d->count = le(l + 32, 8);
@@ -206,8 +210,9 @@ static int read_entry(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 	int rc;
 
 	if (room < CENTRAL_LEN || le(c, 4) != SIG_CENTRAL)
-		return fail(err, errlen, "the central directory is malformed "
-					 "(no entry header where one should be)");
+		return fail(err, errlen,
+			    "the central directory is malformed "
+			    "(no entry header where one should be)");
 	nlen = (size_t)le(c + 28, 2);
 	xlen = (size_t)le(c + 30, 2);
 	clen = (size_t)le(c + 32, 2);
@@ -227,13 +232,15 @@ static int read_entry(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 	e->size = size;
 	e->stored = le(c + 10, 2) == 0 && !(le(c + 8, 2) & 1) && size == csize;
 	if (lho > fsize || fsize - lho < LOCAL_LEN)
-		return fail(err, errlen, "entry '%s' starts past the end of "
-					 "the file",
+		return fail(err, errlen,
+			    "entry '%s' starts past the end of "
+			    "the file",
 			    e->name);
 	rc = read_exact(rd, ctx, l, LOCAL_LEN, lho);
 	if (rc)
-		return rc == -EINVAL ? fail(err, errlen, "cannot read the "
-							 "local header of '%s'",
+		return rc == -EINVAL ? fail(err, errlen,
+					    "cannot read the "
+					    "local header of '%s'",
 					    e->name)
 				     : rc;
 	if (le(l, 4) != SIG_LOCAL)
@@ -277,8 +284,8 @@ int tfs_zip_open(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 	z = calloc(1, sizeof(*z));
 	c = malloc(d.size ? (size_t)d.size : 1);
 	if (z)
-		z->entries = calloc(d.count ? (size_t)d.count : 1,
-				    sizeof(*z->entries));
+		z->entries =
+		    calloc(d.count ? (size_t)d.count : 1, sizeof(*z->entries));
 	if (!z || !c || !z->entries) {
 		rc = -ENOMEM;
 		goto out_free;
@@ -300,8 +307,9 @@ int tfs_zip_open(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 	qsort(z->entries, z->count, sizeof(*z->entries), by_name);
 	for (size_t i = 1; i < z->count; i++)
 		if (!strcmp(z->entries[i - 1].name, z->entries[i].name)) {
-			rc = fail(err, errlen, "entry '%s' is in the archive "
-					       "twice",
+			rc = fail(err, errlen,
+				  "entry '%s' is in the archive "
+				  "twice",
 				  z->entries[i].name);
 			goto out_free;
 		}

@@ -14,8 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tfs_tensor_list *l = NULL;
 	char err[256];
 
-	if (!tfs_torch_parse_pickle(data, size, NULL, "", &l, err,
-				    sizeof(err)))
+	if (!tfs_torch_parse_pickle(data, size, NULL, "", &l, err, sizeof(err)))
 		tfs_tensor_list_free(l);
 	return 0;
 }
