@@ -9,7 +9,8 @@
  *                    of the file in the cache), computed when read;
  *   user.tensor.*    dtype and shape accept only a real dtype or shape
  *                    (EINVAL otherwise); when not set they are read from
- *                    the file's own .npy or .safetensors header.
+ *                    the file's own .npy, .safetensors or torch.save
+ *                    header.
  * system.* is not supported (EOPNOTSUPP).
  */
 #include "fs_internal.h"
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "tensor.h"
+#include "torch.h"
 
 #define VXATTR_EXTENTS	"user.tensorfs.extents"
 #define VXATTR_CACHED	"user.tensorfs.cached"
@@ -126,10 +128,23 @@ static ssize_t copy_out(void *dst, size_t size, const void *src, size_t len)
  * of big checkpoints run to a few MiB). */
 #define HEADER_XATTR_MAX (16u << 20)
 
+struct file_ref {
+	struct tfs_fs *fs;
+	uint64_t ino;
+};
+
+/* tfs_zip_read_fn over a file of the file system. */
+static ssize_t read_file(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	const struct file_ref *f = ctx;
+
+	return tfs_read(f->fs, f->ino, buf, len, off);
+}
+
 /*
  * user.tensor.dtype (shape 0) or user.tensor.shape (shape 1) of a file
- * that has none set, from its .npy or .safetensors header: the tensor's
- * dtype or shape ("4096,1024"); for a .safetensors file of several
+ * that has none set, from its .npy, .safetensors or torch.save header:
+ * the tensor's dtype or shape ("4096,1024"); for a file of several
  * tensors, one "name: value" line per tensor.  NULL when the file has no
  * such header.  Caller frees.
  */
@@ -142,16 +157,26 @@ static char *header_xattr(struct tfs_fs *fs, uint64_t ino, uint64_t fsize,
 	char *buf = NULL, *out = NULL, err[128];
 	size_t len = 0;
 	FILE *m;
+	struct file_ref f = {fs, ino};
 	ssize_t n = tfs_read(fs, ino, head, sizeof(head), 0);
+	enum tfs_tensor_format fmt =
+	    n < 4 ? TFS_TENSOR_RAW : tfs_tensor_probe(head, (size_t)n, &need);
 
-	if (n < 10 || tfs_tensor_probe(head, (size_t)n, &need) ==
-			      TFS_TENSOR_RAW ||
-	    need > HEADER_XATTR_MAX || need > fsize)
+	if (fmt == TFS_TENSOR_TORCH) {
+		if (tfs_torch_parse(read_file, &f, fsize, HEADER_XATTR_MAX, &l,
+				    err, sizeof(err)) ||
+		    !l->count)
+			goto out;
+	} else if (n < 10 || fmt == TFS_TENSOR_RAW ||
+		   need > HEADER_XATTR_MAX || need > fsize) {
 		return NULL;
-	buf = malloc(need);
-	if (!buf || tfs_read(fs, ino, buf, need, 0) != (ssize_t)need ||
-	    tfs_tensor_parse(buf, need, fsize, &l, err, sizeof(err)))
-		goto out;
+	} else {
+		buf = malloc(need);
+		if (!buf ||
+		    tfs_read(fs, ino, buf, need, 0) != (ssize_t)need ||
+		    tfs_tensor_parse(buf, need, fsize, &l, err, sizeof(err)))
+			goto out;
+	}
 	m = open_memstream(&out, &len);
 	if (!m)
 		goto out;

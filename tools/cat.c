@@ -6,7 +6,9 @@
  * has it: the flags (--dtype, --shape, --offset), the extended
  * attributes user.tensor.dtype and user.tensor.shape, the file's own
  * header (.npy, or the --tensor of a .safetensors file, parsed by
- * lib/tensor/tensor.c).  --offset means "raw": no header is read.  A header's
+ * lib/tensor/tensor.c, or of a torch.save file, by lib/tensor/torch.c,
+ * whose tensors may be strided views: elements are then reached through
+ * the strides).  --offset means "raw": no header is read.  A header's
  * shape goes with its dtype only; without a shape the tensor is 1-D.
  * The shape must account for every byte of the data, or exit 1.
  *
@@ -31,9 +33,13 @@
  * are counted as zeros without being read.  min, max, mean and std are
  * over the finite values; NaN and infinities are counted apart.
  *
+ * --stats DIR walks a tree and checks each file in a child process (a
+ * data error exits, and must end that file's check only), streaming one
+ * line per tensor: memory stays that of one file's check.
+ *
  * Exit status: 0 done, 1 a data error (a file that cannot be read, a
  * malformed header, a shape that disagrees with the data, an unknown
- * --tensor), 2 a usage error.
+ * --tensor), 2 a usage error, 3 (--stats DIR) a NaN or Inf found.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,11 +51,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "tensor.h"
+#include "torch.h"
 #include "units.h"
 
 #define EXIT_DATA 1
@@ -70,6 +79,7 @@ static void usage(FILE *f)
 {
 	fputs(
 	    "Usage: tensorfs-cat [OPTIONS] FILE\n"
+	    "       tensorfs-cat --stats [--json] DIR\n"
 	    "\n"
 	    "Print the tensor in FILE as numpy prints it (repr of an ndarray: "
 	    "nested\n"
@@ -81,8 +91,9 @@ static void usage(FILE *f)
 	    "after the\n"
 	    "point), or, with --stats, its statistics.  FILE is any file, on "
 	    "a\n"
-	    "tensorfs mount or not: a .npy file, a .safetensors file or raw "
-	    "elements.\n"
+	    "tensorfs mount or not: a .npy file, a .safetensors file, a "
+	    "torch.save\n"
+	    "file (read without running it) or raw elements.\n"
 	    "\n"
 	    "Options:\n"
 	    "  -d, --dtype TYPE   element type: fp64, fp32, fp16, bf16, "
@@ -104,7 +115,12 @@ static void usage(FILE *f)
 	    "                     file is then read as raw elements, its "
 	    "header is\n"
 	    "                     ignored\n"
-	    "  -t, --tensor NAME  the tensor NAME of a .safetensors file\n"
+	    "  -t, --tensor NAME  the tensor NAME of a .safetensors file, or "
+	    "of a\n"
+	    "                     torch.save file, where NAME is its path in "
+	    "the\n"
+	    "                     saved structure: model.layers.0.weight, "
+	    "state.0.exp_avg\n"
 	    "      --stats        print count, min, max, mean, std (of the "
 	    "finite\n"
 	    "                     values; std as numpy's, ddof 0) and the "
@@ -138,17 +154,35 @@ static void usage(FILE *f)
 	    "     .safetensors entry of NAME.  A header's shape is used only "
 	    "with\n"
 	    "     the header's dtype\n"
+	    "  4. for a raw file in DeepSpeed's ZeRO-3 swap tree, its "
+	    "directory:\n"
+	    "     zero_stage_3/bfloat16params/rankN/*.swp is bf16, "
+	    "float16params fp16,\n"
+	    "     float32params and optimizer fp32\n"
 	    "Without a dtype from any of them tensorfs-cat stops and asks for\n"
 	    "--dtype.  The data is what follows the header (--offset: what "
 	    "follows\n"
 	    "byte N), all of it: a shape that needs more or fewer bytes is an "
 	    "error.\n"
 	    "\n"
-	    "A .safetensors file without --tensor is listed: each tensor's "
-	    "name,\n"
+	    "A .safetensors or torch.save file without --tensor is listed: "
+	    "each tensor's\n"
+	    "name,"
 	    "dtype, shape, offset and size in bytes, and the __metadata__; "
 	    "with\n"
 	    "--stats, each tensor's statistics follow its line.\n"
+	    "\n"
+	    "--stats DIR checks every regular file under DIR (recursively, "
+	    "in name\n"
+	    "order, not following symbolic links): one line per tensor, "
+	    "FILE or\n"
+	    "FILE:NAME for files of several, with dtype, shape, min, max, "
+	    "mean and the\n"
+	    "NaN and infinity counts (--json: one object per line), then a "
+	    "summary\n"
+	    "on stderr.  Files of no known dtype are skipped.  It answers "
+	    "\"which\n"
+	    "tensor went NaN?\" over a checkpoint or DeepSpeed's swap tree.\n"
 	    "\n"
 	    "Values are printed as numpy 2.2 and later print them, shape= "
 	    "included\n"
@@ -168,11 +202,16 @@ static void usage(FILE *f)
 	    "  2  a usage error: an unknown option, dtype or shape syntax, or "
 	    "no\n"
 	    "     dtype known for FILE\n"
+	    "  3  --stats DIR: some tensor holds a NaN or an infinity (1 when "
+	    "none\n"
+	    "     does but a file could not be read)\n"
 	    "\n"
 	    "Examples:\n"
 	    "  tensorfs-cat weights.npy\n"
 	    "  tensorfs-cat --stats model.safetensors\n"
 	    "  tensorfs-cat -t model.embed_tokens.weight model.safetensors\n"
+	    "  tensorfs-cat -t optimizer.state.0.exp_avg checkpoint.pt\n"
+	    "  tensorfs-cat --stats /local_nvme/zero_stage_3 || echo diverged\n"
 	    "  tensorfs-cat --dtype bf16 --shape 4096,1024 "
 	    "/mnt/tensorfs/param.swp\n",
 	    f);
@@ -255,6 +294,8 @@ struct src {
 	struct tfs_tensor_shape shape;
 	const char *shape_from; /* NULL: one dimension, derived */
 	int fortran, swap;
+	const uint64_t *stride; /* torch: element strides, or NULL */
+	int torch;		/* a torch.save file */
 	uint64_t offset, nbytes, count;
 	const char *name; /* the safetensors tensor, or NULL */
 };
@@ -709,13 +750,15 @@ static void shown_read(struct shown *sh, const struct src *s)
 	for (unsigned int a = nd; a-- > 0;)
 		sh->stride[a] =
 		    a + 1 < nd ? sh->stride[a + 1] * sh->dim[a + 1] : 1;
-	/* strides of the file's elements: C order, or Fortran's */
+	/* strides of the file's elements: C order, Fortran's, or torch's */
 	for (unsigned int a = 0; a < nd; a++) {
 		unsigned int b = s->fortran ? a : nd - 1 - a;
 		unsigned int prev = s->fortran ? b - 1 : b + 1;
 
 		fstride[b] = a ? fstride[prev] * shape->dim[prev] : 1;
 	}
+	if (s->stride)
+		memcpy(fstride, s->stride, nd * sizeof(fstride[0]));
 	sh->v = xmalloc((size_t)(sh->n ? sh->n : 1) * sizeof(*sh->v));
 	if (!s->count)
 		sh->n = 0;
@@ -1114,14 +1157,79 @@ static void swap_block(unsigned char *p, size_t n, size_t es)
 		}
 }
 
+/*
+ * Whether the strides reach each element of the data once (a tensor
+ * permuted, e.g. transposed, but dense): then the statistics, which do
+ * not depend on the order, may read the data in file order.
+ */
+static int dense(const struct src *s)
+{
+	uint64_t want = 1, done = 0;
+
+	for (unsigned int k = 0; k < s->shape.ndim; k++) {
+		unsigned int best = TFS_TENSOR_MAX_DIMS;
+
+		for (unsigned int a = 0; a < s->shape.ndim; a++)
+			if (!(done >> a & 1) && s->shape.dim[a] > 1 &&
+			    (best == TFS_TENSOR_MAX_DIMS ||
+			     s->stride[a] < s->stride[best]))
+				best = a;
+		if (best == TFS_TENSOR_MAX_DIMS)
+			break;
+		if (s->stride[best] != want)
+			return 0;
+		want *= s->shape.dim[best];
+		done |= (uint64_t)1 << best;
+	}
+	return 1;
+}
+
+/* The statistics of a view with gaps or repeats: element by element,
+ * in C order, through the reader's 1 MiB window. */
+static void compute_stats_strided(const struct src *s, struct stats *st)
+{
+	size_t es = tfs_tensor_dtype_size(s->dtype), n = 0, cap = BLOCK / es;
+	unsigned char *buf = xmalloc(BLOCK);
+	double *x = xmalloc(cap * sizeof(double));
+	struct reader r = {.s = s, .es = es};
+	uint64_t idx[TFS_TENSOR_MAX_DIMS] = {0}, at = 0;
+
+	stats_init(st);
+	for (uint64_t k = 0; k < s->count; k++) {
+		memcpy(buf + n * es, elem_at(&r, at), es);
+		if (++n == cap) {
+			stats_block(st, s->dtype, buf, n, x);
+			n = 0;
+		}
+		for (unsigned int a = s->shape.ndim; a-- > 0;) {
+			at += s->stride[a];
+			if (++idx[a] < s->shape.dim[a])
+				break;
+			at -= s->stride[a] * s->shape.dim[a];
+			idx[a] = 0;
+		}
+	}
+	if (n)
+		stats_block(st, s->dtype, buf, n, x);
+	free(r.buf);
+	free(buf);
+	free(x);
+}
+
 static void compute_stats(const struct src *s, struct stats *st)
 {
 	size_t es = tfs_tensor_dtype_size(s->dtype);
-	unsigned char *buf = xmalloc(BLOCK);
-	double *x = xmalloc(BLOCK / es * sizeof(double));
+	unsigned char *buf;
+	double *x;
 	uint64_t rel = 0, data_end = 0;
 	int holes = 1;
 
+	if (s->stride && !dense(s)) {
+		compute_stats_strided(s, st);
+		return;
+	}
+	buf = xmalloc(BLOCK);
+	x = xmalloc(BLOCK / es * sizeof(double));
 	stats_init(st);
 #ifdef POSIX_FADV_SEQUENTIAL
 	posix_fadvise(s->fd, (off_t)s->offset, (off_t)s->nbytes,
@@ -1281,6 +1389,11 @@ static void check_shape(struct src *s)
 		s->shape.ndim = 1;
 		s->shape.dim[0] = s->nbytes / es;
 	}
+	if (s->stride) {
+		/* the header checked that the strides stay in the data */
+		tfs_tensor_shape_count(&s->shape, &s->count);
+		return;
+	}
 	if (tfs_tensor_shape_check(&s->shape, s->dtype, s->nbytes, err,
 				   sizeof(err)))
 		die(EXIT_DATA,
@@ -1322,6 +1435,18 @@ static void parse_shape_or(int code, const char *what, const char *text,
 		    what, text);
 }
 
+/* tfs_zip_read_fn over s's file. */
+static ssize_t pread_fn(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	const struct src *s = ctx;
+	ssize_t r;
+
+	do
+		r = pread(s->fd, buf, len, (off_t)off);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
+}
+
 /* The header of s, parsed, or NULL for raw bytes; exits 1 if broken. */
 static struct tfs_tensor_list *read_header(const struct src *s)
 {
@@ -1339,6 +1464,18 @@ static struct tfs_tensor_list *read_header(const struct src *s)
 	fmt = tfs_tensor_probe(head, n, &hlen);
 	if (fmt == TFS_TENSOR_RAW)
 		return NULL;
+	if (fmt == TFS_TENSOR_TORCH) {
+		rc = tfs_torch_parse(pread_fn, (void *)s, s->file_size, 0, &l,
+				     err, sizeof(err));
+		if (rc == -ENOMEM)
+			die(EXIT_DATA, "out of memory");
+		if (rc)
+			die(EXIT_DATA,
+			    "'%s': %s; is it a torch.save file? (--offset N "
+			    "reads it as raw elements)",
+			    s->path, err);
+		return l;
+	}
 	if (hlen > s->file_size)
 		hlen = s->file_size; /* the parser says truncated */
 	if (fmt == TFS_TENSOR_NPY && hlen > MAX_NPY_HEADER)
@@ -1380,6 +1517,13 @@ static void nearest_tensor(const struct tfs_tensor_list *l, const char *name,
 		snprintf(buf, len, "; did you mean '%s'?", best);
 }
 
+static int same_shape(const struct tfs_tensor_shape *a,
+		      const struct tfs_tensor_shape *b)
+{
+	return a->ndim == b->ndim &&
+	       !memcmp(a->dim, b->dim, a->ndim * sizeof(a->dim[0]));
+}
+
 /* Apply the tensor t of a header to s, under the flags and xattrs. */
 static void from_header(struct src *s, const struct tfs_tensor *t,
 			const char *what)
@@ -1393,11 +1537,33 @@ static void from_header(struct src *s, const struct tfs_tensor *t,
 		s->dtype = t->dtype;
 		s->dtype_from = what;
 	}
+	if (s->shape_from && s->dtype == t->dtype &&
+	    (t->fortran_order || t->stride) &&
+	    !same_shape(&s->shape, &t->shape) && s->shape_from[0] != '-') {
+		/* an attribute's shape cannot reorder Fortran-ordered or
+		 * strided elements: the header's shape and order win */
+		fprintf(stderr,
+			"%s: '%s': ignoring %s, which disagrees with %s "
+			"in %s\n",
+			prog, s->path, s->shape_from, what,
+			t->stride ? "strides" : "Fortran order");
+		s->shape_from = NULL;
+	}
 	if (!s->shape_from && s->dtype == t->dtype) {
 		s->shape = t->shape;
 		s->shape_from = what;
-		s->fortran = t->fortran_order;
 	}
+	/* the header's order goes with its shape, however it came: a
+	 * tensorfs mount answers user.tensor.shape from the header */
+	if (s->dtype == t->dtype && same_shape(&s->shape, &t->shape)) {
+		s->fortran = t->fortran_order;
+		s->stride = t->stride;
+	}
+	if (t->stride && !s->stride)
+		die(EXIT_USAGE,
+		    "'%s': %s is strided (a view): its --dtype and --shape "
+		    "cannot differ from the saved ones",
+		    s->path, what);
 	s->swap = t->big_endian && s->dtype == t->dtype;
 	s->offset = t->offset;
 	s->nbytes = t->nbytes;
@@ -1436,7 +1602,10 @@ static json_t *list_json(const struct src *s, const struct tfs_tensor_list *l,
 	json_t *j = json_object(), *meta;
 
 	json_object_set_new(j, "file", json_string(s->path));
-	json_object_set_new(j, "format", json_string("safetensors"));
+	json_object_set_new(j, "format",
+			    json_string(l->format == TFS_TENSOR_TORCH
+					    ? "torch"
+					    : "safetensors"));
 	json_object_set_new(j, "data_offset",
 			    json_integer((json_int_t)l->data_offset));
 	meta = json_object();
@@ -1460,7 +1629,17 @@ static json_t *tensor_json(const struct src *s, const struct tfs_tensor *t,
 			    json_string(t->dtype >= 0
 					    ? tfs_tensor_dtype_name(t->dtype)
 					    : t->dtype_name));
-	json_object_set_new(e, "safetensors_dtype", json_string(t->dtype_name));
+	json_object_set_new(e,
+			    s->torch ? "torch_dtype" : "safetensors_dtype",
+			    json_string(t->dtype_name));
+	if (t->stride) {
+		json_t *a = json_array();
+
+		for (unsigned int i = 0; i < t->shape.ndim; i++)
+			json_array_append_new(
+			    a, json_integer((json_int_t)t->stride[i]));
+		json_object_set_new(e, "strides", a);
+	}
 	json_object_set_new(e, "shape", json_shape(&t->shape));
 	json_object_set_new(e, "offset", json_integer((json_int_t)t->offset));
 	json_object_set_new(e, "nbytes", json_integer((json_int_t)t->nbytes));
@@ -1480,9 +1659,13 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 	if (o->json) {
 		j = list_json(s, l, &arr);
 	} else {
-		printf("%s: %zu tensor%s, data at byte %llu\n", s->path,
-		       l->count, l->count == 1 ? "" : "s",
-		       (unsigned long long)l->data_offset);
+		if (l->format == TFS_TENSOR_TORCH)
+			printf("%s: torch.save file, %zu tensor%s\n", s->path,
+			       l->count, l->count == 1 ? "" : "s");
+		else
+			printf("%s: %zu tensor%s, data at byte %llu\n",
+			       s->path, l->count, l->count == 1 ? "" : "s",
+			       (unsigned long long)l->data_offset);
 		for (size_t i = 0; i < l->nmeta; i++)
 			printf("__metadata__ %s = %s\n", l->meta[2 * i],
 			       l->meta[2 * i + 1]);
@@ -1497,9 +1680,11 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 		if (dostats) {
 			s->dtype = t->dtype;
 			s->shape = t->shape;
+			s->stride = t->stride;
 			s->offset = t->offset;
 			s->nbytes = t->nbytes;
-			s->swap = 0;
+			s->swap = t->big_endian;
+			tfs_tensor_shape_count(&t->shape, &s->count);
 			compute_stats(s, &st);
 		}
 		tfs_tensor_shape_format(&t->shape, 1, shape, sizeof(shape));
@@ -1508,10 +1693,20 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 			    arr, tensor_json(s, t, dostats ? &st : NULL));
 			continue;
 		}
-		printf("%-*s  %-*s  %-*s  %12llu  %12llu\n", (int)wn, t->name,
+		printf("%-*s  %-*s  %-*s  %12llu  %12llu", (int)wn, t->name,
 		       (int)wd, t->dtype_name, (int)ws, shape,
 		       (unsigned long long)t->offset,
 		       (unsigned long long)t->nbytes);
+		if (t->stride) {
+			struct tfs_tensor_shape st_ = {.ndim = t->shape.ndim};
+
+			memcpy(st_.dim, t->stride,
+			       t->shape.ndim * sizeof(st_.dim[0]));
+			printf("  strides %s",
+			       tfs_tensor_shape_format(&st_, 1, shape,
+						       sizeof(shape)));
+		}
+		putchar('\n');
 		if (dostats) {
 			print_stats(s, &st, "    ");
 		} else if (o->stats) {
@@ -1526,6 +1721,16 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 }
 
 /* ===== main ===== */
+
+/* Whether a file is listed rather than printed without --tensor: a
+ * .safetensors file, a torch.save file unless it is one tensor saved
+ * alone. */
+static int lists(const struct tfs_tensor_list *l)
+{
+	if (l->format == TFS_TENSOR_TORCH)
+		return l->count != 1 || l->tensors[0].name[0];
+	return l->format == TFS_TENSOR_SAFETENSORS;
+}
 
 /* The long options; the short ones are the same letters and -h, -V. */
 enum { O_STATS = 256, O_JSON };
@@ -1605,7 +1810,10 @@ static void open_src(struct src *s)
 		die(EXIT_DATA, "'%s': cannot stat: %s", s->path,
 		    strerror(errno));
 	if (S_ISDIR(sb.st_mode))
-		die(EXIT_DATA, "'%s' is a directory; give a file", s->path);
+		die(EXIT_DATA,
+		    "'%s' is a directory; give a file, or --stats to check "
+		    "every tensor under it",
+		    s->path);
 	if (S_ISREG(sb.st_mode)) {
 		s->file_size = (uint64_t)sb.st_size;
 	} else {
@@ -1616,6 +1824,14 @@ static void open_src(struct src *s)
 			    s->path, strerror(errno));
 		s->file_size = (uint64_t)end;
 	}
+}
+
+/* Whether an attribute's value is a tensorfs mount's listing of a file
+ * of several tensors, one "name: value" line each, rather than one
+ * dtype or shape (which never holds a colon). */
+static int is_listing(const char *v)
+{
+	return strchr(v, ':') != NULL;
 }
 
 /* Sources 1 and 2 of the dtype and shape: the flags, then the extended
@@ -1632,7 +1848,10 @@ static void from_flags_and_xattrs(struct src *s, const struct opts *o)
 	if (o->shape)
 		s->shape_from = "--shape";
 	snprintf(what, sizeof(what), "'%s': user.tensor.dtype", s->path);
-	if (get_xattr(s, "user.tensor.dtype", xa, sizeof(xa)))
+	/* a listing ("name: dtype" lines) is what a tensorfs mount
+	 * answers for a file of several tensors: the header says more */
+	if (get_xattr(s, "user.tensor.dtype", xa, sizeof(xa)) &&
+	    !is_listing(xa))
 		xdt = parse_dtype_or(EXIT_DATA, what, xa);
 	if (s->dtype < 0 && xdt >= 0) {
 		s->dtype = xdt;
@@ -1641,7 +1860,7 @@ static void from_flags_and_xattrs(struct src *s, const struct opts *o)
 	snprintf(what, sizeof(what), "'%s': user.tensor.shape", s->path);
 	if (!s->shape_from &&
 	    get_xattr(s, "user.tensor.shape", xa, sizeof(xa)) &&
-	    (xdt < 0 || xdt == s->dtype)) {
+	    !is_listing(xa) && (xdt < 0 || xdt == s->dtype)) {
 		parse_shape_or(EXIT_DATA, what, xa, &s->shape);
 		s->shape_from = "the user.tensor.shape attribute";
 	}
@@ -1673,6 +1892,26 @@ static struct tfs_tensor_list *from_offset_or_header(struct src *s,
 	return l;
 }
 
+/* Source 4, for raw files: the dtype DeepSpeed's swap directories
+ * name (tfs_tensor_deepspeed_dtype() says which, from DeepSpeed's
+ * code). */
+static void deepspeed_dtype(struct src *s)
+{
+	static char from[96];
+	char *real = realpath(s->path, NULL);
+	int dt = real ? tfs_tensor_deepspeed_dtype(real) : -ENOENT;
+
+	if (dt >= 0) {
+		const char *dir = strstr(real, "/zero_stage_3/") + 14;
+
+		snprintf(from, sizeof(from), "DeepSpeed's swap directory '%.*s'",
+			 (int)(strchr(dir, '/') - dir), dir);
+		s->dtype = dt;
+		s->dtype_from = from;
+	}
+	free(real);
+}
+
 /* The tensor to print: --tensor of a .safetensors file, the one of a
  * .npy file, or the raw data; exits if --tensor does not fit the file or
  * nothing gives a dtype. */
@@ -1681,7 +1920,8 @@ static void pick_tensor(struct src *s, const struct opts *o,
 {
 	char near[160], what[PATH_MAX + 64];
 
-	if (l && l->format == TFS_TENSOR_SAFETENSORS) {
+	if (l && (l->format == TFS_TENSOR_SAFETENSORS ||
+		  (l->format == TFS_TENSOR_TORCH && o->tensor))) {
 		const struct tfs_tensor *t = tfs_tensor_list_find(l, o->tensor);
 
 		if (!t) {
@@ -1691,10 +1931,14 @@ static void pick_tensor(struct src *s, const struct opts *o,
 			    "--tensor to list them)",
 			    s->path, o->tensor, near);
 		}
-		snprintf(what, sizeof(what), "the .safetensors entry '%s'",
+		snprintf(what, sizeof(what), "the %s entry '%s'",
+			 l->format == TFS_TENSOR_TORCH ? "torch.save"
+						       : ".safetensors",
 			 t->name);
 		s->name = t->name;
 		from_header(s, t, what);
+	} else if (l && l->format == TFS_TENSOR_TORCH) {
+		from_header(s, &l->tensors[0], "the torch.save tensor");
 	} else if (l) {
 		if (o->tensor)
 			die(EXIT_USAGE,
@@ -1702,15 +1946,18 @@ static void pick_tensor(struct src *s, const struct opts *o,
 			    "tensor: leave out --tensor",
 			    s->path);
 		from_header(s, &l->tensors[0], "the .npy header");
+	} else if (!o->tensor && s->dtype < 0) {
+		deepspeed_dtype(s);
 	} else if (o->tensor) {
 		die(EXIT_USAGE,
-		    "'%s' is no .safetensors file; --tensor "
-		    "names a tensor in one",
+		    "'%s' is no .safetensors or torch.save file; "
+		    "--tensor names a tensor in one",
 		    s->path);
 	}
 	if (s->dtype < 0)
 		die(EXIT_USAGE,
-		    "'%s' has no .npy or .safetensors header and no "
+		    "'%s' has no .npy, .safetensors or torch.save header "
+		    "and no "
 		    "user.tensor.dtype attribute; give its element "
 		    "type with --dtype (fp32, fp16, bf16, ...)",
 		    s->path);
@@ -1738,18 +1985,191 @@ static void print_tensor(const struct src *s, const struct opts *o)
 	}
 }
 
+/* ===== --stats over a tree ===== */
+
+/* The exit codes of a child that checked one file. */
+#define EXIT_NONFINITE 3 /* some tensor holds a NaN or an infinity */
+#define EXIT_SKIPPED 4	 /* no dtype known: not a tensor file */
+
+/* One tensor's line: text or a JSON object; 1 if it holds NaN or Inf. */
+static int stats_line(const struct src *s, const struct stats *st,
+		      const char *name, const struct opts *o)
+{
+	char shape[1400], a[64], b[64], m[64];
+
+	if (o->json) {
+		json_t *j = json_src(s);
+
+		if (name && !s->name)
+			json_object_set_new(j, "tensor", json_string(name));
+		json_object_set_new(j, "stats", json_stats(s, st));
+		json_print(j, 1);
+	} else {
+		stat_text(s, st, 0, a, sizeof(a));
+		stat_text(s, st, 1, b, sizeof(b));
+		stat_text(s, st, 2, m, sizeof(m));
+		printf("%s%s%s  %s  %s  min %s  max %s  mean %s  nan %llu  "
+		       "inf %llu\n",
+		       s->path, name ? ":" : "", name ? name : "",
+		       tfs_tensor_dtype_name(s->dtype),
+		       tfs_tensor_shape_format(&s->shape, 1, shape,
+					       sizeof(shape)),
+		       a, b, m, (unsigned long long)st->nan,
+		       (unsigned long long)st->inf);
+	}
+	return st->nan || st->inf;
+}
+
+/* In a child: the statistics of every tensor of one file, a line each;
+ * exits 0, EXIT_NONFINITE, EXIT_SKIPPED or as die() does. */
+static void stats_file(const char *path, const struct opts *o)
+{
+	struct src s = {.path = path, .dtype = -1};
+	struct tfs_tensor_list *l;
+	struct stats st;
+	int bad = 0;
+
+	open_src(&s);
+	from_flags_and_xattrs(&s, o);
+	l = from_offset_or_header(&s, o);
+	s.torch = l && l->format == TFS_TENSOR_TORCH;
+	if (l && lists(l)) {
+		for (size_t i = 0; i < l->count; i++) {
+			const struct tfs_tensor *t = &l->tensors[i];
+
+			if (t->dtype < 0)
+				continue;
+			s.dtype = t->dtype;
+			s.shape = t->shape;
+			s.stride = t->stride;
+			s.offset = t->offset;
+			s.nbytes = t->nbytes;
+			s.swap = t->big_endian;
+			tfs_tensor_shape_count(&t->shape, &s.count);
+			compute_stats(&s, &st);
+			bad |= stats_line(&s, &st, t->name, o);
+		}
+	} else {
+		if (!l && s.dtype < 0)
+			deepspeed_dtype(&s);
+		if (!l && s.dtype < 0)
+			exit(EXIT_SKIPPED);
+		pick_tensor(&s, o, l);
+		check_shape(&s);
+		compute_stats(&s, &st);
+		bad = stats_line(&s, &st, NULL, o);
+	}
+	if (fflush(stdout) || ferror(stdout))
+		die(EXIT_DATA, "cannot write the output: %s", strerror(errno));
+	exit(bad ? EXIT_NONFINITE : 0);
+}
+
+struct tree {
+	const struct opts *o;
+	unsigned long files, nonfinite, skipped, failed;
+};
+
+/* Check one file in a child process, so that a broken file ends its
+ * own check only (tensorfs-cat exits on a data error). */
+static void tree_file(struct tree *tr, const char *path)
+{
+	pid_t pid;
+	int status;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die(EXIT_DATA, "cannot fork: %s", strerror(errno));
+	if (pid == 0)
+		stats_file(path, tr->o);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die(EXIT_DATA, "cannot wait: %s", strerror(errno));
+	tr->files++;
+	if (!WIFEXITED(status))
+		tr->failed++;
+	else if (WEXITSTATUS(status) == EXIT_NONFINITE)
+		tr->nonfinite++;
+	else if (WEXITSTATUS(status) == EXIT_SKIPPED)
+		tr->skipped++;
+	else if (WEXITSTATUS(status))
+		tr->failed++;
+}
+
+/* Every regular file under dir, in name order; symbolic links are not
+ * followed.  Memory: one directory's names per level. */
+static void tree_walk(struct tree *tr, const char *dir, unsigned int depth)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort);
+
+	if (n < 0) {
+		fprintf(stderr, "%s: '%s': cannot read the directory: %s\n",
+			prog, dir, strerror(errno));
+		tr->failed++;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *e = names[i]->d_name;
+		char *path;
+		struct stat sb;
+
+		if (!strcmp(e, ".") || !strcmp(e, "..") ||
+		    asprintf(&path, "%s%s%s", dir,
+			     dir[strlen(dir) - 1] == '/' ? "" : "/", e) < 0) {
+			free(names[i]);
+			continue;
+		}
+		if (lstat(path, &sb)) {
+			tr->failed++;
+		} else if (S_ISDIR(sb.st_mode)) {
+			if (depth < 256)
+				tree_walk(tr, path, depth + 1);
+		} else if (S_ISREG(sb.st_mode)) {
+			tree_file(tr, path);
+		}
+		free(path);
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* --stats DIR: exits 3 when a tensor holds NaN or Inf, else 1 when a
+ * file could not be checked, else 0. */
+static void stats_tree(const char *dir, const struct opts *o)
+{
+	struct tree tr = {.o = o};
+
+	if (o->dtype || o->shape || o->offset_given || o->tensor)
+		die(EXIT_USAGE, "--stats DIR takes no --dtype, --shape, "
+				"--offset or --tensor: each file says what it "
+				"holds");
+	tree_walk(&tr, dir, 0);
+	fflush(stdout);
+	fprintf(stderr,
+		"%s: %lu file%s checked: %lu with NaN or Inf, %lu not "
+		"readable, %lu skipped (raw, no dtype known)\n",
+		prog, tr.files, tr.files == 1 ? "" : "s", tr.nonfinite,
+		tr.failed, tr.skipped);
+	exit(tr.nonfinite ? EXIT_NONFINITE : tr.failed ? EXIT_DATA : 0);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
 	struct src s = {0};
 	struct tfs_tensor_list *l;
+	struct stat sb;
 
 	parse_args(argc, argv, &o, &s);
 	s.dtype = -1;
+	if (o.stats && !stat(s.path, &sb) && S_ISDIR(sb.st_mode))
+		stats_tree(s.path, &o);
 	open_src(&s);
 	from_flags_and_xattrs(&s, &o);
 	l = from_offset_or_header(&s, &o);
-	if (l && l->format == TFS_TENSOR_SAFETENSORS && !o.tensor) {
+	s.torch = l && l->format == TFS_TENSOR_TORCH;
+	if (l && !o.tensor && lists(l)) {
 		list_tensors(&s, l, &o);
 		goto out;
 	}

@@ -35,3 +35,8 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 
 echo "== all tests (gcc)"
 (cd "$top/build/test-gcc" && ctest --output-on-failure "$@")
+
+# 5. fuzzes every parser of untrusted bytes for 30 s each (tools/fuzz.sh:
+#    libFuzzer, clang, ASan+UBSan); tools/fuzz.sh 3600 runs longer
+echo "== fuzzing, 30 s per parser (clang)"
+"$top/tools/fuzz.sh" 30

@@ -584,7 +584,7 @@ int tfs_tensor_shape_check(const struct tfs_tensor_shape *s, int dt,
 
 /* ===== tensor lists ===== */
 
-static struct tfs_tensor_list *list_new(enum tfs_tensor_format format)
+struct tfs_tensor_list *tfs_tensor_list_new(enum tfs_tensor_format format)
 {
 	struct tfs_tensor_list *l = calloc(1, sizeof(*l));
 
@@ -597,8 +597,10 @@ void tfs_tensor_list_free(struct tfs_tensor_list *l)
 {
 	if (!l)
 		return;
-	for (size_t i = 0; i < l->count; i++)
+	for (size_t i = 0; i < l->count; i++) {
 		free(l->tensors[i].name);
+		free(l->tensors[i].stride);
+	}
 	for (size_t i = 0; i < 2 * l->nmeta; i++)
 		free(l->meta[i]);
 	free(l->tensors);
@@ -606,8 +608,8 @@ void tfs_tensor_list_free(struct tfs_tensor_list *l)
 	free(l);
 }
 
-/* A new zeroed tensor at the end of l, named name (copied), or NULL. */
-static struct tfs_tensor *list_add(struct tfs_tensor_list *l, const char *name)
+struct tfs_tensor *tfs_tensor_list_add(struct tfs_tensor_list *l,
+				       const char *name)
 {
 	struct tfs_tensor *t;
 	size_t n = l->count;
@@ -668,6 +670,11 @@ enum tfs_tensor_format tfs_tensor_probe(const void *buf, size_t len,
 		if (header_len)
 			*header_len = n;
 		return TFS_TENSOR_NPY;
+	}
+	if (len >= 4 && !memcmp(b, "PK\3\4", 4)) {
+		if (header_len)
+			*header_len = 0;
+		return TFS_TENSOR_TORCH;
 	}
 	/* a length, then '{' and a key, '}' or a space: safetensors' JSON
 	 * (however long the file is: a short one is a truncated header) */
@@ -1009,8 +1016,8 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 		goto out;
 	}
 	rc = -ENOMEM;
-	l = list_new(TFS_TENSOR_NPY);
-	if (!l || !(t = list_add(l, "")))
+	l = tfs_tensor_list_new(TFS_TENSOR_NPY);
+	if (!l || !(t = tfs_tensor_list_add(l, "")))
 		goto out;
 	t->dtype = dt;
 	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", h.descr);
@@ -1166,7 +1173,7 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 	rc = st_entry(name, v, data_len, &begin, &end, err, errlen);
 	if (rc)
 		return rc;
-	t = list_add(l, name);
+	t = tfs_tensor_list_add(l, name);
 	if (!t)
 		return -ENOMEM;
 	json_array_foreach(shape, i, d)
@@ -1286,7 +1293,7 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 		goto out;
 	}
 	rc = -ENOMEM;
-	l = list_new(TFS_TENSOR_SAFETENSORS);
+	l = tfs_tensor_list_new(TFS_TENSOR_SAFETENSORS);
 	if (!l)
 		goto out;
 	l->data_offset = 8 + n;
@@ -1328,4 +1335,64 @@ int tfs_tensor_parse(const void *buf, size_t len, uint64_t file_size,
 		tfs_say(err, errlen, "neither a .npy nor a .safetensors header");
 		return -EINVAL;
 	}
+}
+
+/* ===== DeepSpeed's swap files ===== */
+
+/* The component of path before the one that starts at end (the path's
+ * end: the last), as [*start, returned end); NULL when none. */
+static const char *prev_component(const char *path, const char *end,
+				  const char **start)
+{
+	const char *p = end;
+
+	while (p > path && p[-1] == '/')
+		p--;
+	if (p == path)
+		return NULL;
+	end = p;
+	while (p > path && p[-1] != '/')
+		p--;
+	*start = p;
+	return end;
+}
+
+static int component_is(const char *s, const char *e, const char *word)
+{
+	return (size_t)(e - s) == strlen(word) && !strncmp(s, word, (size_t)(e - s));
+}
+
+int tfs_tensor_deepspeed_dtype(const char *path)
+{
+	static const struct {
+		const char *dir;
+		int dtype;
+	} dirs[] = {
+	    {"float16params", TFS_TENSOR_FP16},
+	    {"bfloat16params", TFS_TENSOR_BF16},
+	    {"float32params", TFS_TENSOR_FP32},
+	    {"optimizer", TFS_TENSOR_FP32},
+	};
+	const char *s, *e = path + strlen(path);
+	size_t n = strlen(path);
+
+	if (n < 4 || strcmp(path + n - 4, ".swp"))
+		return -ENOENT;
+	e = prev_component(path, e, &s); /* the file */
+	if (!e || !(e = prev_component(path, s, &s)))
+		return -ENOENT;
+	if ((size_t)(e - s) > 4 && !strncmp(s, "rank", 4) &&
+	    strspn(s + 4, "0123456789") == (size_t)(e - s - 4) &&
+	    !(e = prev_component(path, s, &s)))
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		const char *ps, *pe;
+
+		if (!component_is(s, e, dirs[i].dir))
+			continue;
+		pe = prev_component(path, s, &ps);
+		return pe && component_is(ps, pe, "zero_stage_3") ? dirs[i].dtype
+								  : -ENOENT;
+	}
+	return -ENOENT;
 }

@@ -174,19 +174,24 @@ int tfs_tensor_shape_check(const struct tfs_tensor_shape *s, int dtype,
 enum tfs_tensor_format {
 	TFS_TENSOR_RAW, /* no header known: the file is bare elements */
 	TFS_TENSOR_NPY,
-	TFS_TENSOR_SAFETENSORS
+	TFS_TENSOR_SAFETENSORS,
+	TFS_TENSOR_TORCH /* a torch.save zip archive: torch.h reads it */
 };
 
 /* A tensor of a file. */
 struct tfs_tensor {
-	char *name; /* the safetensors key; "" for a .npy file */
+	char *name; /* the safetensors key, the torch.save path
+		       ("state.0.exp_avg"); "" for a .npy file */
 	int dtype;  /* enum tfs_tensor_dtype, or -1: not one we decode */
 	char dtype_name[24]; /* as the header spells it: "<f4", "BF16" */
 	struct tfs_tensor_shape shape;
 	int fortran_order; /* .npy: elements in Fortran order */
 	int big_endian;	   /* .npy: a '>' descr; bytes need swapping */
 	uint64_t offset;   /* of the first byte of data, in the file */
-	uint64_t nbytes;   /* bytes of data */
+	uint64_t nbytes;   /* bytes of data (strided: from the first
+			      element to the last) */
+	uint64_t *stride;  /* torch: strides in elements, ndim of them;
+			      NULL when C-contiguous */
 };
 
 /* A file's tensors.  A plain struct the caller reads (as struct
@@ -195,7 +200,8 @@ struct tfs_tensor_list {
 	enum tfs_tensor_format format;
 	uint64_t data_offset; /* where the header ends and the data begins */
 	size_t count;
-	struct tfs_tensor *tensors; /* by offset, then name */
+	struct tfs_tensor *tensors; /* by offset, then name; torch: in
+				       the order of the saved structure */
 	size_t nmeta;
 	char **meta; /* __metadata__: key meta[2i], value meta[2i + 1] */
 };
@@ -207,7 +213,9 @@ struct tfs_tensor_list {
 /*
  * What the first len bytes of a file are: TFS_TENSOR_NPY (the magic),
  * TFS_TENSOR_SAFETENSORS (a header length up to the limit, then '{' and
- * '"', '}' or a space), else TFS_TENSOR_RAW.  For a header, *header_len
+ * '"', '}' or a space), TFS_TENSOR_TORCH (a zip archive's "PK\3\4":
+ * *header_len is 0, read it with tfs_torch_parse()), else
+ * TFS_TENSOR_RAW.  For a header, *header_len
  * (may be NULL) is the number of bytes from the start of the file that
  * the parser needs; a file shorter than that has a truncated header.
  * 16 bytes are enough to decide; fewer than 10 can only say raw.
@@ -238,9 +246,33 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 int tfs_tensor_parse(const void *buf, size_t len, uint64_t file_size,
 		     struct tfs_tensor_list **out, char *err, size_t errlen);
 
+/* For the parsers of other formats (torch.c): a new empty list (NULL
+ * when out of memory), and a new zeroed tensor at its end named name
+ * (copied), borrowed until the next tfs_tensor_list_add(), or NULL. */
+struct tfs_tensor_list *tfs_tensor_list_new(enum tfs_tensor_format format);
+struct tfs_tensor *tfs_tensor_list_add(struct tfs_tensor_list *l,
+				       const char *name);
+
 /* The tensor named name, borrowed from l, or NULL. */
 const struct tfs_tensor *tfs_tensor_list_find(const struct tfs_tensor_list *l,
 					      const char *name);
+
+/* ===== DeepSpeed's swap files ===== */
+
+/*
+ * The dtype of a DeepSpeed ZeRO-3 swap file, from its path, or -ENOENT.
+ * DeepSpeed writes raw elements and names their dtype in the directory:
+ *   NVME/zero_stage_3/{float16,bfloat16,float32}params/rankN/ID_param.tensor.swp
+ *     (deepspeed/runtime/swap_tensor/partitioned_param_swapper.py,
+ *     AsyncPartitionedParameterSwapper._configure_aio: the folder is
+ *     f'{torch_dtype_string}params', str(self.dtype) without "torch.")
+ *   NVME/zero_stage_3/optimizer/rankN/...swp: fp32
+ *     (optimizer_utils.py, OptimizerSwapper.__init__: the folder
+ *     'optimizer' of the fp32 partitions and their optimizer state)
+ * The rankN level is optional (DeepSpeed before 0.6 had none).  path
+ * should be absolute (realpath()); the file name must end in ".swp".
+ */
+int tfs_tensor_deepspeed_dtype(const char *path);
 
 /* Free a list and everything in it; NULL is a no-op. */
 void tfs_tensor_list_free(struct tfs_tensor_list *l);

@@ -67,6 +67,21 @@ tfs_need_numpy() {
 	tfs_skip "needs python3 with numpy (apt-get install python3-numpy)"
 }
 
+# tfs_need_torch: set TORCH_PY to a python3 that has torch (Debian's
+# python3-torch, which tools/install-deps.sh installs), or skip when none
+# can be found
+tfs_need_torch() {
+	local _p
+	TORCH_PY=""
+	for _p in /usr/bin/python3 python3; do
+		if command -v "$_p" >/dev/null 2>&1 && "$_p" -c 'import torch' 2>/dev/null; then
+			TORCH_PY=$_p
+			return 0
+		fi
+	done
+	tfs_skip "needs python3 with torch (apt-get install python3-torch, or tools/install-deps.sh)"
+}
+
 # tfs_mkimg SIZE: make a work dir and format $IMG of SIZE
 tfs_mkimg() {
 	[ -e /dev/fuse ] || tfs_skip "no /dev/fuse"

@@ -85,6 +85,34 @@ for k, want in (("min", big.min()), ("max", big.max()), ("mean", big.mean()), ("
 if int(st["count"]) != big.size or int(st["zeros"]) != int((big == 0).sum()):
     sys.exit(f"--stats count/zeros {st['count']}/{st['zeros']}")
 PY
+
+# ----- regression: a Fortran-ordered .npy printed transposed on the mount
+# (the header's shape, answered as user.tensor.shape, lost the order) -----
+"$PY" - "$MNT" "$WORK" <<'PY' || tfs_fail "cannot write the Fortran-ordered .npy"
+import sys
+import numpy as np
+a = np.arange(12, dtype=np.float32).reshape(3, 4) / 4
+np.save(f"{sys.argv[1]}/fortran.npy", np.asfortranarray(a))
+open(f"{sys.argv[2]}/fortran.want", "w").write(repr(a) + "\n")
+PY
+"$CAT" "$MNT/fortran.npy" >"$WORK/fortran.got" || tfs_fail "tensorfs-cat fortran.npy failed on the mount"
+cmp -s "$WORK/fortran.want" "$WORK/fortran.got" ||
+	tfs_fail "a Fortran-ordered .npy on the mount prints $(cat "$WORK/fortran.got"), numpy $(cat "$WORK/fortran.want")"
+setfattr -n user.tensor.shape -v 4,3 "$MNT/fortran.npy" || tfs_fail "cannot set a shape on fortran.npy"
+"$CAT" "$MNT/fortran.npy" >"$WORK/fortran.got" 2>"$WORK/fortran.err" || tfs_fail "tensorfs-cat fortran.npy with a set shape failed"
+cmp -s "$WORK/fortran.want" "$WORK/fortran.got" ||
+	tfs_fail "a set shape that disagrees with a Fortran-ordered header won: $(cat "$WORK/fortran.got")"
+grep -q "Fortran order" "$WORK/fortran.err" || tfs_fail "no warning that the set shape was ignored"
+
+# ----- regression: a .safetensors file of several tensors printed nothing
+# on the mount ("user.tensor.dtype 'a.weight: bf16...' is not a tensor
+# type"), even with --tensor, --dtype and --shape -----
+"$CAT" "$MNT/m.safetensors" >"$WORK/list" 2>&1 || tfs_fail "listing m.safetensors on the mount failed: $(cat "$WORK/list")"
+grep -q "^a.weight " "$WORK/list" || tfs_fail "the listing lacks a.weight: $(cat "$WORK/list")"
+tfs_eq "tensor b of m.safetensors on the mount" "array([0., 0., 0., 0.], dtype=float32)" "$("$CAT" -t b "$MNT/m.safetensors" 2>&1)"
+"$CAT" -t a.weight -d bf16 -s 2,3 "$MNT/m.safetensors" >"$WORK/aw" 2>&1 || tfs_fail "-t a.weight -d bf16 -s 2,3 failed on the mount: $(cat "$WORK/aw")"
+"$CAT" --stats "$MNT/m.safetensors" >"$WORK/st" 2>&1 || tfs_fail "--stats m.safetensors failed on the mount: $(cat "$WORK/st")"
+
 "$CAT" --stats "$MNT/mm.bin" >"$WORK/stats" || tfs_fail "tensorfs-cat --stats mm.bin failed"
 grep -qE '^inf +1$' "$WORK/stats" || tfs_fail "--stats does not count the one Inf: $(cat "$WORK/stats")"
 tfs_umount

@@ -971,9 +971,32 @@ static void test_tensor_parsers_survive_truncation_and_bit_flips(void **state)
 	}
 }
 
+static void test_tensor_deepspeed_dtype_comes_from_the_swap_directory(void **state)
+{
+	(void)state;
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/bfloat16params/rank0/12_param.tensor.swp"),
+			 TFS_TENSOR_BF16);
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/float16params/rank17/3_param.tensor.swp"),
+			 TFS_TENSOR_FP16);
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/float16params/3_param.tensor.swp"),
+			 TFS_TENSOR_FP16);
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/x/zero_stage_3/optimizer/rank3/optimizer_state_and_gradient.swp"),
+			 TFS_TENSOR_FP32);
+	assert_int_equal(tfs_tensor_deepspeed_dtype("zero_stage_3//float32params//rank0//1_param.tensor.swp"),
+			 TFS_TENSOR_FP32);
+	/* not DeepSpeed's: no zero_stage_3, no .swp, another folder */
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/bfloat16params/rank0/1.swp"), -ENOENT);
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/bfloat16params/rank0/1.bin"), -ENOENT);
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/float8params/rank0/1.swp"), -ENOENT);
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/rank0/1.swp"), -ENOENT);
+	assert_int_equal(tfs_tensor_deepspeed_dtype(".swp"), -ENOENT);
+	assert_int_equal(tfs_tensor_deepspeed_dtype("/"), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tensor_deepspeed_dtype_comes_from_the_swap_directory),
 	    cmocka_unit_test(test_tensor_fp16_decodes_known_bit_patterns),
 	    cmocka_unit_test(test_tensor_bf16_decodes_known_bit_patterns),
 	    cmocka_unit_test(test_tensor_e4m3_decodes_known_bit_patterns),

@@ -1,0 +1,507 @@
+/*
+ * torch.c: the tensors of a torch.save file (torch.h says the format).
+ *
+ * tfs_torch_parse() opens the zip directory (zip.c), finds the one
+ * PREFIX/data.pkl, reads it whole and hands it to pickle.c, then walks
+ * the tree of values from the root, building each tensor's name from the
+ * path.  A _rebuild_tensor_v2 call becomes a struct tfs_tensor: dtype
+ * from the storage class, shape and strides from its arguments, and the
+ * bytes from the entry PREFIX/data/KEY, which must hold every element
+ * the strides reach.  The walk is bounded: TFS_TORCH_MAX_DEPTH levels
+ * (the tree may be cyclic) and a budget of visits proportional to the
+ * number of values (a shared value is walked once per path to it, and
+ * paths can multiply).
+ */
+#include "torch.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pickle.h"
+
+#define TFS_TORCH_MAX_DEPTH 100
+#define MAX_NAME 4096
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* ===== storage classes ===== */
+
+static const struct {
+	const char *cls;   /* after "torch." */
+	const char *dtype; /* torch's name, after "torch." */
+	int tfs;
+} storages[] = {
+    {"DoubleStorage", "float64", TFS_TENSOR_FP64},
+    {"FloatStorage", "float32", TFS_TENSOR_FP32},
+    {"HalfStorage", "float16", TFS_TENSOR_FP16},
+    {"BFloat16Storage", "bfloat16", TFS_TENSOR_BF16},
+    {"Float8_e4m3fnStorage", "float8_e4m3fn", TFS_TENSOR_FP8_E4M3},
+    {"Float8_e5m2Storage", "float8_e5m2", TFS_TENSOR_FP8_E5M2},
+    {"LongStorage", "int64", TFS_TENSOR_INT64},
+    {"IntStorage", "int32", TFS_TENSOR_INT32},
+    {"ShortStorage", "int16", TFS_TENSOR_INT16},
+    {"CharStorage", "int8", TFS_TENSOR_INT8},
+    {"ByteStorage", "uint8", TFS_TENSOR_UINT8},
+    {"UInt16Storage", "uint16", TFS_TENSOR_UINT16},
+    {"UInt32Storage", "uint32", TFS_TENSOR_UINT32},
+    {"UInt64Storage", "uint64", TFS_TENSOR_UINT64},
+    {"BoolStorage", "bool", TFS_TENSOR_BOOL},
+    {"UntypedStorage", "uint8", TFS_TENSOR_UINT8},
+};
+
+/* ===== the walk ===== */
+
+struct walk {
+	struct tfs_tensor_list *l;
+	const struct tfs_zip *z;
+	const char *prefix;
+	int big_endian;
+	uint64_t budget;
+	char name[MAX_NAME];
+	char *err;
+	size_t errlen;
+};
+
+static int walk(struct walk *w, const struct tfs_pickle_value *v, size_t nlen,
+		unsigned int depth);
+
+static int is_global(const struct tfs_pickle_value *v, const char *name)
+{
+	return v && v->type == TFS_PICKLE_GLOBAL && !strcmp(v->s, name);
+}
+
+/* A non-negative int into *out: 0, or -1. */
+static int get_u64(const struct tfs_pickle_value *v, uint64_t *out)
+{
+	if (!v || v->type != TFS_PICKLE_INT || v->i < 0)
+		return -1;
+	*out = (uint64_t)v->i;
+	return 0;
+}
+
+/* A tuple of non-negative ints into a[], *n of them. */
+static int get_dims(const struct tfs_pickle_value *v, uint64_t *a,
+		    unsigned int *n)
+{
+	if (!v || (v->type != TFS_PICKLE_TUPLE && v->type != TFS_PICKLE_LIST) ||
+	    v->n > TFS_TENSOR_MAX_DIMS)
+		return -1;
+	for (size_t i = 0; i < v->n; i++)
+		if (get_u64(v->items[i], &a[i]))
+			return -1;
+	*n = (unsigned int)v->n;
+	return 0;
+}
+
+/* Storage pid ('storage', torch.XStorage, KEY, location, numel) into
+ * t->dtype, t->dtype_name, *key and *numel. */
+static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
+		      struct tfs_tensor *t, const char **key, uint64_t *numel)
+{
+	const struct tfs_pickle_value *pid, *cls;
+
+	if (!sv || sv->type != TFS_PICKLE_PERSID)
+		return fail(w->err, w->errlen, "tensor '%s' has no storage",
+			    w->name);
+	pid = sv->items[0];
+	if (pid->type != TFS_PICKLE_TUPLE || pid->n < 5 ||
+	    pid->items[0]->type != TFS_PICKLE_STR ||
+	    strcmp(pid->items[0]->s, "storage") ||
+	    pid->items[1]->type != TFS_PICKLE_GLOBAL ||
+	    pid->items[2]->type != TFS_PICKLE_STR ||
+	    get_u64(pid->items[4], numel))
+		return fail(w->err, w->errlen,
+			    "the storage of tensor '%s' is no ('storage', "
+			    "class, key, location, numel)",
+			    w->name);
+	cls = pid->items[1];
+	*key = pid->items[2]->s;
+	t->dtype = -1;
+	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
+		 strncmp(cls->s, "torch.", 6) ? cls->s : cls->s + 6);
+	for (size_t i = 0; i < sizeof(storages) / sizeof(storages[0]); i++)
+		if (!strncmp(cls->s, "torch.", 6) &&
+		    !strcmp(cls->s + 6, storages[i].cls)) {
+			t->dtype = storages[i].tfs;
+			snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
+				 storages[i].dtype);
+		}
+	return 0;
+}
+
+/* The strides of t, dropped when they are C order's; span: the elements
+ * from the first reached to the last, plus one (0 when empty). */
+static int strides(struct walk *w, struct tfs_tensor *t, const uint64_t *st,
+		   uint64_t *span)
+{
+	uint64_t count = 1, want = 1, last = 0, p;
+	int c_order = 1;
+
+	for (unsigned int a = t->shape.ndim; a-- > 0;) {
+		uint64_t d = t->shape.dim[a];
+
+		if (d != 1 && st[a] != want)
+			c_order = 0;
+		if (d && __builtin_mul_overflow(want, d, &want))
+			want = UINT64_MAX; /* then no later stride matches */
+		if (__builtin_mul_overflow(count, d, &count) ||
+		    (d && (__builtin_mul_overflow(d - 1, st[a], &p) ||
+			   __builtin_add_overflow(last, p, &last))))
+			return fail(w->err, w->errlen,
+				    "tensor '%s': its shape and strides "
+				    "overflow",
+				    w->name);
+	}
+	*span = count ? last + 1 : 0;
+	if (c_order || !count)
+		return 0;
+	t->stride = malloc(t->shape.ndim * sizeof(*t->stride));
+	if (!t->stride)
+		return -ENOMEM;
+	memcpy(t->stride, st, t->shape.ndim * sizeof(*st));
+	return 0;
+}
+
+/* Where the storage KEY's bytes are, and that they hold the span. */
+static int place(struct walk *w, struct tfs_tensor *t, const char *key,
+		 uint64_t numel, uint64_t soff, uint64_t span)
+{
+	size_t es = tfs_tensor_dtype_size(t->dtype);
+	uint64_t need, start = 0, have = UINT64_MAX;
+	char ename[MAX_NAME];
+	const struct tfs_zip_entry *e;
+
+	if (w->z) {
+		snprintf(ename, sizeof(ename), "%sdata/%s", w->prefix, key);
+		e = tfs_zip_find(w->z, ename);
+		if (!e)
+			return fail(w->err, w->errlen,
+				    "tensor '%s': its storage '%s' is not in "
+				    "the archive",
+				    w->name, ename);
+		if (!e->stored)
+			return fail(w->err, w->errlen,
+				    "tensor '%s': its storage '%s' is "
+				    "compressed; torch.save stores them "
+				    "uncompressed",
+				    w->name, ename);
+		start = e->offset;
+		have = e->size;
+	}
+	if (!es) { /* a dtype not decoded: only where it starts */
+		t->offset = start;
+		return 0;
+	}
+	if (__builtin_add_overflow(soff, span, &need) || need > numel ||
+	    __builtin_mul_overflow(numel, es, &numel) || numel > have)
+		return fail(w->err, w->errlen,
+			    "tensor '%s' reaches past its storage (offset "
+			    "%llu, %llu elements, in a storage of %llu "
+			    "bytes)",
+			    w->name, (unsigned long long)soff,
+			    (unsigned long long)span, (unsigned long long)have);
+	t->offset = start + soff * es;
+	t->nbytes = span * es;
+	return 0;
+}
+
+/* _rebuild_tensor_v2(storage, storage_offset, size, stride, ...). */
+static int rebuild_tensor(struct walk *w, const struct tfs_pickle_value *args)
+{
+	uint64_t st[TFS_TENSOR_MAX_DIMS], soff, numel = 0, span = 0;
+	unsigned int nst = 0;
+	const char *key = "";
+	struct tfs_tensor *t;
+	int rc;
+
+	if (args->n < 4 || get_u64(args->items[1], &soff))
+		return fail(w->err, w->errlen,
+			    "tensor '%s' is rebuilt from no (storage, offset, "
+			    "size, stride)",
+			    w->name);
+	t = tfs_tensor_list_add(w->l, w->name);
+	if (!t)
+		return -ENOMEM;
+	t->big_endian = w->big_endian;
+	rc = storage_of(w, args->items[0], t, &key, &numel);
+	if (rc)
+		return rc;
+	if (get_dims(args->items[2], t->shape.dim, &t->shape.ndim) ||
+	    get_dims(args->items[3], st, &nst) || nst != t->shape.ndim)
+		return fail(w->err, w->errlen,
+			    "tensor '%s' has no size and stride of as many "
+			    "dimensions",
+			    w->name);
+	rc = strides(w, t, st, &span);
+	return rc ? rc : place(w, t, key, numel, soff, span);
+}
+
+/* A call: a tensor, a parameter (the tensor it wraps), or another
+ * object, whose arguments and state are walked for tensors. */
+static int walk_call(struct walk *w, const struct tfs_pickle_value *fn,
+		     const struct tfs_pickle_value *args,
+		     const struct tfs_pickle_value *state, size_t nlen,
+		     unsigned int depth)
+{
+	int rc = 0;
+
+	if (depth > TFS_TORCH_MAX_DEPTH)
+		return fail(w->err, w->errlen,
+			    "'%s' is nested more than %d deep", w->name,
+			    TFS_TORCH_MAX_DEPTH);
+	if (is_global(fn, "torch._utils._rebuild_tensor_v2") ||
+	    is_global(fn, "torch._utils._rebuild_tensor"))
+		return rebuild_tensor(w, args);
+	if ((is_global(fn, "torch._utils._rebuild_parameter") ||
+	     is_global(fn, "torch._utils._rebuild_parameter_with_state")) &&
+	    args->n >= 1)
+		return walk(w, args->items[0], nlen, depth + 1);
+	/* _rebuild_from_type_v2(func, type, args, state): func(*args) */
+	if (is_global(fn, "torch._tensor._rebuild_from_type_v2") &&
+	    args->n >= 3 && args->items[2]->type == TFS_PICKLE_TUPLE)
+		return walk_call(w, args->items[0], args->items[2], NULL, nlen,
+				 depth + 1);
+	if (fn->type == TFS_PICKLE_GLOBAL && !strncmp(fn->s, "torch.", 6) &&
+	    strstr(fn->s, "_rebuild"))
+		return fail(w->err, w->errlen,
+			    "'%s' is saved by %s, which tensorfs does not "
+			    "read (quantized, sparse or on a device other "
+			    "than the CPU?)",
+			    w->name, fn->s);
+	for (size_t i = 0; !rc && i < args->n; i++) {
+		int n = snprintf(w->name + nlen, MAX_NAME - nlen, "%s%zu",
+				 nlen ? "." : "", i);
+
+		rc = (size_t)n >= MAX_NAME - nlen
+			 ? fail(w->err, w->errlen, "a name is longer than %d",
+				MAX_NAME)
+			 : walk(w, args->items[i], nlen + (size_t)n, depth + 1);
+		w->name[nlen] = '\0';
+	}
+	return rc || !state ? rc : walk(w, state, nlen, depth + 1);
+}
+
+/* One child named key (its text) under the current name. */
+static int walk_child(struct walk *w, const struct tfs_pickle_value *key,
+		      const struct tfs_pickle_value *v, size_t nlen,
+		      unsigned int depth)
+{
+	int n, rc;
+
+	switch (key->type) {
+	case TFS_PICKLE_STR:
+		n = snprintf(w->name + nlen, MAX_NAME - nlen, "%s%s",
+			     nlen ? "." : "", key->s);
+		break;
+	case TFS_PICKLE_INT:
+		n = snprintf(w->name + nlen, MAX_NAME - nlen, "%s%lld",
+			     nlen ? "." : "", (long long)key->i);
+		break;
+	default:
+		n = snprintf(w->name + nlen, MAX_NAME - nlen, "%s?",
+			     nlen ? "." : "");
+		break;
+	}
+	if ((size_t)n >= MAX_NAME - nlen)
+		rc = fail(w->err, w->errlen, "a name is longer than %d",
+			  MAX_NAME);
+	else
+		rc = walk(w, v, nlen + (size_t)n, depth + 1);
+	w->name[nlen] = '\0';
+	return rc;
+}
+
+static int walk(struct walk *w, const struct tfs_pickle_value *v, size_t nlen,
+		unsigned int depth)
+{
+	int rc = 0;
+
+	if (depth > TFS_TORCH_MAX_DEPTH)
+		return fail(w->err, w->errlen,
+			    "'%s' is nested more than %d deep", w->name,
+			    TFS_TORCH_MAX_DEPTH);
+	if (!w->budget--)
+		return fail(w->err, w->errlen,
+			    "the saved structure refers to its values too "
+			    "many times over");
+	switch (v->type) {
+	case TFS_PICKLE_DICT:
+		for (size_t i = 0; !rc && i + 1 < v->n; i += 2)
+			rc = walk_child(w, v->items[i], v->items[i + 1], nlen,
+					depth);
+		return rc;
+	case TFS_PICKLE_LIST:
+	case TFS_PICKLE_TUPLE:
+		for (size_t i = 0; !rc && i < v->n; i++) {
+			struct tfs_pickle_value k = {.type = TFS_PICKLE_INT,
+						     .i = (int64_t)i};
+
+			rc = walk_child(w, &k, v->items[i], nlen, depth);
+		}
+		return rc;
+	case TFS_PICKLE_CALL:
+		return walk_call(w, v->items[0], v->items[1], v->items[2], nlen,
+				 depth);
+	default:
+		return 0;
+	}
+}
+
+/* ===== the archive ===== */
+
+static int parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
+			const char *prefix, int big_endian,
+			struct tfs_tensor_list **out, char *err, size_t errlen)
+{
+	struct tfs_pickle *p = NULL;
+	struct walk *w = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = tfs_pickle_load(pkl, len, &p, err, errlen);
+	if (rc)
+		return rc;
+	w = calloc(1, sizeof(*w));
+	if (!w || !(w->l = tfs_tensor_list_new(TFS_TENSOR_TORCH))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	w->z = z;
+	w->prefix = prefix;
+	w->big_endian = big_endian;
+	w->budget = 4 * (uint64_t)p->nall + 1024;
+	w->err = err;
+	w->errlen = errlen;
+	rc = walk(w, p->root, 0, 0);
+	if (!rc) {
+		*out = w->l;
+		w->l = NULL;
+	}
+out:
+	if (rc == -ENOMEM)
+		fail(err, errlen, "out of memory");
+	if (w)
+		tfs_tensor_list_free(w->l);
+	free(w);
+	tfs_pickle_free(p);
+	return rc;
+}
+
+int tfs_torch_parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
+			   const char *prefix, struct tfs_tensor_list **out,
+			   char *err, size_t errlen)
+{
+	return parse_pickle(pkl, len, z, prefix ? prefix : "", 0, out, err,
+			    errlen);
+}
+
+/* The one PREFIX/data.pkl of z into *pkl, its prefix into prefix. */
+static const struct tfs_zip_entry *find_pickle(const struct tfs_zip *z,
+					       char *prefix, size_t len)
+{
+	const struct tfs_zip_entry *found = NULL;
+
+	for (size_t i = 0; i < z->count; i++) {
+		const char *n = z->entries[i].name, *slash = strchr(n, '/');
+
+		if (!slash || strcmp(slash, "/data.pkl"))
+			continue;
+		if (found || (size_t)(slash - n) + 2 > len)
+			return NULL;
+		found = &z->entries[i];
+		snprintf(prefix, len, "%.*s/", (int)(slash - n), n);
+	}
+	return found;
+}
+
+/* Whether PREFIX/byteorder says "big". */
+static int big_endian(tfs_zip_read_fn rd, void *ctx, const struct tfs_zip *z,
+		      const char *prefix)
+{
+	char name[MAX_NAME + 16], b[8] = "";
+	const struct tfs_zip_entry *e;
+
+	snprintf(name, sizeof(name), "%sbyteorder", prefix);
+	e = tfs_zip_find(z, name);
+	if (!e || !e->stored || e->size != 3)
+		return 0;
+	return rd(ctx, b, 3, e->offset) == 3 && !memcmp(b, "big", 3);
+}
+
+int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
+		    size_t max_pickle, struct tfs_tensor_list **out, char *err,
+		    size_t errlen)
+{
+	struct tfs_zip *z = NULL;
+	const struct tfs_zip_entry *e;
+	char prefix[MAX_NAME];
+	unsigned char *pkl = NULL;
+	size_t done = 0;
+	int rc;
+
+	*out = NULL;
+	if (!max_pickle)
+		max_pickle = TFS_TORCH_MAX_PICKLE;
+	rc = tfs_zip_open(rd, ctx, file_size, &z, err, errlen);
+	if (rc)
+		return rc;
+	e = find_pickle(z, prefix, sizeof(prefix));
+	if (!e) {
+		rc = fail(err, errlen,
+			  "a zip archive without one "
+			  "DIR/data.pkl: not a torch.save file");
+		goto out;
+	}
+	if (!e->stored) {
+		rc = fail(err, errlen,
+			  "'%s' is compressed; torch.save "
+			  "stores it uncompressed",
+			  e->name);
+		goto out;
+	}
+	if (e->size > max_pickle) {
+		fail(err, errlen, "'%s' is %llu bytes, more than the %zu read",
+		     e->name, (unsigned long long)e->size, max_pickle);
+		rc = -E2BIG;
+		goto out;
+	}
+	pkl = malloc(e->size ? (size_t)e->size : 1);
+	if (!pkl) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (done < e->size) {
+		ssize_t n = rd(ctx, pkl + done, (size_t)e->size - done,
+			       e->offset + done);
+
+		if (n <= 0) {
+			rc =
+			    n ? (int)n
+			      : fail(err, errlen, "'%s' is truncated", e->name);
+			goto out;
+		}
+		done += (size_t)n;
+	}
+	rc = parse_pickle(pkl, (size_t)e->size, z, prefix,
+			  big_endian(rd, ctx, z, prefix), out, err, errlen);
+out:
+	free(pkl);
+	tfs_zip_free(z);
+	return rc;
+}

@@ -1,0 +1,65 @@
+/*
+ * torch.h: the tensors of a torch.save file, read without running it.
+ *
+ * ----- the format (torch/serialization.py _save, PyTorch 1.6 and later) -----
+ *
+ * A zip archive (zip.h) of stored entries under one directory, PREFIX,
+ * the file's base name without extension ("archive" when saved to a
+ * file object):
+ *   PREFIX/data.pkl     the saved object, pickled (protocol 2)
+ *   PREFIX/data/KEY     one entry per storage, its bytes as they are in
+ *                       memory: little-endian unless PREFIX/byteorder
+ *                       says "big"
+ *   PREFIX/version      "3" (PyTorch 1.13), PREFIX/byteorder (2.x),
+ *                       PREFIX/.data/serialization_id (2.x)
+ * In data.pkl a tensor is a call of torch._utils._rebuild_tensor_v2
+ * (storage, storage_offset, size, stride, requires_grad, hooks[,
+ * metadata]) and its storage the persistent id ('storage',
+ * torch.FloatStorage, KEY, location, numel); an nn.Parameter wraps it in
+ * _rebuild_parameter(tensor, requires_grad, hooks).  A tensor is named by
+ * its path in the saved structure: dict keys (str, or int as decimal)
+ * and list or tuple indices joined with '.': "model.layers.0.weight",
+ * "state.0.exp_avg".  A tensor saved alone is named "".
+ *
+ * The pickle is read by pickle.c, which never imports or calls
+ * anything; any other object in it (an argparse.Namespace, DeepSpeed's
+ * enums) is kept as the name of its class, and tensors inside it are
+ * still found.
+ */
+#ifndef TFS_TORCH_H
+#define TFS_TORCH_H
+
+#include "tensor.h"
+#include "zip.h"
+
+/* The largest data.pkl read. */
+#define TFS_TORCH_MAX_PICKLE (256u << 20)
+
+/*
+ * Read the tensors of the torch.save file of file_size bytes that rd
+ * reads (with ctx), reading at most max_pickle bytes of data.pkl (0:
+ * TFS_TORCH_MAX_PICKLE).  On success returns 0 and *out (format
+ * TFS_TENSOR_TORCH; caller frees with tfs_tensor_list_free()): each
+ * tensor with its storage's offset in the file, its strides when not
+ * C-contiguous, and dtype -1 (dtype_name the storage class) for a dtype
+ * not decoded.  Otherwise *out is NULL and returns -EINVAL (not a
+ * torch.save file, or malformed: err says what, lowercase, no file
+ * name), -E2BIG (data.pkl larger than max_pickle, or too many values in
+ * it), -ENOMEM or the -errno of rd.  Any bytes are safe to pass.
+ * Thread safe.
+ */
+int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
+		    size_t max_pickle, struct tfs_tensor_list **out, char *err,
+		    size_t errlen);
+
+/*
+ * The tensors of the pickle pkl[0..len), their storages looked up in z
+ * under prefix ("archive/"; z NULL: offsets relative to each storage,
+ * sizes unchecked).  Returns as tfs_torch_parse().
+ */
+int tfs_torch_parse_pickle(const void *pkl, size_t len,
+			   const struct tfs_zip *z, const char *prefix,
+			   struct tfs_tensor_list **out, char *err,
+			   size_t errlen);
+
+#endif

@@ -1,0 +1,334 @@
+/*
+ * test_torch.c: torch.save files (lib/tensor/torch.c), their zip
+ * directory (zip.c) and their pickle (pickle.c), against the fixtures of
+ * tests/data/torch, which PyTorch wrote (gen.py there), and against
+ * hostile bytes.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pickle.h"
+#include "torch.h"
+#include "zip.h"
+
+#define DATA TFS_TEST_DATA "/torch/"
+
+/* ===== helpers ===== */
+
+static unsigned char *slurp(const char *name, size_t *len)
+{
+	char path[512];
+	FILE *f;
+	unsigned char *b;
+	long n;
+
+	snprintf(path, sizeof(path), "%s%s", DATA, name);
+	f = fopen(path, "rb");
+	if (!f)
+		fail_msg("cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	assert_non_null(b);
+	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+static int parse_mem(const unsigned char *b, size_t len,
+		     struct tfs_tensor_list **l, char *err, size_t errlen)
+{
+	struct tfs_zip_mem m = {b, len};
+
+	return tfs_torch_parse(tfs_zip_read_mem, &m, len, 0, l, err, errlen);
+}
+
+/* Element i (flat, C order) of t in the file b, through its strides. */
+static double element(const unsigned char *b, const struct tfs_tensor *t,
+		      uint64_t i)
+{
+	size_t es = tfs_tensor_dtype_size(t->dtype);
+	uint64_t at = 0, stride = 1;
+
+	for (unsigned int a = t->shape.ndim; a-- > 0;) {
+		uint64_t idx = i % t->shape.dim[a];
+
+		i /= t->shape.dim[a];
+		at += idx * (t->stride ? t->stride[a] : stride);
+		stride *= t->shape.dim[a];
+	}
+	return tfs_tensor_to_double(t->dtype, b + t->offset + at * es);
+}
+
+/* ===== the fixtures, against what torch.load saw ===== */
+
+/* One line of expected.txt against the parsed file. */
+static void check_line(char *line, const unsigned char *b,
+		       const struct tfs_tensor_list *l)
+{
+	char *save = NULL, *name, *dtype, *shape, *strides, *tok;
+	const struct tfs_tensor *t;
+	char buf[256];
+	uint64_t i = 0;
+
+	strtok_r(line, " \n", &save); /* the file */
+	name = strtok_r(NULL, " \n", &save);
+	dtype = strtok_r(NULL, " \n", &save);
+	shape = strtok_r(NULL, " \n", &save);
+	strides = strtok_r(NULL, " \n", &save);
+	strtok_r(NULL, " \n", &save); /* the storage offset */
+	t = tfs_tensor_list_find(l, strcmp(name, "-") ? name : "");
+	if (!t)
+		fail_msg("no tensor '%s'", name);
+	assert_string_equal(t->dtype_name, dtype);
+	tfs_tensor_shape_format(&t->shape, 0, buf, sizeof(buf));
+	assert_string_equal(buf, shape);
+	if (t->stride) {
+		struct tfs_tensor_shape s = {.ndim = t->shape.ndim};
+
+		memcpy(s.dim, t->stride, s.ndim * sizeof(s.dim[0]));
+		tfs_tensor_shape_format(&s, 0, buf, sizeof(buf));
+		assert_string_equal(buf, strides);
+	}
+	while ((tok = strtok_r(NULL, " \n", &save))) {
+		double want = strtod(tok, NULL), got = element(b, t, i++);
+
+		if (!(got == want || (isnan(got) && isnan(want))))
+			fail_msg("%s[%llu]: %.17g, torch %.17g", name,
+				 (unsigned long long)i - 1, got, want);
+	}
+}
+
+static void test_torch_fixtures_read_as_torch_load_reads_them(void **state)
+{
+	size_t elen, n = 0;
+	unsigned char *exp = slurp("expected.txt", &elen);
+	char *save = NULL, *line;
+
+	(void)state;
+	exp[elen] = '\0';
+	for (line = strtok_r((char *)exp, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save), n++) {
+		char file[64], err[256];
+		size_t len;
+		unsigned char *b;
+		struct tfs_tensor_list *l = NULL;
+
+		assert_int_equal(sscanf(line, "%63s", file), 1);
+		b = slurp(file, &len);
+		if (parse_mem(b, len, &l, err, sizeof(err)))
+			fail_msg("%s: %s", file, err);
+		assert_int_equal(l->format, TFS_TENSOR_TORCH);
+		check_line(line, b, l);
+		tfs_tensor_list_free(l);
+		free(b);
+	}
+	assert_true(n >= 20);
+	free(exp);
+}
+
+static void test_torch_lists_tensors_in_saved_order_with_views(void **state)
+{
+	size_t len;
+	unsigned char *b = slurp("views.pt", &len);
+	struct tfs_tensor_list *l = NULL;
+	char err[256];
+	const struct tfs_tensor *base, *row, *t, *rep;
+
+	(void)state;
+	assert_int_equal(parse_mem(b, len, &l, err, sizeof(err)), 0);
+	assert_int_equal(l->count, 5);
+	assert_string_equal(l->tensors[0].name, "base");
+	assert_string_equal(l->tensors[4].name, "rep");
+	base = tfs_tensor_list_find(l, "base");
+	row = tfs_tensor_list_find(l, "row");
+	t = tfs_tensor_list_find(l, "t");
+	rep = tfs_tensor_list_find(l, "rep");
+	/* one storage: the row starts 4 elements in, the transpose at 0 */
+	assert_int_equal(row->offset, base->offset + 16);
+	assert_int_equal(t->offset, base->offset);
+	assert_null(base->stride);
+	assert_null(row->stride);
+	assert_non_null(t->stride);
+	assert_int_equal(t->nbytes, 48);
+	assert_int_equal(rep->stride[0], 0);
+	assert_int_equal(rep->nbytes, 16);
+	tfs_tensor_list_free(l);
+	free(b);
+}
+
+/* ===== hostile bytes ===== */
+
+/* Every prefix and many one-byte changes of a real file end in a list
+ * or an error, never a crash (ASan checks the reads). */
+static void test_torch_survives_truncation_and_bit_flips(void **state)
+{
+	size_t len;
+	unsigned char *b = slurp("state_dict.pt", &len);
+	unsigned char *c = malloc(len);
+	char err[256];
+
+	(void)state;
+	for (size_t n = 0; n < len; n++) {
+		struct tfs_tensor_list *l = NULL;
+		unsigned char *p = malloc(n ? n : 1);
+
+		memcpy(p, b, n);
+		if (!parse_mem(p, n, &l, err, sizeof(err)))
+			tfs_tensor_list_free(l);
+		else
+			assert_null(l);
+		free(p);
+	}
+	for (size_t i = 0; i < len; i += 3) {
+		struct tfs_tensor_list *l = NULL;
+
+		memcpy(c, b, len);
+		c[i] ^= (unsigned char)(0x5a + i);
+		if (!parse_mem(c, len, &l, err, sizeof(err)))
+			tfs_tensor_list_free(l);
+	}
+	free(c);
+	free(b);
+}
+
+static int pickle_err(const char *pkl, size_t len, char *err, size_t errlen)
+{
+	struct tfs_tensor_list *l = NULL;
+	int rc = tfs_torch_parse_pickle(pkl, len, NULL, "", &l, err, errlen);
+
+	tfs_tensor_list_free(l);
+	return rc;
+}
+
+static void test_pickle_never_calls_what_it_names(void **state)
+{
+	/* os.system('true'): a GLOBAL and a REDUCE, kept as data */
+	static const char sys_call[] = "\x80\x02"
+				       "cos\nsystem\n"
+				       "X\x04\x00\x00\x00true\x85R.";
+	char err[256];
+
+	(void)state;
+	assert_int_equal(pickle_err(sys_call, sizeof(sys_call) - 1, err,
+				    sizeof(err)),
+			 0);
+}
+
+static void test_pickle_refuses_opcodes_torch_does_not_write(void **state)
+{
+	static const struct {
+		const char *pkl;
+		const char *word;
+	} bad[] = {
+	    {"\x80\x02(ios\nsystem\n.", "INST"},
+	    {"\x80\x02I1\n.", "INT (protocol 0)"},
+	    {"\x80\x02\x82\x01.", "EXT1"},
+	    {"\x80\x02\xff.", "0xff"},
+	    {"\x80\x02]q\x01h\x05.", "never PUT"},
+	    {"\x80\x02]r\xff\xff\xff\x7f.", "beyond"},
+	    {"\x80\x02K\x01", "truncated"},
+	    {"\x80\x02(K\x01K\x02.", "not one"},
+	    {"\x80\x02X\xff\xff\xff\x7f.", "past the end"},
+	    {"\x80\x02K\x01K\x02s.", "on no dict"},
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(pickle_err(bad[i].pkl, strlen(bad[i].pkl),
+					    err, sizeof(err)),
+				 -EINVAL);
+		if (!strstr(err, bad[i].word))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err,
+				 bad[i].word);
+	}
+}
+
+static void test_pickle_bounds_cycles_and_depth(void **state)
+{
+	/* a list appended to itself: walked to the depth limit, no further */
+	static const char cycle[] = "\x80\x02]q\x00h\x00" "a.";
+	char err[256], *deep;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(pickle_err(cycle, sizeof(cycle) - 1, err, sizeof(err)),
+			 -EINVAL);
+	if (!strstr(err, "nested"))
+		fail_msg("%s", err);
+	/* 1000 lists in lists */
+	deep = malloc(4000);
+	deep[n++] = '\x80';
+	deep[n++] = 2;
+	for (int i = 0; i < 1000; i++)
+		deep[n++] = ']';
+	for (int i = 0; i < 999; i++)
+		deep[n++] = 'a';
+	deep[n++] = '.';
+	assert_int_equal(pickle_err(deep, n, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "nested"));
+	free(deep);
+}
+
+static void test_torch_refuses_a_view_past_its_storage(void **state)
+{
+	size_t len;
+	unsigned char *b = slurp("tensor.pt", &len);
+	struct tfs_tensor_list *l = NULL;
+	char err[256];
+	unsigned char *p;
+
+	(void)state;
+	/* the storage holds 4 elements: claim 5 rows in the size tuple */
+	p = memmem(b, len, "K\x02K\x02\x86", 5);
+	assert_non_null(p);
+	p[1] = 5;
+	assert_int_equal(parse_mem(b, len, &l, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "past its storage"));
+	assert_null(l);
+	free(b);
+}
+
+static void test_zip_refuses_what_is_no_archive(void **state)
+{
+	static const unsigned char junk[64] = "PK\3\4 not really";
+	struct tfs_zip_mem m = {junk, sizeof(junk)};
+	struct tfs_zip *z = NULL;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(tfs_zip_open(tfs_zip_read_mem, &m, sizeof(junk), &z,
+				      err, sizeof(err)),
+			 -EINVAL);
+	assert_null(z);
+	assert_non_null(strstr(err, "end of central directory"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_torch_fixtures_read_as_torch_load_reads_them),
+	    cmocka_unit_test(test_torch_lists_tensors_in_saved_order_with_views),
+	    cmocka_unit_test(test_torch_survives_truncation_and_bit_flips),
+	    cmocka_unit_test(test_pickle_never_calls_what_it_names),
+	    cmocka_unit_test(test_pickle_refuses_opcodes_torch_does_not_write),
+	    cmocka_unit_test(test_pickle_bounds_cycles_and_depth),
+	    cmocka_unit_test(test_torch_refuses_a_view_past_its_storage),
+	    cmocka_unit_test(test_zip_refuses_what_is_no_archive),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
