@@ -7,7 +7,11 @@
 # 2. builds with clang and with gcc, warnings as errors, and with clang
 #    under ThreadSanitizer;
 # 3. runs the cmocka unit tests under AddressSanitizer and
-#    UndefinedBehaviorSanitizer (clang build);
+#    UndefinedBehaviorSanitizer (clang build), then the integration tests
+#    labelled 'sanitized' (reads, writes, mmap, threads, crashes; see
+#    tests/integration/CMakeLists.txt) against that build's daemon: any
+#    sanitizer report of the daemon or a tool fails the test that ran it
+#    (tests/integration/lib.sh collects them);
 # 4. runs the unit tests under ThreadSanitizer (clang build);
 # 5. runs every test, unit and integration (real mounts of real images in
 #    temporary directories), on the gcc build with invariant checks on.
@@ -49,6 +53,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 step "unit tests under ASan+UBSan (clang)"
 (cd "$top/build/test-asan" && ctest -L unit --output-on-failure -j"$jobs" "$@")
+step "integration tests against the ASan+UBSan daemon (clang)"
+(cd "$top/build/test-asan" && ctest -L sanitized --output-on-failure "$@")
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # ThreadSanitizer maps its shadow memory at fixed addresses; on a kernel
