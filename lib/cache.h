@@ -128,6 +128,16 @@ void tfs_cache_forget(struct tfs_cache *c, uint64_t ino);
  */
 void tfs_cache_barrier(struct tfs_cache *c);
 
+/*
+ * Check the cache's invariants (each chunk on the list of its state,
+ * counters equal to the lists' lengths and within the budgets, flags
+ * consistent with states, hash membership, write order of the waiting
+ * chunks; see cache.c).  0 or -EUCLEAN.  Takes the cache's lock; O(number
+ * of chunks).  Builds with TFS_CHECKS call it by themselves as the cache
+ * changes, and abort when it fails.
+ */
+int tfs_cache_check(struct tfs_cache *c);
+
 /* Bytes of ino held in RAM. */
 uint64_t tfs_cache_bytes_of(struct tfs_cache *c, uint64_t ino);
 

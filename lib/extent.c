@@ -50,7 +50,7 @@ typedef void (*freed_fn)(uint64_t pblk, uint64_t len, void *arg);
 static void extmap_assert_ok(const struct tfs_extmap *m, const char *fn)
 {
 	/* as in alloc.c: amortise the O(n) check on big maps */
-	static unsigned long calls;
+	static _Thread_local unsigned long calls;
 	unsigned long every = m->n > 4096 ? (unsigned long)(m->n / 1024) : 1;
 
 	if (++calls % every)

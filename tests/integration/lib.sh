@@ -11,6 +11,11 @@
 # Environment (set by ctest; defaults work from a build tree):
 #   TFS_BIN   directory holding tensorfs, mkfs.tensorfs, tensorfs-fsck
 #   TFS_TESTBIN directory holding the C test helpers (tests/integration/*.c)
+#
+# Sanitized builds (TFS_SANITIZE): every program a test runs, the daemon
+# above all, writes its sanitizer reports to $WORK/sanitizer.<pid> (a
+# mount's stderr may be gone, and a report must not be): any such file
+# fails the test when it exits, whatever else it said.
 
 set -u
 
@@ -28,8 +33,16 @@ DAEMON_PID=""
 
 tfs_log() { printf '%s: %s\n' "$TEST_NAME" "$*" >&2; }
 
+# tfs_mounted DIR: DIR is a mount point, also one whose daemon died (a
+# sanitizer aborted it, say), where mountpoint(1) fails: stat gets ENOTCONN
+tfs_mounted() {
+	mountpoint -q "$1" 2>/dev/null ||
+		awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts
+}
+
 tfs_cleanup() {
-	if [ -n "$MNT" ] && mountpoint -q "$MNT" 2>/dev/null; then
+	local _san=""
+	if [ -n "$MNT" ] && tfs_mounted "$MNT"; then
 		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
 	fi
 	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
@@ -37,10 +50,37 @@ tfs_cleanup() {
 		for _ in $(seq 50); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$DAEMON_PID" 2>/dev/null
 	fi
+	tfs_sanitizer_reports || _san=1
 	[ -n "$WORK" ] && rm -rf "$WORK"
+	[ -z "$_san" ] || exit 1
 }
 trap tfs_cleanup EXIT
 trap 'exit 1' INT TERM HUP
+
+# tfs_sanitizer_logs: send sanitizer reports to $WORK/sanitizer.<pid>
+# (ASAN_OPTIONS and the like, kept as given, with log_path added; programs
+# built without sanitizers ignore them)
+tfs_sanitizer_logs() {
+	local _v _o="log_path=$WORK/sanitizer"
+	for _v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
+		export "$_v=${!_v:+${!_v}:}$_o"
+	done
+}
+
+# tfs_sanitizer_reports: 1, after printing them, if there are reports in
+# $WORK (called at exit, once the daemon is gone)
+tfs_sanitizer_reports() {
+	local _f _found=""
+	[ -n "$WORK" ] || return 0
+	for _f in "$WORK"/sanitizer.*; do
+		[ -e "$_f" ] || continue
+		cat "$_f" >&2
+		_found=1
+	done
+	[ -z "$_found" ] && return 0
+	tfs_log "FAIL: sanitizer reports above ($(cd "$WORK" && echo sanitizer.*))"
+	return 1
+}
 
 tfs_fail() { tfs_log "FAIL: $*"; exit 1; }
 tfs_skip() { tfs_log "SKIP: $*"; exit 77; }
@@ -86,6 +126,7 @@ tfs_need_torch() {
 tfs_mkimg() {
 	[ -e /dev/fuse ] || tfs_skip "no /dev/fuse"
 	WORK=$(mktemp -d "${TMPDIR:-/tmp}/tfs-$TEST_NAME.XXXXXX")
+	tfs_sanitizer_logs
 	IMG="$WORK/dev.img"
 	MNT="$WORK/mnt"
 	mkdir "$MNT"

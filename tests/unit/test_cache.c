@@ -18,6 +18,12 @@
  *
  * Chunks are 16 KiB (4 sectors) and write-back never expires on its own
  * (expire_ms = 60 s), so that only syncs and pool pressure write back.
+ *
+ * The module is compiled into this test (#include "cache.c") rather than
+ * linked from libtfs, so that the invariant tests can reach the chunks,
+ * break one invariant at a time under the cache's lock, and see
+ * cache_check() notice (and, in a TFS_CHECKS build, see a transition
+ * abort on a broken cache, in a child process).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -29,11 +35,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
-#include "cache.h"
+#include "cache.c"
 
 #define CS	(16u * 1024)		/* chunk size: 4 sectors */
 #define NSECT	(CS / TFS_SECTOR)
@@ -1183,6 +1192,195 @@ static void test_cache_stats_follow_reads_writes_and_write_back(
 	assert_true(s.evictions >= 2);
 }
 
+/* ===== invariants ===== */
+
+/*
+ * Run 'breakit', check, run 'mendit', check again, all under the cache's
+ * lock so that no other thread (a flusher) ever sees the broken cache;
+ * assert afterwards, not under the lock.
+ */
+#define EXPECT_CAUGHT(c, breakit, mendit) do {				\
+		int broken_, mended_;					\
+		pthread_mutex_lock(&(c)->mu);				\
+		breakit;						\
+		broken_ = cache_check((c), 1);				\
+		mendit;							\
+		mended_ = cache_check((c), 1);				\
+		pthread_mutex_unlock(&(c)->mu);				\
+		assert_int_equal(broken_, -EUCLEAN);			\
+		assert_int_equal(mended_, 0);				\
+	} while (0)
+
+static struct chunk *chunk_of(struct tfs_cache *c, uint64_t ino,
+			      uint64_t idx)
+{
+	struct chunk *ch;
+
+	pthread_mutex_lock(&c->mu);
+	ch = lookup(c, ino, idx);
+	pthread_mutex_unlock(&c->mu);
+	assert_non_null(ch);
+	return ch;
+}
+
+static void test_cache_check_detects_broken_invariants(void **state)
+{
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 4, 3, 1, 1, 0);
+	struct chunk *ready, *w1, *w2, *clean, *fr;
+	uint64_t seq;
+
+	put(c, 1, 0, CS, 1);			/* wholly dirty: READY */
+	put(c, 2, 0, TFS_SECTOR, 1);		/* WAIT */
+	put(c, 2, CS, TFS_SECTOR, 1);		/* WAIT, after it */
+	assert_true(got(c, 3, 0, 100, 0));	/* CLEAN */
+	ready = chunk_of(c, 1, 0);
+	w1 = chunk_of(c, 2, 0);
+	w2 = chunk_of(c, 2, 1);
+	clean = chunk_of(c, 3, 0);
+	fr = c->free;
+	assert_int_equal(ready->state, C_READY);
+	assert_int_equal(w1->state, C_WAIT);
+	assert_int_equal(clean->state, C_CLEAN);
+	assert_non_null(fr);
+	assert_int_equal(tfs_cache_check(c), 0);
+
+	/* counters that do not match the lists, or past their bounds */
+	EXPECT_CAUGHT(c, c->nclean++, c->nclean--);
+	EXPECT_CAUGHT(c, c->ndirty--, c->ndirty++);
+	EXPECT_CAUGHT(c, c->ndirty++, c->ndirty--);
+	EXPECT_CAUGHT(c, c->o.pool_chunks = 2, c->o.pool_chunks = 3);
+	EXPECT_CAUGHT(c, c->valid_sect++, c->valid_sect--);
+	EXPECT_CAUGHT(c, c->dirty_sect--, c->dirty_sect++);
+	EXPECT_CAUGHT(c, c->wait.n++, c->wait.n--);
+
+	/* a chunk on the list of another state */
+	EXPECT_CAUGHT(c, clean->state = C_WAIT, clean->state = C_CLEAN);
+	EXPECT_CAUGHT(c, w1->state = C_READY, w1->state = C_WAIT);
+	EXPECT_CAUGHT(c, ready->state = C_FLUSH, ready->state = C_READY);
+	EXPECT_CAUGHT(c, fr->state = C_CLEAN, fr->state = C_FREE);
+
+	/* bitmaps and their counts */
+	EXPECT_CAUGHT(c, w1->nvalid++, w1->nvalid--);
+	EXPECT_CAUGHT(c, w1->dirty[0] |= 2, w1->dirty[0] &= ~2ull);
+	EXPECT_CAUGHT(c, clean->valid[0] |= 1ull << NSECT,
+		      clean->valid[0] &= ~(1ull << NSECT));
+	/* dirty data on a clean chunk that is not dead */
+	EXPECT_CAUGHT(c, (clean->dirty[0] |= 1, clean->ndirty++,
+			  c->dirty_sect++),
+		      (clean->dirty[0] &= ~1ull, clean->ndirty--,
+		       c->dirty_sect--));
+
+	/* flags and pins against the state, hash membership */
+	EXPECT_CAUGHT(c, clean->flags |= F_DEAD,
+		      clean->flags &= (uint8_t)~F_DEAD);
+	EXPECT_CAUGHT(c, clean->flags |= F_FILLING,
+		      clean->flags &= (uint8_t)~F_FILLING);
+	EXPECT_CAUGHT(c, clean->flags |= 0x80, clean->flags &= 0x7f);
+	EXPECT_CAUGHT(c, fr->rrefs = 1, fr->rrefs = 0);
+	EXPECT_CAUGHT(c, hash_remove(c, w2), hash_insert(c, w2));
+	EXPECT_CAUGHT(c, hash_insert(c, fr), hash_remove(c, fr));
+	EXPECT_CAUGHT(c, clean->ino = 7, clean->ino = 3);
+
+	/* the waiting chunks out of write order */
+	seq = w1->dirty_seq;
+	EXPECT_CAUGHT(c, w1->dirty_seq = w2->dirty_seq + 1,
+		      w1->dirty_seq = seq);
+
+	/* the free list: a used chunk counted as never used, a lost one */
+	EXPECT_CAUGHT(c, c->fresh--, c->fresh++);
+	EXPECT_CAUGHT(c, c->free = fr->next, c->free = fr);
+
+	tfs_cache_sync_all(c);
+	assert_int_equal(tfs_cache_check(c), 0);
+}
+
+static void test_cache_check_detects_broken_chunks_in_flight(void **state)
+{
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 1);
+	struct chunk *ch;
+
+	FAKE_SET(&x->f, gate[1], 1);
+	put(c, 1, 0, CS, 1);
+	assert_int_equal(fake_wait(&x->f, &x->f.in_write, 1), 0);
+	ch = chunk_of(c, 1, 0);
+	assert_int_equal(ch->state, C_FLUSH);
+	assert_int_equal(tfs_cache_check(c), 0);
+
+	/* no writer of a chunk being written back; off every list */
+	EXPECT_CAUGHT(c, ch->wrefs = 1, ch->wrefs = 0);
+	EXPECT_CAUGHT(c, ch->prev = &c->lru.head, ch->prev = NULL);
+	EXPECT_CAUGHT(c, c->ndirty--, c->ndirty++);
+
+	/* forgotten while in flight: dead, out of the hash, still busy */
+	tfs_cache_forget(c, 1);
+	assert_true(ch->flags & F_DEAD);
+	assert_int_equal(tfs_cache_check(c), 0);
+	EXPECT_CAUGHT(c, hash_insert(c, ch), hash_remove(c, ch));
+	EXPECT_CAUGHT(c, ch->state = C_READY, ch->state = C_FLUSH);
+
+	FAKE_SET(&x->f, gate[1], 0);
+	EVENTUALLY(stats(c).pool_busy == 0);
+	assert_int_equal(tfs_cache_check(c), 0);
+}
+
+static void test_cache_check_of_moved_chunks_only_catches_them(void **state)
+{
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 256, 2, 1, 1, 0);
+	struct chunk *ch;
+	int rc;
+
+	assert_true(got(c, 1, 0, 100, 0));
+	ch = chunk_of(c, 1, 0);
+	/* a big arena: most checks see only the chunks moved since the
+	 * last one, not the whole arena */
+	pthread_mutex_lock(&c->mu);
+	c->checks = 0;
+	c->nmoved = 0;
+	ch->nvalid++;
+	c->moved[c->nmoved++] = ch;
+	rc = cache_check(c, 0);
+	ch->nvalid--;
+	pthread_mutex_unlock(&c->mu);
+	assert_int_equal(rc, -EUCLEAN);
+	assert_int_equal(tfs_cache_check(c), 0);
+}
+
+/* A transition on a broken cache aborts, in a TFS_CHECKS build. */
+static void test_cache_checked_build_aborts_on_broken_invariant(
+	void **state)
+{
+#if defined(TFS_CHECKS) && TFS_CHECKS
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 0);
+	uint8_t b[100];
+	int st = 0;
+	pid_t pid;
+
+	assert_true(got(c, 1, 0, 100, 0));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* the report is expected: keep it out of the test's log */
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(2);
+		pthread_mutex_lock(&c->mu);
+		c->nclean++;
+		pthread_mutex_unlock(&c->mu);
+		tfs_cache_read(c, 1, 0, b, sizeof(b));
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1207,6 +1405,10 @@ int main(void)
 		T(test_cache_forget_frees_a_chunk_in_flight_after_it_lands),
 		T(test_cache_barrier_waits_for_writes_in_progress_only),
 		T(test_cache_stats_follow_reads_writes_and_write_back),
+		T(test_cache_check_detects_broken_invariants),
+		T(test_cache_check_detects_broken_chunks_in_flight),
+		T(test_cache_check_of_moved_chunks_only_catches_them),
+		T(test_cache_checked_build_aborts_on_broken_invariant),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
