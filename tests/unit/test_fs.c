@@ -5,7 +5,9 @@
  * extent counts; a damaged checkpoint or superblock is reported or
  * survived as documented; open errors; a read-only open writes nothing;
  * inodes left without links by a crash are freed at the next open (and
- * kept with no_recover).
+ * kept with no_recover); an image truncated or deleted under the open
+ * file system puts it in the error state (journal.c's J7) at the next
+ * commit.
  */
 
 #include "testfs.h"
@@ -299,6 +301,57 @@ static void test_fs_removed_open_directory_is_freed_after_crash(void **state)
 	assert_int_equal(tfs_getattr(f->fs, d, &st), -ENOENT);
 }
 
+/* ===== the device changed under the file system (J7) ===== */
+
+static void test_fs_image_truncated_while_open_is_the_error_state(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
+	char why[256];
+	struct stat st;
+	int rc;
+
+	wr_pat(f->fs, ino, 100000, 0, 1);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	assert_int_equal(truncate(f->path, 64 * MiB), 0);
+	wr_pat(f->fs, ino, 1000, 0, 2);	/* before the next commit: taken */
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), -EIO);
+	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);
+	assert_non_null(strstr(why, "truncated to 67108864 bytes"));
+	assert_int_equal(tfs_write(f->fs, ino, "x", 1, 0), -EROFS);
+	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, "d", 0755, 0, 0, &st),
+			 -EROFS);
+	rc = tfs_fs_close(f->fs);
+	f->fs = NULL;
+	assert_int_equal(rc, -EIO);
+}
+
+static void test_fs_image_deleted_while_open_is_the_error_state(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
+	char why[256];
+	int rc;
+
+	wr_pat(f->fs, ino, 100000, 0, 1);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(unlink(f->path), 0);
+	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
+	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);
+	assert_non_null(strstr(why, "deleted"));
+	/* reads still work: the data can be copied out */
+	assert_pat(f->fs, ino, 100000, 0, 1);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.a", "1", 1, 0),
+			 -EROFS);
+	rc = tfs_fs_close(f->fs);
+	f->fs = NULL;
+	assert_int_equal(rc, -EIO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +364,8 @@ int main(void)
 		T(test_fs_readonly_open_writes_nothing),
 		T(test_fs_no_recover_keeps_orphans),
 		T(test_fs_removed_open_directory_is_freed_after_crash),
+		T(test_fs_image_truncated_while_open_is_the_error_state),
+		T(test_fs_image_deleted_while_open_is_the_error_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
