@@ -16,6 +16,7 @@
 
 /* ===== durability ===== */
 
+/* Protects J1, J2, J4. */
 static void test_fs_crash_keeps_what_was_synced(void **state)
 {
 	struct fx *f = *state;
@@ -55,6 +56,7 @@ static void test_fs_crash_keeps_what_was_synced(void **state)
 	free(want);
 }
 
+/* Protects J2. */
 static void test_fs_crash_without_any_sync_is_the_formatted_state(
 	void **state)
 {
@@ -75,6 +77,7 @@ static void test_fs_crash_without_any_sync_is_the_formatted_state(
 	assert_fsck_clean(c);
 }
 
+/* Protects J1, J2. */
 static void test_fs_fsync_makes_changes_durable(void **state)
 {
 	struct fx *f = *state;
@@ -125,6 +128,7 @@ static void test_fs_commit_thread_commits_on_its_own(void **state)
 	assert_pat(f->fs2, ino, 50000, 0, 2);
 }
 
+/* Protects J6. */
 static void test_fs_freed_blocks_are_not_reused_before_commit(void **state)
 {
 	struct fx *f = *state;
@@ -150,6 +154,7 @@ static void test_fs_freed_blocks_are_not_reused_before_commit(void **state)
 	assert_fsck_clean(c);
 }
 
+/* Protects J6. */
 static void test_fs_freed_blocks_reused_on_a_full_device_after_commit(
 	void **state)
 {
@@ -179,6 +184,7 @@ static void test_fs_freed_blocks_reused_on_a_full_device_after_commit(
 	assert_pat(f->fs, b, 6 * MiB, 0, 2);
 }
 
+/* Protects J3, J4. */
 static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
 {
 	struct fx *f = *state;
@@ -214,6 +220,7 @@ static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
 
 /* ===== I/O errors ===== */
 
+/* Protects J3, J7 (a failed write is retried, never applied half). */
 static void test_fs_journal_write_error_is_reported_and_state_survives(
 	void **state)
 {

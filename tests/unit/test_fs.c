@@ -14,6 +14,7 @@
 
 /* ===== recovery ===== */
 
+/* Protects J9d. */
 static void test_fs_unlinked_open_file_is_freed_after_crash(void **state)
 {
 	struct fx *f = *state;
@@ -100,6 +101,7 @@ static void test_fs_persists_across_close_and_open(void **state)
 
 /* ===== damaged images ===== */
 
+/* Protects J2, J8. */
 static void test_fs_corrupt_checkpoint_fails_open_with_euclean(void **state)
 {
 	struct fx *f = *state;
@@ -139,6 +141,7 @@ static void test_fs_corrupt_checkpoint_fails_open_with_euclean(void **state)
 	assert_true(exists(f->fs, TFS_ROOT_INO, "dir"));
 }
 
+/* Protects J8. */
 static void test_fs_one_corrupt_superblock_still_opens(void **state)
 {
 	struct fx *f = *state;
@@ -283,6 +286,7 @@ static void test_fs_no_recover_keeps_orphans(void **state)
 
 /* ===== recovery of removed directories ===== */
 
+/* Protects J9d. */
 static void test_fs_removed_open_directory_is_freed_after_crash(void **state)
 {
 	struct fx *f = *state;
@@ -303,6 +307,7 @@ static void test_fs_removed_open_directory_is_freed_after_crash(void **state)
 
 /* ===== the device changed under the file system (J7) ===== */
 
+/* Protects J7. */
 static void test_fs_image_truncated_while_open_is_the_error_state(
 	void **state)
 {
@@ -329,6 +334,7 @@ static void test_fs_image_truncated_while_open_is_the_error_state(
 	assert_int_equal(rc, -EIO);
 }
 
+/* Protects J7. */
 static void test_fs_image_deleted_while_open_is_the_error_state(
 	void **state)
 {

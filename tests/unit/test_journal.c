@@ -277,6 +277,7 @@ static void test_journal_load_rejects_non_tensorfs(void **state)
 	unlink(path);
 }
 
+/* Protects J8 (the device is as big as the file system). */
 static void test_journal_load_rejects_truncated_image(void **state)
 {
 	struct fix *f = *state;
@@ -306,6 +307,7 @@ static void test_journal_unknown_version_is_eproto(void **state)
 	assert_non_null(strstr(f->err, "version"));
 }
 
+/* Protects J8. */
 static void test_journal_both_superblocks_corrupt_is_euclean(void **state)
 {
 	struct fix *f = *state;
@@ -349,6 +351,7 @@ static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 	assert_true(has(f, "a"));
 }
 
+/* Protects J2, J9. */
 static void test_journal_transaction_that_does_not_apply_is_euclean(
 	void **state)
 {
@@ -366,6 +369,7 @@ static void test_journal_transaction_that_does_not_apply_is_euclean(
 	assert_non_null(strstr(f->err, "does not apply"));
 }
 
+/* Protects J2. */
 static void test_journal_record_count_mismatch_is_euclean(void **state)
 {
 	struct fix *f = *state;
@@ -381,6 +385,7 @@ static void test_journal_record_count_mismatch_is_euclean(void **state)
 	assert_int_equal(load(f), -EUCLEAN);
 }
 
+/* Protects J2, J6. */
 static void test_journal_used_blocks_mismatch_is_euclean(void **state)
 {
 	struct fix *f = *state;
@@ -395,6 +400,7 @@ static void test_journal_used_blocks_mismatch_is_euclean(void **state)
 
 /* ===== replay ===== */
 
+/* Protects J2. */
 static void test_journal_replays_committed_transactions(void **state)
 {
 	struct fix *f = *state;
@@ -449,6 +455,7 @@ static void test_journal_next_ino_comes_from_the_headers(void **state)
 	assert_int_equal(tfs_meta_next_ino(f->m), 5000);
 }
 
+/* Protects J2. */
 static void test_journal_ignores_torn_tail(void **state)
 {
 	struct fix *f = *state;
@@ -477,6 +484,7 @@ static void test_journal_ignores_torn_tail(void **state)
 	assert_false(has(f, "c"));
 }
 
+/* Protects J2. */
 static void test_journal_ignores_torn_multiblock_tail(void **state)
 {
 	struct fix *f = *state;
@@ -498,6 +506,7 @@ static void test_journal_ignores_torn_multiblock_tail(void **state)
 	assert_false(has(f, "big"));
 }
 
+/* Protects J2. */
 static void test_journal_detects_corruption_in_the_middle(void **state)
 {
 	struct fix *f = *state;
@@ -552,6 +561,7 @@ static void test_journal_large_transaction_beyond_scratch_buffer(void **state)
 	assert_true(has(f, "f2") && has(f, "after"));
 }
 
+/* Protects J2, J4. */
 static void test_journal_commit_when_full_is_enospc(void **state)
 {
 	struct fix *f = *state;
@@ -590,6 +600,7 @@ static void test_journal_commit_when_full_is_enospc(void **state)
 
 /* ===== checkpoints ===== */
 
+/* Protects J3, J4. */
 static void test_journal_checkpoint_switches_slot(void **state)
 {
 	struct fix *f = *state;
@@ -679,6 +690,7 @@ static void test_journal_checkpoint_larger_than_a_chunk(void **state)
 			 f->j.sb.data_start + 12345);
 }
 
+/* Protects J4. */
 static void test_journal_checkpoint_too_big_is_enospc(void **state)
 {
 	struct fix *f = *state;
@@ -726,6 +738,7 @@ static void restore_supers(const struct fix *f, uint8_t b[2][TFS_BLOCK_SIZE])
 	assert_int_equal(img_pwrite(f->path, 0, b, 2 * TFS_BLOCK_SIZE), 0);
 }
 
+/* Protects J4, J5. */
 static void test_journal_lost_superblock_write_keeps_previous_state(
 	void **state)
 {
@@ -751,6 +764,7 @@ static void test_journal_lost_superblock_write_keeps_previous_state(
 	assert_true(has(f, "a") && has(f, "b"));
 }
 
+/* Protects J4, J8. */
 static void test_journal_torn_superblock_falls_back_to_other_copy(
 	void **state)
 {
@@ -790,6 +804,7 @@ static void test_journal_torn_superblock_falls_back_to_other_copy(
 	assert_true(has(f, "a") && has(f, "b"));
 }
 
+/* Protects J4, J7 (a failed slot write is retried). */
 static void test_journal_failed_checkpoint_write_keeps_previous_state(
 	void **state)
 {
@@ -1015,6 +1030,7 @@ static void test_journal_fallback_never_replays_a_newer_epoch(void **state)
 	assert_false(has(f, "d") || has(f, "e"));
 }
 
+/* Protects J4. */
 static void test_journal_set_flags_alternates_copies(void **state)
 {
 	struct fix *f = *state;
@@ -1067,6 +1083,7 @@ static void fill_old_journal(struct fix *f)
 	assert_int_equal(tfs_dir_count(root(f)), 0);
 }
 
+/* Protects J3. */
 static void test_journal_reformat_does_not_replay_old_transactions(
 	void **state)
 {
@@ -1083,6 +1100,7 @@ static void test_journal_reformat_does_not_replay_old_transactions(
 	assert_int_equal(tfs_dir_count(root(f)), 1);
 }
 
+/* Protects J2, J3. */
 static void test_journal_reformat_then_crash_is_not_corruption(void **state)
 {
 	struct fix *f = *state;
