@@ -99,16 +99,16 @@ int tfs_statedir_readdir(uint64_t cookie, tfs_fill_fn fill, void *arg)
 }
 
 /*
- * The error state after the counters of buf (which it takes): in stats a
- * line "error <why>" (none outside it), in stats.json "error": "<why>" or
- * null, in metrics a gauge tensorfs_error, 1 in it.  The new text, or
- * NULL without memory.
+ * The error state after the counters of buf (which it takes), as one
+ * more value in each file: "error" is its errno, 0 outside it (-EIO: 5).
+ * In it, stats and stats.json also say why ("error_reason").  The new
+ * text, or NULL without memory.
  */
 static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
 {
 	char why[256], *out = NULL;
 	size_t n = 0, len = strlen(buf);
-	int err = tfs_fs_error(fs, why, sizeof(why));
+	int err = -tfs_fs_error(fs, why, sizeof(why));
 	FILE *m = open_memstream(&out, &n);
 
 	if (!m) {
@@ -119,12 +119,14 @@ static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
 		len -= 3;		/* "\n}\n" */
 	fwrite(buf, 1, len, m);
 	free(buf);
-	if (f == TFS_STATS_TEXT && err) {
-		fprintf(m, "error %s\n", why);
+	if (f == TFS_STATS_TEXT) {
+		fprintf(m, "error %d\n", err);
+		if (err)
+			fprintf(m, "error_reason %s\n", why);
 	} else if (f == TFS_STATS_JSON) {
-		fputs(",\n  \"error\": ", m);
+		fprintf(m, ",\n  \"error\": %d", err);
 		if (err) {
-			fputc('"', m);
+			fputs(",\n  \"error_reason\": \"", m);
 			for (const char *c = why; *c; c++)
 				if (*c == '"' || *c == '\\')
 					fprintf(m, "\\%c", *c);
@@ -133,15 +135,14 @@ static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
 				else
 					fputc(*c, m);
 			fputc('"', m);
-		} else {
-			fputs("null", m);
 		}
 		fputs("\n}\n", m);
-	} else if (f == TFS_STATS_PROM) {
-		fprintf(m, "# HELP tensorfs_error 1 once a device error or a "
-			   "changed image stopped all changes (see the log)\n"
+	} else {
+		fprintf(m, "# HELP tensorfs_error errno of the error state: a "
+			   "device error or a changed image stopped all "
+			   "changes (see the log); 0: none\n"
 			   "# TYPE tensorfs_error gauge\ntensorfs_error %d\n",
-			err != 0);
+			err);
 	}
 	if (fclose(m)) {
 		free(out);

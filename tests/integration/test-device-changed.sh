@@ -14,7 +14,7 @@ tfs_mkimg 256M
 # next commit (every 200 ms here) found it
 wait_error() {
 	for _ in $(seq 50); do
-		grep -q "^error .*$1" "$MNT/.tensorfs/stats" 2>/dev/null && return 0
+		grep -q "^error_reason .*$1" "$MNT/.tensorfs/stats" 2>/dev/null && return 0
 		sleep 0.1
 	done
 	cat "$MNT/.tensorfs/stats" >&2
@@ -24,9 +24,11 @@ wait_error() {
 # check_error_state WHAT: what the error state promises
 check_error_state() {
 	wait_error "$1"
-	grep -q "^tensorfs_error 1$" "$MNT/.tensorfs/metrics" ||
-		tfs_fail "$1: metrics has no tensorfs_error 1"
-	python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; sys.exit(0 if e and sys.argv[2] in e else 1)' \
+	grep -q "^error 5$" "$MNT/.tensorfs/stats" ||
+		tfs_fail "$1: stats has no 'error 5' (EIO)"
+	grep -q "^tensorfs_error 5$" "$MNT/.tensorfs/metrics" ||
+		tfs_fail "$1: metrics has no tensorfs_error 5 (EIO)"
+	python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if j["error"] == 5 and sys.argv[2] in j["error_reason"] else 1)' \
 		"$MNT/.tensorfs/stats.json" "$1" ||
 		tfs_fail "$1: stats.json has no error naming it"
 	grep -q "$1" "$WORK/daemon.log" || {
