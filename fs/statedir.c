@@ -3,7 +3,8 @@
  * FUSE requests and lib/ calls.  This file holds /.tensorfs/, the mount's
  * counters and configuration as files (see statedir.h).  A fixed table
  * of four files; inode numbers STATEDIR_INO (the directory) and
- * STATEDIR_INO + 1 + i (file i).
+ * STATEDIR_INO + 1 + i (file i).  After the counters each stats file
+ * says whether the file system is in its error state (fs.h) and why.
  */
 #include "statedir.h"
 
@@ -97,6 +98,59 @@ int tfs_statedir_readdir(uint64_t cookie, tfs_fill_fn fill, void *arg)
 	return 0;
 }
 
+/*
+ * The error state after the counters of buf (which it takes), as one
+ * more value in each file: "error" is its errno, 0 outside it (-EIO: 5).
+ * In it, stats and stats.json also say why ("error_reason").  The new
+ * text, or NULL without memory.
+ */
+static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
+{
+	char why[256], *out = NULL;
+	size_t n = 0, len = strlen(buf);
+	int err = -tfs_fs_error(fs, why, sizeof(why));
+	FILE *m = open_memstream(&out, &n);
+
+	if (!m) {
+		free(buf);
+		return NULL;
+	}
+	if (f == TFS_STATS_JSON && len >= 3)
+		len -= 3;		/* "\n}\n" */
+	fwrite(buf, 1, len, m);
+	free(buf);
+	if (f == TFS_STATS_TEXT) {
+		fprintf(m, "error %d\n", err);
+		if (err)
+			fprintf(m, "error_reason %s\n", why);
+	} else if (f == TFS_STATS_JSON) {
+		fprintf(m, ",\n  \"error\": %d", err);
+		if (err) {
+			fputs(",\n  \"error_reason\": \"", m);
+			for (const char *c = why; *c; c++)
+				if (*c == '"' || *c == '\\')
+					fprintf(m, "\\%c", *c);
+				else if ((unsigned char)*c < 0x20)
+					fprintf(m, "\\u%04x", *c);
+				else
+					fputc(*c, m);
+			fputc('"', m);
+		}
+		fputs("\n}\n", m);
+	} else {
+		fprintf(m, "# HELP tensorfs_error errno of the error state: a "
+			   "device error or a changed image stopped all "
+			   "changes (see the log); 0: none\n"
+			   "# TYPE tensorfs_error gauge\ntensorfs_error %d\n",
+			err);
+	}
+	if (fclose(m)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
 			  uint64_t ino, size_t *len, int *rc)
 {
@@ -122,15 +176,20 @@ char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
 		}
 		break;
 	}
-	default:
+	default: {
+		enum tfs_stats_format f = ino - STATEDIR_INO - 1 == F_STATS ?
+						  TFS_STATS_TEXT :
+					  ino - STATEDIR_INO - 1 == F_JSON ?
+						  TFS_STATS_JSON :
+						  TFS_STATS_PROM;
+
 		tfs_stats_get(fs, &s);
-		buf = tfs_stats_render(&s, ino - STATEDIR_INO - 1 == F_STATS ?
-						   TFS_STATS_TEXT :
-					   ino - STATEDIR_INO - 1 == F_JSON ?
-						   TFS_STATS_JSON :
-						   TFS_STATS_PROM);
+		buf = tfs_stats_render(&s, f);
+		if (buf)
+			buf = add_error(fs, buf, f);
 		n = buf ? strlen(buf) : 0;
 		break;
+	}
 	}
 	if (!buf)
 		*rc = -ENOMEM;

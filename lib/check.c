@@ -23,6 +23,11 @@
  *
  * tfs_check_supers() reads the two superblock copies straight from the
  * device, before the file system is opened (which may rewrite one).
+ *
+ * Each check names the invariant of the crash protocol it verifies
+ * (lib/journal.c, J1..J9): a committed state must satisfy them all, so
+ * a finding is either damage or a bug in the protocol.  Loading itself
+ * verifies J2 (every CRC) and J8 (the superblock copy used).
  */
 #include "check.h"
 
@@ -150,6 +155,7 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 
 		cookie = e->cookie;
 		if (!ip) {
+			/* J9a */
 			problem(c, "entry '%s' in directory %llu names "
 				   "missing inode %llu",
 				e->name, (unsigned long long)dp->a.ino,
@@ -158,6 +164,7 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 			continue;
 		}
 		if (ip->a.ino == TFS_ROOT_INO) {
+			/* J9a */
 			problem(c, "entry '%s' in directory %llu names the "
 				   "root directory",
 				e->name, (unsigned long long)dp->a.ino);
@@ -165,6 +172,7 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 			continue;
 		}
 		if (S_ISDIR(ip->a.mode) && seen_of(c, ip->a.ino)->links) {
+			/* J9b */
 			problem(c, "directory %llu has a second entry '%s' in "
 				   "directory %llu",
 				(unsigned long long)ip->a.ino, e->name,
@@ -174,6 +182,7 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 		}
 		seen_of(c, ip->a.ino)->links++;
 		if (S_ISDIR(ip->a.mode) && ip->a.parent != dp->a.ino) {
+			/* J9b */
 			problem(c, "directory %llu: '..' is %llu, but it is "
 				   "in directory %llu",
 				(unsigned long long)ip->a.ino,
@@ -274,6 +283,7 @@ static int pass_inodes(struct tfs_inode *ip, void *arg)
 		c->res->files++;
 		c->res->extents += tfs_extmap_count(&ip->map);
 		if (tfs_extmap_check(&ip->map)) {
+			/* J9e */
 			problem(c, "inode %llu: extent map out of order",
 				(unsigned long long)ip->a.ino);
 		}
@@ -281,7 +291,7 @@ static int pass_inodes(struct tfs_inode *ip, void *arg)
 		c->res->dirs++;
 	} else if (S_ISLNK(ip->a.mode)) {
 		c->res->symlinks++;
-		if (!ip->symlink)
+		if (!ip->symlink)	/* J9f */
 			problem(c, "symlink %llu has no target",
 				(unsigned long long)ip->a.ino);
 	} else {
@@ -294,6 +304,7 @@ static int pass_inodes(struct tfs_inode *ip, void *arg)
 		return 0;
 	}
 	if (!sn->reached) {
+		/* J9d */
 		problem(c, "inode %llu (%s) is not reachable from the root",
 			(unsigned long long)ip->a.ino,
 			S_ISDIR(ip->a.mode) ? "directory" : "file");
@@ -303,6 +314,7 @@ static int pass_inodes(struct tfs_inode *ip, void *arg)
 	}
 	want = S_ISDIR(ip->a.mode) ? 2 + subdirs(c, ip) : sn->links;
 	if (ip->a.nlink != want) {
+		/* J9c */
 		problem(c, "inode %llu: link count %u, should be %llu",
 			(unsigned long long)ip->a.ino, ip->a.nlink,
 			(unsigned long long)want);
@@ -320,6 +332,7 @@ static int root_links(struct ctx *c)
 	uint64_t want = 2 + subdirs(c, root);
 
 	if (root->a.nlink != want) {
+		/* J9c */
 		problem(c, "root directory: link count %u, should be %llu",
 			root->a.nlink, (unsigned long long)want);
 		if (c->flags & TFS_CHECK_REPAIR) {
@@ -443,10 +456,10 @@ int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
 	tfs_meta_each(c.m, pass_inodes, &c);
 	root_links(&c);
 	tfs_fs_get_info(fs, &info);
-	if (tfs_alloc_check(a))
+	if (tfs_alloc_check(a))		/* J6 */
 		problem(&c, "free-space index is inconsistent");
-	/* info.free_blocks counts blocks freed but not yet committed (not
-	 * yet back in the allocator) as free, as statfs does */
+	/* J6: info.free_blocks counts blocks freed but not yet committed
+	 * (not yet back in the allocator) as free, as statfs does */
 	if (info.free_blocks + tfs_meta_used_blocks(c.m) != info.data_blocks)
 		problem(&c, "space does not add up: %llu used + %llu free "
 			    "!= %llu data blocks",
@@ -571,6 +584,7 @@ static uint64_t sweep(const struct claims *cl, uint64_t first,
 
 		if (c->len == 0 || c_end < c->pblk || c->pblk < first ||
 		    c_end > end) {
+			/* J9e */
 			conflict(out, &n, "inode %llu%s: file blocks %llu.. "
 				 "map %llu device blocks from %llu, outside "
 				 "the data area (blocks %llu..%llu)",
@@ -583,6 +597,7 @@ static uint64_t sweep(const struct claims *cl, uint64_t first,
 			continue;
 		}
 		if (far && c->pblk < far_end) {
+			/* J6: no block has two owners */
 			uint64_t last = (c_end < far_end ? c_end : far_end) - 1;
 
 			blocks(b1, sizeof(b1), c->pblk, last);

@@ -24,6 +24,14 @@
  * allocator, after a cache barrier so no write-back still in flight to
  * a freed block lands on its new owner's data.
  *
+ * Errors.  A failed transaction write makes the next commit a
+ * checkpoint (journal.c's J3: the transaction's seq is burnt).  A failed
+ * flush or superblock write stops the journal (J7); the first commit or
+ * checkpoint that sees it puts the file system in the error state
+ * (tfs_fs_fail()), and from then on commits write nothing and return
+ * the error.  Each commit first checks that the image was neither
+ * deleted nor truncated under the mount (tfs_fs_check_device()).
+ *
  * Locks: the transaction and the pending list are under fs->lock;
  * journal I/O under fs->jlock, taken before fs->lock and held across
  * the write (tfs_txn_commit_jlocked() drops fs->lock for the I/O).
@@ -165,6 +173,14 @@ static void pend_release(struct tfs_fs *fs, uint64_t tag)
 
 /* ===== commit ===== */
 
+/* J7: the journal stopped: the file system enters the error state. */
+static int journal_stopped(struct tfs_fs *fs, int rc)
+{
+	if (fs->j.err)
+		tfs_fs_fail(fs, fs->j.err, "%s", fs->j.why);
+	return rc;
+}
+
 static void txn_reset(struct tfs_fs *fs)
 {
 	fs->txn.len = 0;
@@ -188,12 +204,15 @@ int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
 {
 	int rc;
 
+	*tag = NO_TAG;
+	if (tfs_fs_failed(fs))
+		return tfs_fs_failed(fs);
 	*tag = fs->tag++;
 	rc = tfs_journal_checkpoint(&fs->j, fs->m, flags);
 	if (rc) {
 		*tag = NO_TAG;
 		fs->need_ckpt = 1;
-		return rc;
+		return journal_stopped(fs, rc);
 	}
 	txn_reset(fs);
 	fs->need_ckpt = 0;
@@ -226,6 +245,10 @@ int tfs_txn_commit_jlocked(struct tfs_fs *fs)
 	uint64_t nrec, tag, next_ino, used;
 	int rc;
 
+	/* item of J7: the image changed under the mount */
+	rc = tfs_fs_check_device(fs);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&fs->lock);
 	if (fs->need_ckpt) {
 		rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
@@ -268,12 +291,14 @@ int tfs_txn_commit_jlocked(struct tfs_fs *fs)
 	used = tfs_meta_used_blocks(fs->m);
 	pthread_mutex_unlock(&fs->lock);
 
+	/* J1: flush the data first (flush_first), then the transaction */
 	if (nrec)
 		rc = tfs_journal_commit(&fs->j, t.p, t.len, nrec, next_ino,
 					used, 1);
 	else
-		rc = tfs_dev_flush(fs->dev);
+		rc = tfs_journal_flush(&fs->j, "file data");
 	tfs_buf_release(&t);
+	journal_stopped(fs, rc);
 
 	pthread_mutex_lock(&fs->lock);
 	if (rc == -ENOSPC || rc == -ENOMEM) {

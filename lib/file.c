@@ -391,6 +391,8 @@ static int read_blocks(struct tfs_fs *fs, struct tfs_inode *ip,
 	}
 	if (!rc && niov)
 		rc = tfs_dev_readv(fs->dev, iov, niov);
+	if (rc)		/* past the end of an image truncated under us? */
+		tfs_fs_check_device(fs);
 	free(v.s);
 	return rc;
 }
@@ -776,6 +778,9 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 		return 0;
 	if (end > MAX_FILE_SIZE || end < off)
 		return -EFBIG;
+	rc = tfs_fs_may_change(fs);	/* J7 */
+	if (rc)
+		return rc;
 	ip = tfs_inode_hold(fs, ino, &rc);
 	if (!ip)
 		return rc;
@@ -894,8 +899,10 @@ int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags)
 	if (rc || !(flags & O_TRUNC) || (flags & O_ACCMODE) == O_RDONLY ||
 	    !S_ISREG(ip->a.mode))
 		return rc;
+	rc = tfs_fs_may_change(fs);	/* J7 */
 	pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
-	rc = tfs_file_truncate(fs, ip, 0);
+	if (!rc)
+		rc = tfs_file_truncate(fs, ip, 0);
 	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
 	if (rc)
 		tfs_release(fs, ino);
@@ -930,6 +937,8 @@ int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync)
 	(void)datasync;
 	if (fs->opts.readonly)
 		return 0;
+	if (tfs_fs_failed(fs))	/* J7: nothing is made durable any more */
+		return tfs_fs_failed(fs);
 	/* the file's data to the device, then one journal commit makes
 	 * its metadata (and all else) durable */
 	tfs_cache_sync(fs->cache, ino);
@@ -1016,6 +1025,9 @@ int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 		return -EOPNOTSUPP;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		return -EOPNOTSUPP;
+	rc = tfs_fs_may_change(fs);	/* J7 */
+	if (rc)
+		return rc;
 	ip = tfs_inode_hold(fs, ino, &rc);
 	if (!ip)
 		return rc;

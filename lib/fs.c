@@ -16,13 +16,28 @@
  * starts the cache's flushers and the commit thread (after any fork);
  * tfs_fs_close() writes everything back, commits, and writes a clean
  * checkpoint (TFS_SB_CLEAN), which the next open needs no replay after.
+ *
+ * The error state (journal.c's J7), as ext4's errors=remount-ro: entered
+ * once (tfs_fs_fail()) when the journal stops after a failed flush or
+ * superblock write, or when the image file is found deleted or
+ * truncated under the mount (tfs_fs_check_device(), at every commit and
+ * after a failed device read).  From then on every change fails with
+ * EROFS, reads keep working, nothing more is written to the device, and
+ * fsync, sync and close return the error.  The device keeps the state
+ * of the last good commit.  Write-back errors of file data do not enter
+ * it: they are the file's (file.c).
  */
 #include "fs_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "units.h"
 
@@ -32,8 +47,68 @@ int tfs_fs_sync(struct tfs_fs *fs)
 {
 	if (fs->opts.readonly)
 		return 0;
+	if (tfs_fs_failed(fs))
+		return tfs_fs_failed(fs);
 	tfs_cache_sync_all(fs->cache);
 	return tfs_txn_commit(fs);
+}
+
+/* ===== the error state ===== */
+
+void tfs_fs_fail(struct tfs_fs *fs, int rc, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	pthread_mutex_lock(&fs->errlock);
+	if (fs->error) {
+		pthread_mutex_unlock(&fs->errlock);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(fs->errmsg, sizeof(fs->errmsg), fmt, ap);
+	va_end(ap);
+	__atomic_store_n(&fs->error, rc ? rc : -EIO, __ATOMIC_RELEASE);
+	snprintf(msg, sizeof(msg), "%s: %s; the file system takes no more "
+		 "changes (they fail with EROFS), reads still work; the "
+		 "device keeps the last committed state: unmount and run "
+		 "tensorfs-fsck", fs->path ? fs->path : "device", fs->errmsg);
+	pthread_mutex_unlock(&fs->errlock);
+	if (fs->opts.log)
+		fs->opts.log(msg);
+}
+
+int tfs_fs_error(struct tfs_fs *fs, char *buf, size_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->errlock);
+	rc = fs->error;
+	if (buf && len)
+		snprintf(buf, len, "%s", rc ? fs->errmsg : "");
+	pthread_mutex_unlock(&fs->errlock);
+	return rc;
+}
+
+int tfs_fs_check_device(struct tfs_fs *fs)
+{
+	uint64_t need = fs->j.sb.dev_blocks * BS;
+	struct stat st;
+
+	if (fs->watch_fd < 0 || tfs_fs_failed(fs) ||
+	    fstat(fs->watch_fd, &st))
+		return tfs_fs_failed(fs);
+	if (st.st_nlink == 0)
+		tfs_fs_fail(fs, -EIO, "the image was deleted while mounted; "
+				      "its data is gone at unmount: copy out "
+				      "what you need first");
+	else if ((uint64_t)st.st_size < need)
+		tfs_fs_fail(fs, -EIO, "the image was truncated to %llu bytes "
+				      "while mounted (the file system needs "
+				      "%llu)",
+			    (unsigned long long)st.st_size,
+			    (unsigned long long)need);
+	return tfs_fs_failed(fs);
 }
 
 /* ===== open and close ===== */
@@ -151,6 +226,9 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 	if (fs->opts.no_lock)
 		dflags |= TFS_DEV_NOLOCK;
 	rc = tfs_dev_open(path, dflags, &fs->dev);
+	/* item of the error state: an image deleted or truncated under us */
+	if (!rc && !fs->opts.readonly && !tfs_dev_is_blockdev(fs->dev))
+		fs->watch_fd = open(path, O_PATH | O_CLOEXEC);
 	if (rc == -EBUSY)
 		tfs_say(err, errlen, "'%s' is in use: mounted by tensorfs "
 				 "or opened by another tool",
@@ -177,7 +255,14 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 				  fs->opts.commit_interval_ms : 5000;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->jlock, NULL);
+	pthread_mutex_init(&fs->errlock, NULL);
 	pthread_cond_init(&fs->cond, NULL);
+	fs->watch_fd = -1;
+	fs->path = strdup(path);
+	if (!fs->path) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	rc = open_dev(fs, path, err, errlen);
 	if (rc)
 		goto fail;
@@ -190,6 +275,12 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	if (rc)
 		goto fail_dev;
 	fs->replayed = fs->j.replayed;
+	if (fs->j.note[0] && fs->opts.log) {
+		char msg[600];
+
+		snprintf(msg, sizeof(msg), "%s: %s", path, fs->j.note);
+		fs->opts.log(msg);
+	}
 	fs->data_start = fs->j.sb.data_start;
 	fs->data_blocks = fs->j.sb.dev_blocks - fs->data_start;
 
@@ -224,8 +315,12 @@ fail:
 	tfs_cache_free(fs->cache);
 	tfs_alloc_free(fs->alloc);
 	tfs_meta_free(fs->m);
+	if (fs->watch_fd >= 0)
+		close(fs->watch_fd);
+	free(fs->path);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->jlock);
+	pthread_mutex_destroy(&fs->errlock);
 	pthread_cond_destroy(&fs->cond);
 	free(fs);
 	return rc;
@@ -257,13 +352,19 @@ uint64_t tfs_fs_replayed(const struct tfs_fs *fs)
 	return fs->replayed;
 }
 
+const char *tfs_fs_load_note(const struct tfs_fs *fs)
+{
+	return fs->j.note[0] ? fs->j.note : NULL;
+}
+
 int tfs_fs_close(struct tfs_fs *fs)
 {
 	int rc = 0;
 
 	if (!fs)
 		return 0;
-	if (!fs->opts.readonly)
+	/* J7: in the error state nothing more is written */
+	if (!fs->opts.readonly && !tfs_fs_failed(fs))
 		tfs_cache_sync_all(fs->cache);
 	if (fs->thr_started) {
 		pthread_mutex_lock(&fs->lock);
@@ -272,7 +373,7 @@ int tfs_fs_close(struct tfs_fs *fs)
 		pthread_mutex_unlock(&fs->lock);
 		pthread_join(fs->thr, NULL);
 	}
-	if (!fs->opts.readonly) {
+	if (!fs->opts.readonly && !tfs_fs_failed(fs)) {
 		pthread_mutex_lock(&fs->jlock);
 		/*
 		 * Commit to the journal first: should the superblock of the
@@ -287,6 +388,17 @@ int tfs_fs_close(struct tfs_fs *fs)
 		pthread_mutex_unlock(&fs->lock);
 		pthread_mutex_unlock(&fs->jlock);
 	}
+	if (!fs->opts.readonly && tfs_fs_failed(fs)) {
+		rc = tfs_fs_failed(fs);
+		if (fs->opts.log) {
+			char msg[512];
+
+			snprintf(msg, sizeof(msg), "%s: closed in the error "
+				 "state (%s): the final checkpoint was not "
+				 "written", fs->path, fs->errmsg);
+			fs->opts.log(msg);
+		}
+	}
 	tfs_cache_free(fs->cache);
 	tfs_journal_release(&fs->j);
 	tfs_dev_close(fs->dev);
@@ -296,8 +408,12 @@ int tfs_fs_close(struct tfs_fs *fs)
 	tfs_buf_release(&fs->txn);
 	free(fs->dirty);
 	free(fs->pend);
+	if (fs->watch_fd >= 0)
+		close(fs->watch_fd);
+	free(fs->path);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->jlock);
+	pthread_mutex_destroy(&fs->errlock);
 	pthread_cond_destroy(&fs->cond);
 	free(fs);
 	return rc;

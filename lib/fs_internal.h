@@ -13,6 +13,8 @@
  *   fs->jlock  journal I/O (commits, checkpoints); serialises them.
  *   io_lock    per inode: shared for reads, exclusive for writes,
  *              truncate and fallocate (file.c).
+ *   errlock    the error state's sentence; a leaf, taken under any of
+ *              the others.
  *
  * The cache calls back into file.c (fill, write-back) with its own
  * locks dropped, so the callbacks may take fs->lock.  The cache's
@@ -22,6 +24,7 @@
 #ifndef TFS_FS_INTERNAL_H
 #define TFS_FS_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +72,17 @@ struct tfs_fs {
 	uint64_t wb_errors;		/* write-backs that failed */
 	uint64_t app_read_bytes, app_write_bytes;	/* atomics */
 
+	/*
+	 * The error state (journal.c's J7), like ext4's errors=remount-ro:
+	 * once set, never cleared.  error is -errno (read with atomics,
+	 * without a lock); errmsg says why (errlock).
+	 */
+	pthread_mutex_t errlock;
+	int error;
+	char errmsg[256];
+	int watch_fd;			/* the image (O_PATH) for fstat, or -1 */
+	char *path;			/* the device's path, for messages */
+
 	/* commit thread */
 	pthread_t thr;
 	int thr_started, stop;
@@ -90,6 +104,33 @@ struct tfs_alloc *tfs_fs_alloc(struct tfs_fs *fs);
 /* The tree was changed behind the journal's back: the next sync writes a
  * checkpoint of all of it. */
 void tfs_fs_mark_changed(struct tfs_fs *fs);
+
+/*
+ * Enter the error state (J7), once: rc (-errno) and a sentence saying
+ * why, logged through opts.log.  Later calls change nothing.  Any
+ * thread, any locks held.
+ */
+void tfs_fs_fail(struct tfs_fs *fs, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* 0, or -EROFS in the error state: every change starts with it. */
+static inline int tfs_fs_may_change(struct tfs_fs *fs)
+{
+	return __atomic_load_n(&fs->error, __ATOMIC_ACQUIRE) ? -EROFS : 0;
+}
+
+/* The error of the error state, 0 outside it (fsync, sync, close). */
+static inline int tfs_fs_failed(struct tfs_fs *fs)
+{
+	return __atomic_load_n(&fs->error, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Has the image file been deleted or truncated under the mount?  Then
+ * enter the error state, naming the cause; returns fs's error (0: all
+ * is well).  A block device is not checked.  Any locks held.
+ */
+int tfs_fs_check_device(struct tfs_fs *fs);
 
 /* commit.c */
 struct tfs_timespec tfs_fs_now(void);

@@ -47,6 +47,8 @@ struct tfs_dev {
 	uint64_t fail_from;	/* fault injection; UINT64_MAX = off */
 	int fail_err;
 	uint64_t short_left;	/* requests still to cut short (tests) */
+	uint64_t flush_skip;	/* flushes to let through, then ... */
+	uint64_t flush_fail;	/* ... flushes to fail with -EIO (tests) */
 #endif
 	uint64_t st_reads, st_writes, st_rbytes, st_wbytes, st_flush, st_err;
 	uint64_t st_submitted, st_inflight, st_lat_ns, st_lat_max_ns;
@@ -156,6 +158,26 @@ static int injected_write_error(const struct tfs_dev *d, uint64_t off,
 	return d->fail_err && off + len > d->fail_from ? d->fail_err : 0;
 }
 
+void tfs_dev_fail_flushes(struct tfs_dev *d, uint64_t skip, uint64_t n)
+{
+	d->flush_skip = skip;
+	d->flush_fail = n;
+}
+
+/* The errno this flush is to fail with (tfs_dev_fail_flushes()), or 0. */
+static int injected_flush_error(struct tfs_dev *d)
+{
+	if (d->flush_skip) {
+		d->flush_skip--;
+		return 0;
+	}
+	if (d->flush_fail) {
+		d->flush_fail--;
+		return EIO;
+	}
+	return 0;
+}
+
 /* Whether to cut this request short (tfs_dev_short_transfers()). */
 static int take_short(struct tfs_dev *d)
 {
@@ -183,6 +205,12 @@ static int injected_write_error(const struct tfs_dev *d, uint64_t off,
 }
 
 static int take_short(struct tfs_dev *d)
+{
+	(void)d;
+	return 0;
+}
+
+static int injected_flush_error(struct tfs_dev *d)
 {
 	(void)d;
 	return 0;
@@ -597,6 +625,12 @@ int tfs_dev_flush(struct tfs_dev *d)
 	struct io_uring_cqe *cqe;
 	int rc = 0;
 
+	rc = injected_flush_error(d);
+	if (rc) {
+		count(&d->st_flush, 1);
+		count(&d->st_err, 1);
+		return -rc;
+	}
 	ring = thread_ring(&rc);
 	if (!ring)
 		return rc;

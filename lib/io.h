@@ -109,6 +109,11 @@ void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err);
 /* The next n requests longer than a block ask the kernel for half their
  * length, so they complete short and the rest must be resubmitted. */
 void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
+
+/* Let the next 'skip' flushes through, then fail the n after them with
+ * -EIO without flushing (a disk whose cache flush failed).  Not thread
+ * safe: set it while no other thread flushes. */
+void tfs_dev_fail_flushes(struct tfs_dev *d, uint64_t skip, uint64_t n);
 #endif
 
 #endif

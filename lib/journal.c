@@ -1,15 +1,87 @@
 /*
- * journal.c: format, load (recovery), commit and checkpoint.
+ * journal.c: format, load (recovery), commit and checkpoint, and the
+ * crash protocol they follow.
+ *
+ * The state on the device is a checkpoint (the whole tree, in one of two
+ * slots) plus the journal transactions committed after it, found through
+ * the newer of two superblock copies (format.h has the bytes).
+ *
+ * ===== the crash protocol =====
+ *
+ * What reaches the device before what, and what load may assume.  These
+ * hold for a crash, a power cut (writes not yet flushed are lost, any of
+ * them may have reached the medium early) and a failed read, write or
+ * flush at any point; together they make the device load to a state
+ * that holds everything fsync'd before the fault.  Code, fsck checks and
+ * crash or fault tests name the invariant they rely on or protect.
+ *
+ * J1  Data before the metadata that points to it.  A commit flushes the
+ *     device before it writes the transaction (flush_first, commit.c),
+ *     so a committed extent never maps blocks whose data is not on the
+ *     device; unwritten extents read as zeros until their write-back is
+ *     done (file.c).  fsck cannot see data; the crash tests check it.
+ * J2  A transaction is one write, header and payload under one CRC
+ *     (format.h), flushed before the commit returns.  Replay applies
+ *     transactions in journal order while each has the next seq and a
+ *     good CRC, and stops at the first that does not: a torn tail.  If
+ *     a valid transaction with a later seq follows, the journal is
+ *     damaged in the middle and load fails (-EUCLEAN) rather than drop
+ *     committed work.  fsck: loading checks every CRC.
+ * J3  A sequence number is used once.  Each checkpoint takes a new one
+ *     (ckpt_seq, above every transaction before it) and the transactions
+ *     after it count on from there.  A transaction whose write was
+ *     issued burns its number and its place, even if the write or its
+ *     flush failed, and the journal takes no transaction after it until
+ *     a checkpoint.  So replay never applies a transaction twice (one
+ *     the checkpoint holds), nor one of another epoch (checkpoint).
+ * J4  A checkpoint goes to the inactive slot and is flushed before the
+ *     superblock that points to it is written; that superblock goes to
+ *     the copy not holding the current generation and is flushed before
+ *     the journal is reused from its start.  A crash anywhere leaves the
+ *     old superblock, slot and journal intact, or the new ones complete.
+ * J5  Never write into the slot, or the part of the journal, that a
+ *     superblock copy possibly newest on the device depends on.  After
+ *     J4's steps succeed only the current copy qualifies; after a
+ *     superblock write or flush fails either copy may, so nothing more
+ *     is written (J7): a next checkpoint would overwrite the slot the
+ *     older copy, perhaps the only durable one, points to.
+ * J6  Blocks freed by a transaction are reused only once it is durable
+ *     (the pending list, commit.c), and only after write-backs still in
+ *     flight to them have finished.  fsck: no two extents share a block
+ *     (load's allocator, tfs_check_extents()), used + free = data area.
+ * J7  The error state.  A failed flush (the device may have dropped any
+ *     write since the last good flush, data or metadata: a later commit
+ *     would point at lost data), a failed superblock write, or a device
+ *     found truncated or deleted under the mount (fs.c) stop all
+ *     metadata writes for good (j->err; the mount's error state: changes
+ *     fail with EROFS, fsync and unmount report the error).  The device
+ *     then holds one of the states of J4.  A failed transaction or
+ *     checkpoint write (the write itself, before any flush) is retried
+ *     safely: J3 burns the transaction, the next commit is a checkpoint
+ *     to the inactive slot.
+ * J8  Load takes the valid superblock copy with the higher generation.
+ *     If its checkpoint is damaged (CRC, header) and the other copy is
+ *     valid and points to the other slot, load falls back to that copy,
+ *     its slot and the transactions of its epoch still intact in the
+ *     journal (J3 keeps those of newer epochs out; no "damaged in the
+ *     middle" check, since a newer epoch reuses the journal), and says
+ *     so in j->note: an older state, but a consistent one.  The device
+ *     must be as big as the file system says.  fsck reports a fallback.
+ * J9  Every committed state is a consistent tree; each transaction
+ *     keeps it one.  What fsck's tfs_check() verifies (check.c):
+ *     J9a every entry names a live inode, never the root;
+ *     J9b a directory has one entry and its ".." names that parent;
+ *     J9c an inode's link count is the number of entries naming it
+ *         (a directory's: 2 + its subdirectories);
+ *     J9d every inode with links is reachable from the root (inodes
+ *         without links are orphans, freed at the next mount);
+ *     J9e an extent map is sorted and within the data area (J6 for
+ *         overlaps);
+ *     J9f a symlink has a target.
  *
  * Load reads both superblock copies and takes the valid one with the
- * higher generation; a torn superblock write therefore falls back to the
- * previous one, whose checkpoint slot and journal were not yet touched.
- * The checkpoint's CRC is checked before any of it is used.  Journal
- * replay reads transactions from the start of the journal while each has
- * the expected seq and a good CRC.  At the first one that does not, it
- * looks further on for a valid transaction with a later seq: if there is
- * one, the journal is damaged in the middle (not a torn tail) and load
- * fails rather than silently dropping committed work.
+ * higher generation (J8).  The checkpoint's CRC is checked before any of
+ * it is used.  Journal replay then follows J2.
  *
  * Checkpoint writes the tree in 1 MiB pieces straight from the record
  * encoder into the inactive slot, so it needs no memory proportional to
@@ -44,19 +116,61 @@ static uint64_t round_up(uint64_t x)
 	return (x + TFS_BLOCK_SIZE - 1) & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
 }
 
+/* J7: stop writing metadata for good; rc and a sentence say why. */
+static void stop(struct tfs_journal *j, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void stop(struct tfs_journal *j, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (j->err)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(j->why, sizeof(j->why), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(j->why))
+		snprintf(j->why + n, sizeof(j->why) - (size_t)n, ": %s",
+			 strerror(-rc));
+	j->err = rc;
+}
+
+int tfs_journal_flush(struct tfs_journal *j, const char *after)
+{
+	int rc;
+
+	if (j->err)
+		return j->err;
+	rc = tfs_dev_flush(j->dev);
+	if (rc)
+		stop(j, rc, "device flush after %s failed", after);
+	return rc;
+}
+
+/*
+ * Write the superblock, next generation, to its copy and flush.  A
+ * failure leaves either copy possibly the newest on the device: J5 and
+ * J7 say stop.
+ */
 static int write_super(struct tfs_journal *j)
 {
 	uint8_t *b = j->iobuf;
 	int rc;
 
+	if (j->err)
+		return j->err;
 	j->sb.generation++;
 	j->sb.wtime_ns = now_ns();
 	tfs_super_encode(&j->sb, b);
 	rc = tfs_dev_write(j->dev, b, TFS_BLOCK_SIZE,
 			   (j->sb.generation & 1) * TFS_BLOCK_SIZE);
-	if (rc)
+	if (rc) {
+		stop(j, rc, "superblock write (generation %llu) failed",
+		     (unsigned long long)j->sb.generation);
 		return rc;
-	return tfs_dev_flush(j->dev);
+	}
+	return tfs_journal_flush(j, "the superblock write");
 }
 
 /* ===== checkpoint ===== */
@@ -174,10 +288,15 @@ int tfs_journal_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	uint64_t len = 0;
 	int rc;
 
+	if (j->err)
+		return j->err;
+	/* J3: a number of its own, above every transaction so far */
+	j->seq++;
+	/* J4, J5: the inactive slot, flushed before a superblock names it */
 	rc = write_checkpoint(j, m, slot, j->seq, &len, &crc);
 	if (rc)
 		return rc;
-	rc = tfs_dev_flush(j->dev);
+	rc = tfs_journal_flush(j, "a checkpoint");
 	if (rc)
 		return rc;
 	j->sb.slot = slot;
@@ -199,6 +318,8 @@ uint64_t tfs_journal_slot_bytes(const struct tfs_journal *j)
 
 int tfs_journal_set_flags(struct tfs_journal *j, uint32_t flags)
 {
+	if (j->err)
+		return j->err;
 	j->sb.flags = flags;
 	return write_super(j);
 }
@@ -308,7 +429,13 @@ static int apply_all(struct tfs_meta *m, const uint8_t *p, size_t len,
 	return rc;
 }
 
-static int read_super(struct tfs_journal *j, char *err, size_t errlen)
+/*
+ * Read both superblock copies: j->sb gets the valid one with the higher
+ * generation, *other the other one if it is valid too and names another
+ * checkpoint (J8's fallback), else *has_other is 0.
+ */
+static int read_super(struct tfs_journal *j, struct tfs_super *other,
+		      int *has_other, char *err, size_t errlen)
 {
 	struct tfs_super s[2];
 	int rc[2];
@@ -339,12 +466,20 @@ static int read_super(struct tfs_journal *j, char *err, size_t errlen)
 				 "(bad checksum or layout)");
 		return -EUCLEAN;
 	}
-	if (rc[0])
+	*has_other = 0;
+	if (rc[0]) {
 		j->sb = s[1];
-	else if (rc[1])
+	} else if (rc[1]) {
 		j->sb = s[0];
-	else
-		j->sb = s[0].generation >= s[1].generation ? s[0] : s[1];
+	} else {
+		int newer = s[0].generation >= s[1].generation ? 0 : 1;
+
+		j->sb = s[newer];
+		*other = s[newer ^ 1];
+		*has_other = other->slot != j->sb.slot ||
+			     other->ckpt_crc != j->sb.ckpt_crc ||
+			     other->ckpt_seq != j->sb.ckpt_seq;
+	}
 	if (j->sb.dev_blocks * TFS_BLOCK_SIZE > tfs_dev_size(j->dev)) {
 		tfs_say(err, errlen, "device is %llu bytes but the file system "
 				 "needs %llu: the image was truncated",
@@ -355,8 +490,13 @@ static int read_super(struct tfs_journal *j, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Load the checkpoint j->sb names into m.  *damaged is set when its bytes
+ * are not the checkpoint the superblock describes (read error, CRC,
+ * header): m is untouched then, and J8 may try the other copy.
+ */
 static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
-			   char *err, size_t errlen)
+			   int *damaged, char *err, size_t errlen)
 {
 	uint64_t base = j->sb.ckpt_start[j->sb.slot] * TFS_BLOCK_SIZE;
 	uint64_t len = j->sb.ckpt_len, nrec = 0;
@@ -366,13 +506,15 @@ static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	int rc;
 
 	/* The checkpoint is read whole: its records refer to each other. */
+	*damaged = 0;
 	all = tfs_io_alloc(round_up(len));
 	if (!all)
 		return -ENOMEM;
 	rc = tfs_dev_read(j->dev, all, round_up(len), base);
 	if (rc) {
-		tfs_say(err, errlen, "cannot read the checkpoint: %s",
-		    strerror(-rc));
+		tfs_say(err, errlen, "cannot read the checkpoint in slot %u: "
+				 "%s", j->sb.slot, strerror(-rc));
+		*damaged = 1;
 		goto out;
 	}
 	crc = tfs_crc32c(0, all, len);
@@ -380,6 +522,7 @@ static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	    h.seq != j->sb.ckpt_seq) {
 		tfs_say(err, errlen, "checkpoint in slot %u is corrupted "
 				 "(checksum mismatch)", j->sb.slot);
+		*damaged = 1;
 		rc = -EUCLEAN;
 		goto out;
 	}
@@ -490,11 +633,43 @@ static int later_txn_exists(struct tfs_journal *j, uint64_t off,
 	return found;
 }
 
+/*
+ * J8: the newest copy's checkpoint is damaged; load the other copy's
+ * instead (j->sb becomes it) and say so in j->note.  On failure err
+ * says that both are damaged.
+ */
+static int load_older(struct tfs_journal *j, struct tfs_meta *m,
+		      const struct tfs_super *other, char *err, size_t errlen)
+{
+	struct tfs_super newer = j->sb;
+	char why[160];
+	int damaged, rc;
+
+	snprintf(why, sizeof(why), "%s", err ? err : "damaged checkpoint");
+	j->sb = *other;
+	rc = load_checkpoint(j, m, &damaged, err, errlen);
+	if (rc) {
+		if (damaged)
+			tfs_say(err, errlen, "%s, and so is the older "
+					 "superblock copy's, in slot %u",
+			    why, other->slot);
+		return rc;
+	}
+	tfs_say(j->note, sizeof(j->note), "superblock generation %llu: %s; "
+			"using the older copy (generation %llu) and its "
+			"checkpoint in slot %u: changes committed after it "
+			"may be missing",
+	    (unsigned long long)newer.generation, why,
+	    (unsigned long long)other->generation, other->slot);
+	return 0;
+}
+
 int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 		     struct tfs_meta *m, char *err, size_t errlen)
 {
+	struct tfs_super other;
 	uint8_t *spill = NULL;
-	int rc;
+	int rc, damaged = 0, has_other = 0, fallback = 0;
 
 	rc = journal_init(j, dev);
 	if (rc)
@@ -507,10 +682,14 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 		rc = -EINVAL;
 		goto fail;
 	}
-	rc = read_super(j, err, errlen);
+	rc = read_super(j, &other, &has_other, err, errlen);
 	if (rc)
 		goto fail;
-	rc = load_checkpoint(j, m, err, errlen);
+	rc = load_checkpoint(j, m, &damaged, err, errlen);
+	if (rc && damaged && has_other) {
+		rc = load_older(j, m, &other, err, errlen);
+		fallback = rc == 0;
+	}
 	if (rc)
 		goto fail;
 	j->seq = j->sb.ckpt_seq;
@@ -552,7 +731,8 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 		j->seq++;
 		j->replayed++;
 	}
-	if (!(j->sb.flags & TFS_SB_CLEAN) &&
+	/* J8: after a fallback, newer epochs' transactions are expected */
+	if (!(j->sb.flags & TFS_SB_CLEAN) && !fallback &&
 	    later_txn_exists(j, j->head, j->seq)) {
 		tfs_say(err, errlen, "journal is corrupted at offset %llu "
 				 "(transaction %llu is damaged but later "
@@ -585,10 +765,13 @@ int tfs_journal_commit(struct tfs_journal *j, const uint8_t *p, size_t len,
 	uint8_t *buf = j->iobuf;
 	int rc;
 
+	if (j->err)
+		return j->err;
 	if (total > tfs_journal_free(j) || len > UINT32_MAX)
 		return -ENOSPC;
 	if (flush_first) {
-		rc = tfs_dev_flush(j->dev);
+		/* J1 */
+		rc = tfs_journal_flush(j, "file data");
 		if (rc)
 			return rc;
 	}
@@ -609,12 +792,18 @@ int tfs_journal_commit(struct tfs_journal *j, const uint8_t *p, size_t len,
 			   j->sb.journal_start * TFS_BLOCK_SIZE + j->head);
 	if (buf != j->iobuf)
 		tfs_io_free(buf);
-	if (rc)
-		return rc;
-	rc = tfs_dev_flush(j->dev);
-	if (rc)
-		return rc;
-	j->head += total;
+	/*
+	 * J3: the write was issued, so its seq and its place are spent
+	 * whatever happens next: part or all of it may be on the device.
+	 * After a failed write the journal is full until a checkpoint,
+	 * which starts a new epoch past this seq; no transaction may follow
+	 * one whose end on the device is unknown (J2).
+	 */
 	j->seq++;
-	return 0;
+	if (rc) {
+		j->head = j->sb.journal_blocks * TFS_BLOCK_SIZE;
+		return rc;
+	}
+	j->head += total;
+	return tfs_journal_flush(j, "a journal transaction");
 }

@@ -12,6 +12,15 @@
  * switches to it; until that superblock write the old slot and journal
  * are untouched, so a crash at any point leaves one complete state.
  *
+ * The crash protocol (invariants J1..J9) is written down, numbered, at
+ * the top of journal.c.
+ *
+ * Errors.  A failed write of a transaction or checkpoint is returned and
+ * may be retried (the next commit gets -ENOSPC: checkpoint instead).  A
+ * failed flush, or a failed superblock write, stops the journal for good
+ * (J7): j->err and j->why say what happened, and every call that would
+ * write returns j->err without writing.
+ *
  * The caller serialises all calls (the file system's journal lock).
  */
 #ifndef TFS_JOURNAL_H
@@ -30,6 +39,11 @@ struct tfs_journal {
 	uint64_t head;		/* next free journal byte */
 	uint64_t seq;		/* seq of the next transaction */
 	uint64_t replayed;	/* transactions replayed at load */
+	int err;		/* J7: -errno once a write or flush failed so
+				   that no more metadata may be written */
+	char why[192];		/* what failed, a sentence ("" if !err) */
+	char note[512];		/* load: a warning, e.g. J8's fallback to
+				   the older superblock ("" if none) */
 	void *iobuf;		/* aligned scratch, iobuf_len bytes */
 	size_t iobuf_len;
 };
@@ -46,7 +60,8 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 /*
  * Load: read the superblocks (the valid copy with the higher generation
  * wins), the active checkpoint and every journal transaction after it
- * into m, which must be empty.  On failure returns -errno and writes a
+ * into m, which must be empty.  If that checkpoint is damaged, the
+ * other copy's is loaded instead, with a sentence in j->note (J8).  On failure returns -errno and writes a
  * sentence for people into err: -EINVAL no tensorfs here, -EUCLEAN
  * corrupted metadata (which part), -EPROTO unknown version, -EIO.
  * On success j is ready for tfs_journal_commit() at the end of the
@@ -61,11 +76,18 @@ void tfs_journal_release(struct tfs_journal *j);
  * transaction, then flush the device.  'flush_first' flushes before the
  * write too, so file data written earlier is durable before the metadata
  * that points to it.  Returns 0, -ENOSPC when the journal has no room
- * (checkpoint instead; nothing was written), or -EIO.
+ * (checkpoint instead; nothing was written), or -EIO: after a failed
+ * write the journal is full until a checkpoint (J3), after a failed
+ * flush it is stopped (j->err, J7).
  */
 int tfs_journal_commit(struct tfs_journal *j, const uint8_t *p, size_t len,
 		       uint64_t nrec, uint64_t next_ino, uint64_t used_blocks,
 		       int flush_first);
+
+/* Flush the device as a step of the protocol ('after' names what was
+ * written before, for j->why): 0, or -errno and the journal is stopped
+ * (J7).  Returns j->err without flushing once stopped. */
+int tfs_journal_flush(struct tfs_journal *j, const char *after);
 
 /* Bytes left in the journal. */
 uint64_t tfs_journal_free(const struct tfs_journal *j);
@@ -73,7 +95,9 @@ uint64_t tfs_journal_free(const struct tfs_journal *j);
 /*
  * Checkpoint: write the whole tree m to the inactive slot, flush, switch
  * the superblock to it with an empty journal (flags: TFS_SB_CLEAN at
- * unmount), flush.  -ENOSPC if the tree does not fit in a slot.
+ * unmount), flush.  -ENOSPC if the tree does not fit in a slot.  A
+ * failed write of the slot may be retried; a failed flush or superblock
+ * write stops the journal (J7).
  */
 int tfs_journal_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 			   uint32_t flags);

@@ -133,6 +133,8 @@ static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
 	size_t len, tlen = target ? strlen(target) : 0;
 	int rc = check_name(name, &len);
 
+	if (!rc)
+		rc = tfs_fs_may_change(fs);	/* J7 */
 	if (rc)
 		return rc;
 	dp = get_dir(fs, parent, &rc);
@@ -264,6 +266,8 @@ int tfs_link(struct tfs_fs *fs, uint64_t ino, uint64_t newparent,
 	size_t len;
 	int rc = check_name(newname, &len);
 
+	if (!rc)
+		rc = tfs_fs_may_change(fs);	/* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
@@ -333,6 +337,8 @@ static int remove_name(struct tfs_fs *fs, uint64_t parent, const char *name,
 	size_t len;
 	int rc = check_name(name, &len);
 
+	if (!rc)
+		rc = tfs_fs_may_change(fs);	/* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
@@ -519,6 +525,8 @@ int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 	rc = check_name(name, &s.len);
 	if (!rc)
 		rc = check_name(newname, &d.len);
+	if (!rc)
+		rc = tfs_fs_may_change(fs);	/* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
@@ -613,8 +621,10 @@ int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
 		int set, struct stat *out)
 {
 	struct tfs_inode *ip;
-	int rc = 0;
+	int rc = tfs_fs_may_change(fs);	/* J7 */
 
+	if (rc)
+		return rc;
 	ip = tfs_inode_hold(fs, ino, &rc);
 	if (!ip)
 		return rc;

@@ -79,6 +79,8 @@ int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 	if (vxattr(name))
 		return -EPERM;
 	rc = check_tensor_xattr(name, value, size);
+	if (!rc)
+		rc = tfs_fs_may_change(fs);	/* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
@@ -290,6 +292,9 @@ int tfs_removexattr(struct tfs_fs *fs, uint64_t ino, const char *name)
 
 	if (vxattr(name))
 		return -EPERM;
+	rc = tfs_fs_may_change(fs);	/* J7 */
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
 	if (!ip) {

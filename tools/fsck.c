@@ -16,6 +16,11 @@
  * extents that overlap, which fsck cannot repair (it cannot tell which
  * file the blocks belong to); tfs_check_extents() then names them.
  *
+ * A load that fell back to the older superblock copy, because the newer
+ * one's checkpoint is damaged (lib/journal.c J8), is an error: changes
+ * committed after the older one may be missing.  With -y the open's
+ * recovery writes a superblock over the damaged copy: repaired.
+ *
  * Exit codes are fsck(8)'s, never combined: 0 clean, 1 errors repaired
  * (all of them), 4 errors left, 8 operational error, 16 usage.
  */
@@ -186,6 +191,23 @@ static void report_supers(const struct args *a, struct tfs_fs *fs, int bad,
 		tfs_fs_rewrite_superblocks(fs);
 }
 
+/* J8: the load used the older superblock copy. */
+static void report_fallback(const struct args *a, struct tfs_fs *fs,
+			    struct tfs_check_result *r)
+{
+	const char *note = tfs_fs_load_note(fs);
+
+	if (!note)
+		return;
+	printf("tensorfs-fsck: %s\n", note);
+	r->errors++;
+	if (a->repair) {
+		printf("tensorfs-fsck: the damaged superblock copy was "
+		       "rewritten from the older one\n");
+		r->repaired++;
+	}
+}
+
 /* After the close: the rewritten copies count as repaired only if both
  * now read back valid. */
 static void verify_supers(const struct args *a, int bad,
@@ -284,6 +306,7 @@ int main(int argc, char **argv)
 		return FSCK_OPERROR;
 	}
 	report_supers(&a, fs, bad, &r);
+	report_fallback(&a, fs, &r);
 	if (a.verbose)
 		print_summary(a.path, fs, &r);
 	rc = tfs_fs_close(fs);

@@ -8,7 +8,8 @@
  * its ".." is right, link counts, reachability from the root, each
  * extent map's order, and that used plus free space is the data area.
  * When loading fails because extents overlap, tfs_check_extents() says
- * which inodes share which blocks.
+ * which inodes share which blocks.  These are the invariants J6 and J9
+ * of the crash protocol (lib/journal.c); each check names its own.
  */
 #ifndef TFS_CHECK_H
 #define TFS_CHECK_H

@@ -71,11 +71,37 @@ int tfs_fs_start(struct tfs_fs *fs);
  * thread that opened the file system; the next request makes a new one. */
 void tfs_fs_prepare_fork(void);
 /* Flush everything, write a clean checkpoint, close.  Returns 0 or the
- * first error of the final flush (the file system is closed either way).
- * Accepts NULL. */
+ * first error of the final flush (the file system is closed either way);
+ * in the error state writes nothing and returns its error.  Accepts
+ * NULL. */
 int tfs_fs_close(struct tfs_fs *fs);
-/* Commit all metadata and flush the device. */
+/* Commit all metadata and flush the device.  In the error state returns
+ * its error (-EIO mostly). */
 int tfs_fs_sync(struct tfs_fs *fs);
+
+/*
+ * The error state (as ext4's errors=remount-ro).  A device error that
+ * leaves it unknown what the device holds (a failed flush, a failed
+ * superblock write), or the image file deleted or truncated under the
+ * mount, stops all writing of metadata for good, so the device keeps
+ * the last committed state and mounts again.  Then every change (create,
+ * write, truncate, rename, link, unlink, setattr, setxattr, fallocate,
+ * open with O_TRUNC) fails with -EROFS, reads keep working, tfs_fsync(),
+ * tfs_fs_sync() and tfs_fs_close() return the error (-errno of the
+ * cause: -EIO for a changed device), and the cause is logged once
+ * through opts.log.  A failed write-back of file data is not a reason:
+ * it is returned to the file (tfs_write()).
+ *
+ * tfs_fs_error(): 0 outside the error state; in it, its -errno, and a
+ * sentence saying why (NUL-terminated, cut to len) in buf (may be NULL).
+ */
+int tfs_fs_error(struct tfs_fs *fs, char *buf, size_t len);
+
+/* A warning of the last load, or NULL: that it fell back to the older
+ * superblock copy because the newer one's checkpoint is damaged
+ * (changes committed after the older one may be missing).  Also logged
+ * through opts.log at open.  Borrowed, valid until tfs_fs_close(). */
+const char *tfs_fs_load_note(const struct tfs_fs *fs);
 
 /* Whether the last load replayed a journal (the file system had not been
  * unmounted cleanly), and how many transactions. */

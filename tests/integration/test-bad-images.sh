@@ -17,9 +17,11 @@
 # nothing; tensorfs-fsck must find it (exit 4), tensorfs-fsck -y must
 # repair it (exit 1, both copies valid again) and a second tensorfs-fsck
 # find nothing (exit 0).  A bit flipped in the active checkpoint (found
-# through the superblock, format.h) is refused by its checksum: the other
-# slot holds an older tree whose journal is gone, not a copy, so there is
-# nothing to repair from (tensorfs-fsck and -y exit 4, image unchanged).
+# through the superblock, format.h) fails its checksum; load falls back to
+# the older superblock copy and its slot (lib/journal.c J8): the mount
+# works and says so, tensorfs-fsck finds it (exit 4) and -y repairs it
+# (exit 1).  With the older slot damaged as well there is nothing to load
+# (refused; tensorfs-fsck and -y exit 4, image unchanged).
 # Two files mapping the same block (a checkpoint rewritten with valid
 # checksums) are refused too; tensorfs-fsck names both inodes, says it
 # cannot repair that and exits 4.  tensorfs-fsck usage errors exit 16.
@@ -383,10 +385,13 @@ esac
 tfs_umount
 tfs_fsck_clean
 
-# ===== the checkpoint: the tree, checksummed, one copy =====
+# ===== the checkpoint: the tree, checksummed, two slots (J2, J8) =====
 
 fresh
 locate
+# the older copy's slot, the other one: the good image was mounted once,
+# so its older superblock (the mount's) names the slot mkfs wrote
+OLD_CKPT=$(($(le $((SB + 48 + 8 * (SLOT ^ 1))) 8) * 4096))
 tfs_log "good image: superblock copy $((SB / 4096)) is current, checkpoint slot $SLOT at byte $CKPT, $CKPT_LEN bytes"
 for part in header records; do
 	fresh
@@ -397,8 +402,26 @@ for part in header records; do
 		flip_any $((CKPT + 64)) $((CKPT_LEN - 64))
 	fi
 	what="one bit flipped in the checkpoint's $part (slot $SLOT, byte$FLIPPED)"
+	# J8: the older copy and its slot instead, said out loud
+	tfs_expect_exit 4 "$what: tensorfs-fsck" "$FSCK" "$CASE"
+	tfs_expect_words "$what: tensorfs-fsck" "$WORK/out" "checkpoint in slot $SLOT is corrupted" "using the older copy"
+	tfs_mount
+	usable "$what, the older copy mounted"
+	tfs_umount
+	tfs_expect_words "$what: tensorfs -f" "$WORK/daemon.log" "using the older copy"
+	: >"$WORK/daemon.log"
+	tfs_fsck_clean	# the mount's checkpoint replaced the damaged one
+	fresh
+	flip_nonzero "$CKPT" 64
+	repair "$what" 1
+	# both slots damaged: nothing to load
+	fresh
+	FLIPPED=""
+	flip_nonzero "$CKPT" 64
+	flip_nonzero "$OLD_CKPT" 64
+	what="one bit flipped in each checkpoint slot's header (byte$FLIPPED)"
 	refused "$what" 4 "checkpoint" "corrupted"
-	tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "checkpoint in slot $SLOT is corrupted"
+	tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "checkpoint in slot $SLOT is corrupted" "older superblock copy's"
 	not_repaired "$what" 4
 	tfs_expect_words "$what: tensorfs-fsck -y" "$WORK/err" "checkpoint"
 done

@@ -15,6 +15,12 @@
 # TFS_CRASH_ITERS (default 20) and TFS_SEED (default: from the clock) are
 # read from the environment; the seed is logged to rerun a failure.  On
 # any failure the image and the manifest are kept in ${TMPDIR:-/tmp}.
+#
+# Protects (lib/journal.c's crash protocol): J1 (no foreign bytes in a
+# file), J2 and J3 (replay after any crash point), J4 (checkpoints at
+# journal-full and recovery), J6 (free space returns, no block shared),
+# J9 (fsck clean).  A SIGKILL keeps every write the kernel accepted, so
+# this cannot see a missing flush; the fault-injecting device's tests do.
 . "$(dirname "$0")/lib.sh"
 
 tfs_need fusermount3 mountpoint sha256sum stat awk dd flock

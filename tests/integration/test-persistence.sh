@@ -11,6 +11,9 @@
 # with fusermount3 -u, then changes the tree on the remounted file system;
 # cycle 2 unmounts with fusermount3 -u; cycle 3 with SIGTERM.  fsck is clean
 # after each unmount, and free space is the same after cycles 2 and 3.
+#
+# Protects (lib/journal.c's crash protocol): J4 (the clean checkpoint at
+# unmount holds the whole tree), J6 (free space adds up), J9 (fsck clean).
 . "$(dirname "$0")/lib.sh"
 
 tfs_need getfattr setfattr sha256sum stat find sort xargs cmp truncate dd od touch

@@ -182,6 +182,7 @@ static void populate(struct tfs_fs *fs)
 	assert_int_equal(tfs_fallocate(fs, a, 0, MiB, MiB), 0);
 }
 
+/* Protects J9. */
 static void test_check_clean_fs_has_no_errors(void **state)
 {
 	struct fx *f = *state;
@@ -247,6 +248,7 @@ static void test_check_open_unlinked_file_is_an_orphan_not_an_error(
 	assert_clean(f->fs);
 }
 
+/* Protects J6. */
 static void test_check_counts_freed_uncommitted_blocks_as_free(void **state)
 {
 	struct fx *f = *state;
@@ -262,6 +264,7 @@ static void test_check_counts_freed_uncommitted_blocks_as_free(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9c. */
 static void test_check_repairs_link_count(void **state)
 {
 	struct fx *f = *state;
@@ -296,6 +299,7 @@ static void test_check_repairs_link_count(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9c. */
 static void test_check_repairs_directory_and_root_link_counts(void **state)
 {
 	struct fx *f = *state;
@@ -321,6 +325,7 @@ static void test_check_repairs_directory_and_root_link_counts(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9a. */
 static void test_check_removes_entry_naming_a_missing_inode(void **state)
 {
 	struct fx *f = *state;
@@ -347,6 +352,7 @@ static void test_check_removes_entry_naming_a_missing_inode(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9d. */
 static void test_check_moves_unreachable_file_to_lost_found(void **state)
 {
 	struct fx *f = *state;
@@ -382,6 +388,7 @@ static void test_check_moves_unreachable_file_to_lost_found(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9d. */
 static void test_check_moves_unreachable_directory_to_lost_found(
 	void **state)
 {
@@ -413,6 +420,7 @@ static void test_check_moves_unreachable_directory_to_lost_found(
 	assert_clean(f->fs);
 }
 
+/* Protects J9b. */
 static void test_check_repairs_wrong_dotdot(void **state)
 {
 	struct fx *f = *state;
@@ -438,6 +446,7 @@ static void test_check_repairs_wrong_dotdot(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9b. */
 static void test_check_removes_second_entry_of_a_directory(void **state)
 {
 	struct fx *f = *state;
@@ -468,6 +477,7 @@ static void test_check_removes_second_entry_of_a_directory(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9a. */
 static void test_check_removes_entry_naming_the_root(void **state)
 {
 	struct fx *f = *state;
@@ -495,6 +505,7 @@ static void test_check_removes_entry_naming_the_root(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9e. */
 static void test_check_reports_extent_map_out_of_order(void **state)
 {
 	struct fx *f = *state;
@@ -521,6 +532,7 @@ static void test_check_reports_extent_map_out_of_order(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J9f. */
 static void test_check_reports_symlink_without_target(void **state)
 {
 	struct fx *f = *state;
@@ -541,6 +553,7 @@ static void test_check_reports_symlink_without_target(void **state)
 	assert_clean(f->fs);
 }
 
+/* Protects J6. */
 static void test_check_reports_leaked_space(void **state)
 {
 	struct fx *f = *state;
@@ -576,6 +589,7 @@ static void test_check_verbose_lists_files_with_extents(void **state)
 	free(text);
 }
 
+/* Protects J2, J9. */
 static void test_check_after_crash_recovery_is_clean(void **state)
 {
 	struct fx *f = *state;
@@ -623,6 +637,7 @@ static void test_check_extents_of_a_good_fs_finds_nothing(void **state)
 	free(text);
 }
 
+/* Protects J6. */
 static void test_check_extents_names_inodes_sharing_blocks(void **state)
 {
 	struct fx *f = *state;
@@ -656,6 +671,7 @@ static void test_check_extents_names_inodes_sharing_blocks(void **state)
 	free(text);
 }
 
+/* Protects J9e. */
 static void test_check_extents_reports_extent_outside_data_area(
 	void **state)
 {
@@ -682,6 +698,7 @@ static void test_check_extents_reports_extent_outside_data_area(
 	free(text);
 }
 
+/* Protects J2, J8. */
 static void test_check_extents_of_a_damaged_checkpoint_fails(void **state)
 {
 	struct fx *f = *state;
@@ -693,6 +710,9 @@ static void test_check_extents_of_a_damaged_checkpoint_fails(void **state)
 	f->fs = NULL;
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
 	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot] *
+				  TFS_BLOCK_SIZE + 8), 0);
+	/* J8: and the older copy's, or load falls back to it */
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot ^ 1] *
 				  TFS_BLOCK_SIZE + 8), 0);
 	text = check_extents(f, &n);
 	assert_int_equal(n, -EUCLEAN);

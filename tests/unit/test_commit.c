@@ -5,13 +5,18 @@
  * is open and opening the copy), what was not committed is gone; the
  * commit thread commits on its own and early for big transactions; freed
  * blocks are not reused before their commit; a full journal becomes a
- * checkpoint; a failed journal write is reported.
+ * checkpoint; a failed journal write is reported; a failed flush puts
+ * the file system in the error state (journal.c's J7) and leaves an
+ * image that mounts with everything fsync'd before it.
  */
 
 #include "testfs.h"
 
+#include "fs_internal.h"	/* the device, to fail its flushes */
+
 /* ===== durability ===== */
 
+/* Protects J1, J2, J4. */
 static void test_fs_crash_keeps_what_was_synced(void **state)
 {
 	struct fx *f = *state;
@@ -51,6 +56,7 @@ static void test_fs_crash_keeps_what_was_synced(void **state)
 	free(want);
 }
 
+/* Protects J2. */
 static void test_fs_crash_without_any_sync_is_the_formatted_state(
 	void **state)
 {
@@ -71,6 +77,7 @@ static void test_fs_crash_without_any_sync_is_the_formatted_state(
 	assert_fsck_clean(c);
 }
 
+/* Protects J1, J2. */
 static void test_fs_fsync_makes_changes_durable(void **state)
 {
 	struct fx *f = *state;
@@ -121,6 +128,7 @@ static void test_fs_commit_thread_commits_on_its_own(void **state)
 	assert_pat(f->fs2, ino, 50000, 0, 2);
 }
 
+/* Protects J6. */
 static void test_fs_freed_blocks_are_not_reused_before_commit(void **state)
 {
 	struct fx *f = *state;
@@ -146,6 +154,7 @@ static void test_fs_freed_blocks_are_not_reused_before_commit(void **state)
 	assert_fsck_clean(c);
 }
 
+/* Protects J6. */
 static void test_fs_freed_blocks_reused_on_a_full_device_after_commit(
 	void **state)
 {
@@ -175,6 +184,7 @@ static void test_fs_freed_blocks_reused_on_a_full_device_after_commit(
 	assert_pat(f->fs, b, 6 * MiB, 0, 2);
 }
 
+/* Protects J3, J4. */
 static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
 {
 	struct fx *f = *state;
@@ -210,6 +220,7 @@ static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
 
 /* ===== I/O errors ===== */
 
+/* Protects J3, J7 (a failed write is retried, never applied half). */
 static void test_fs_journal_write_error_is_reported_and_state_survives(
 	void **state)
 {
@@ -238,6 +249,129 @@ static void test_fs_journal_write_error_is_reported_and_state_survives(
 	assert_same_tree(f->fs, want);
 	assert_fsck_clean(f->fs);
 	free(want);
+}
+
+/* ===== the two failed-flush bugs (issue: one failed flush) ===== */
+
+static int log_calls;
+static char log_last[1024];
+
+static void count_log(const char *msg)
+{
+	log_calls++;
+	snprintf(log_last, sizeof(log_last), "%s", msg);
+}
+
+/* Reopen f->fs logging into log_last. */
+static void reopen_logging(struct fx *f)
+{
+	struct tfs_fs_opts o = { 0 };
+
+	assert_int_equal(tfs_fs_close(f->fs), 0);
+	f->fs = NULL;
+	o.log = count_log;
+	log_calls = 0;
+	log_last[0] = '\0';
+	assert_int_equal(tfs_fs_open(f->path, &o, &f->fs, f->err,
+				     sizeof(f->err)), 0);
+}
+
+/*
+ * Found 1, as the issue reproduced it: the flush right after a journal
+ * transaction fails.  It was: fsync EIO, the next fsync 0, and an image
+ * that neither mounted nor repaired ("journal transaction N does not
+ * apply to the tree").  Now (J3, J7): that fsync and every later one
+ * fail, changes fail with EROFS, reads work, close writes nothing and
+ * fails, and the image mounts, fsck-clean, with the fsync'd bytes.
+ */
+static void test_failed_flush_after_journal_transaction_keeps_image_mountable(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t keep, late;
+	struct stat st;
+	char why[256];
+	int rc;
+
+	reopen_logging(f);
+	keep = mk(f->fs, TFS_ROOT_INO, "keep");
+	wr_pat(f->fs, keep, 300000, 0, 1);
+	assert_int_equal(tfs_fsync(f->fs, keep, 0), 0);
+	late = mk(f->fs, TFS_ROOT_INO, "late");
+	wr_pat(f->fs, late, 100000, 0, 2);
+	/* the data flush before the transaction passes, the one after fails */
+	tfs_dev_fail_flushes(f->fs->dev, 1, 1);
+	assert_int_equal(tfs_fsync(f->fs, late, 0), -EIO);
+	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);
+	assert_non_null(strstr(why, "flush after a journal transaction"));
+	assert_int_equal(log_calls, 1);
+	assert_non_null(strstr(log_last, "no more changes"));
+	/* J7: the error state */
+	assert_int_equal(tfs_fsync(f->fs, keep, 0), -EIO);
+	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
+	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "new", S_IFREG | 0644,
+				   0, 0, 0, &st), -EROFS);
+	assert_int_equal(tfs_write(f->fs, keep, "x", 1, 0), -EROFS);
+	assert_int_equal(set_size(f->fs, keep, 0), -EROFS);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "keep"), -EROFS);
+	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "keep", TFS_ROOT_INO,
+				    "k2", 0), -EROFS);
+	assert_int_equal(tfs_setxattr(f->fs, keep, "user.a", "1", 1, 0),
+			 -EROFS);
+	assert_int_equal(tfs_open(f->fs, keep, O_WRONLY | O_TRUNC), -EROFS);
+	assert_pat(f->fs, keep, 300000, 0, 1);
+	assert_int_equal(log_calls, 1);		/* logged once */
+	rc = tfs_fs_close(f->fs);
+	f->fs = NULL;
+	assert_int_equal(rc, -EIO);
+	assert_int_equal(log_calls, 2);
+	assert_non_null(strstr(log_last, "final checkpoint was not written"));
+	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
+				     sizeof(f->err)), 0);
+	assert_fsck_clean(f->fs);
+	assert_pat(f->fs, keep, 300000, 0, 1);
+	/* the transaction reached the device before its flush failed */
+	assert_pat(f->fs, ino_of(f->fs, TFS_ROOT_INO, "late"), 100000, 0, 2);
+}
+
+/*
+ * Found 2: a checkpoint's superblock flush fails, the superblock never
+ * reaches the medium, the mount goes on, then the power is cut.  It
+ * was: the next checkpoint overwrote the slot the on-disk superblock
+ * named, and the tree was lost.  Now (J5, J7) nothing more is written.
+ */
+static void test_failed_superblock_flush_then_power_cut_keeps_fsynced_file(
+	void **state)
+{
+	struct fx *f = *state;
+	static uint8_t old[2][TFS_BLOCK_SIZE];
+	uint64_t keep;
+	int rc;
+
+	keep = mk(f->fs, TFS_ROOT_INO, "keep");
+	wr_pat(f->fs, keep, 300000, 0, 1);
+	assert_int_equal(tfs_fsync(f->fs, keep, 0), 0);
+	assert_int_equal(img_pread(f->path, 0, old, sizeof(old)), 0);
+	/* a checkpoint: its own flush passes, the superblock's fails */
+	tfs_fs_mark_changed(f->fs);
+	tfs_dev_fail_flushes(f->fs->dev, 1, 1);
+	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
+	/* the device's cache lost the superblock */
+	assert_int_equal(img_pwrite(f->path, 0, old, sizeof(old)), 0);
+	/* the mount goes on as best it can, then unmounts */
+	(void)tfs_mknod(f->fs, TFS_ROOT_INO, "later", S_IFREG | 0644, 0, 0, 0,
+			NULL);
+	tfs_fs_mark_changed(f->fs);
+	(void)tfs_fs_sync(f->fs);
+	rc = tfs_fs_close(f->fs);
+	f->fs = NULL;
+	assert_int_equal(rc, -EIO);
+	/* power cut: no superblock written since reached the medium */
+	assert_int_equal(img_pwrite(f->path, 0, old, sizeof(old)), 0);
+	if (tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)))
+		fail_msg("open after the power cut: %s", f->err);
+	assert_fsck_clean(f->fs);
+	assert_pat(f->fs, keep, 300000, 0, 1);
 }
 
 /* ===== early commits ===== */
@@ -321,6 +455,8 @@ int main(void)
 		TS(test_fs_freed_blocks_reused_on_a_full_device_after_commit),
 		TS(test_fs_journal_full_checkpoints_and_survives_crash),
 		T(test_fs_journal_write_error_is_reported_and_state_survives),
+		T(test_failed_flush_after_journal_transaction_keeps_image_mountable),
+		T(test_failed_superblock_flush_then_power_cut_keeps_fsynced_file),
 		TB(test_fs_big_transaction_commits_before_the_interval),
 		TB(test_fs_big_transaction_queued_before_start_commits_early),
 	};

@@ -5,13 +5,16 @@
  * extent counts; a damaged checkpoint or superblock is reported or
  * survived as documented; open errors; a read-only open writes nothing;
  * inodes left without links by a crash are freed at the next open (and
- * kept with no_recover).
+ * kept with no_recover); an image truncated or deleted under the open
+ * file system puts it in the error state (journal.c's J7) at the next
+ * commit.
  */
 
 #include "testfs.h"
 
 /* ===== recovery ===== */
 
+/* Protects J9d. */
 static void test_fs_unlinked_open_file_is_freed_after_crash(void **state)
 {
 	struct fx *f = *state;
@@ -98,6 +101,7 @@ static void test_fs_persists_across_close_and_open(void **state)
 
 /* ===== damaged images ===== */
 
+/* Protects J2, J8. */
 static void test_fs_corrupt_checkpoint_fails_open_with_euclean(void **state)
 {
 	struct fx *f = *state;
@@ -111,6 +115,9 @@ static void test_fs_corrupt_checkpoint_fails_open_with_euclean(void **state)
 	f->fs = NULL;
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
 	base = sb.ckpt_start[sb.slot] * TFS_BLOCK_SIZE;
+	/* J8: the older copy's checkpoint too, or load falls back to it */
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot ^ 1] *
+						   TFS_BLOCK_SIZE + 100), 0);
 	assert_int_equal(img_flip(f->path, base + sb.ckpt_len / 2), 0);
 	f->err[0] = '\0';
 	assert_int_equal(tfs_fs_open(f->path, NULL, &fs, f->err,
@@ -127,11 +134,14 @@ static void test_fs_corrupt_checkpoint_fails_open_with_euclean(void **state)
 	assert_non_null(strstr(f->err, "checkpoint"));
 	/* repaired by hand, it opens again (the failed opens wrote nothing) */
 	assert_int_equal(img_flip(f->path, base + 9), 0);
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot ^ 1] *
+						   TFS_BLOCK_SIZE + 100), 0);
 	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
 				     sizeof(f->err)), 0);
 	assert_true(exists(f->fs, TFS_ROOT_INO, "dir"));
 }
 
+/* Protects J8. */
 static void test_fs_one_corrupt_superblock_still_opens(void **state)
 {
 	struct fx *f = *state;
@@ -276,6 +286,7 @@ static void test_fs_no_recover_keeps_orphans(void **state)
 
 /* ===== recovery of removed directories ===== */
 
+/* Protects J9d. */
 static void test_fs_removed_open_directory_is_freed_after_crash(void **state)
 {
 	struct fx *f = *state;
@@ -294,6 +305,59 @@ static void test_fs_removed_open_directory_is_freed_after_crash(void **state)
 	assert_int_equal(tfs_getattr(f->fs, d, &st), -ENOENT);
 }
 
+/* ===== the device changed under the file system (J7) ===== */
+
+/* Protects J7. */
+static void test_fs_image_truncated_while_open_is_the_error_state(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
+	char why[256];
+	struct stat st;
+	int rc;
+
+	wr_pat(f->fs, ino, 100000, 0, 1);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	assert_int_equal(truncate(f->path, 64 * MiB), 0);
+	wr_pat(f->fs, ino, 1000, 0, 2);	/* before the next commit: taken */
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), -EIO);
+	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);
+	assert_non_null(strstr(why, "truncated to 67108864 bytes"));
+	assert_int_equal(tfs_write(f->fs, ino, "x", 1, 0), -EROFS);
+	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, "d", 0755, 0, 0, &st),
+			 -EROFS);
+	rc = tfs_fs_close(f->fs);
+	f->fs = NULL;
+	assert_int_equal(rc, -EIO);
+}
+
+/* Protects J7. */
+static void test_fs_image_deleted_while_open_is_the_error_state(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
+	char why[256];
+	int rc;
+
+	wr_pat(f->fs, ino, 100000, 0, 1);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(unlink(f->path), 0);
+	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
+	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);
+	assert_non_null(strstr(why, "deleted"));
+	/* reads still work: the data can be copied out */
+	assert_pat(f->fs, ino, 100000, 0, 1);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.a", "1", 1, 0),
+			 -EROFS);
+	rc = tfs_fs_close(f->fs);
+	f->fs = NULL;
+	assert_int_equal(rc, -EIO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +370,8 @@ int main(void)
 		T(test_fs_readonly_open_writes_nothing),
 		T(test_fs_no_recover_keeps_orphans),
 		T(test_fs_removed_open_directory_is_freed_after_crash),
+		T(test_fs_image_truncated_while_open_is_the_error_state),
+		T(test_fs_image_deleted_while_open_is_the_error_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

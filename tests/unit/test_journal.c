@@ -277,6 +277,7 @@ static void test_journal_load_rejects_non_tensorfs(void **state)
 	unlink(path);
 }
 
+/* Protects J8 (the device is as big as the file system). */
 static void test_journal_load_rejects_truncated_image(void **state)
 {
 	struct fix *f = *state;
@@ -306,6 +307,7 @@ static void test_journal_unknown_version_is_eproto(void **state)
 	assert_non_null(strstr(f->err, "version"));
 }
 
+/* Protects J8. */
 static void test_journal_both_superblocks_corrupt_is_euclean(void **state)
 {
 	struct fix *f = *state;
@@ -316,6 +318,7 @@ static void test_journal_both_superblocks_corrupt_is_euclean(void **state)
 	assert_non_null(strstr(f->err, "superblock"));
 }
 
+/* J8: both checkpoints damaged is -EUCLEAN, naming both slots. */
 static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 {
 	struct fix *f = *state;
@@ -329,11 +332,16 @@ static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 	unload(f);
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
 	assert_int_equal(sb.slot, 1);
-	/* a byte in the middle of the records of the active slot */
+	/* a byte in the middle of the records of each slot */
 	assert_int_equal(img_flip(f->path, sb.ckpt_start[1] * TFS_BLOCK_SIZE +
 					   sb.ckpt_len / 2), 0);
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[0] * TFS_BLOCK_SIZE +
+					   100), 0);
 	assert_int_equal(load(f), -EUCLEAN);
-	assert_non_null(strstr(f->err, "checkpoint"));
+	assert_non_null(strstr(f->err, "checkpoint in slot 1 is corrupted"));
+	assert_non_null(strstr(f->err, "older superblock copy's, in slot 0"));
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[0] * TFS_BLOCK_SIZE +
+					   100), 0);
 	/* bytes of the slot past the checkpoint's length do not matter */
 	assert_int_equal(img_flip(f->path, sb.ckpt_start[1] * TFS_BLOCK_SIZE +
 					   sb.ckpt_len / 2), 0);
@@ -343,6 +351,7 @@ static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 	assert_true(has(f, "a"));
 }
 
+/* Protects J2, J9. */
 static void test_journal_transaction_that_does_not_apply_is_euclean(
 	void **state)
 {
@@ -360,6 +369,7 @@ static void test_journal_transaction_that_does_not_apply_is_euclean(
 	assert_non_null(strstr(f->err, "does not apply"));
 }
 
+/* Protects J2. */
 static void test_journal_record_count_mismatch_is_euclean(void **state)
 {
 	struct fix *f = *state;
@@ -375,6 +385,7 @@ static void test_journal_record_count_mismatch_is_euclean(void **state)
 	assert_int_equal(load(f), -EUCLEAN);
 }
 
+/* Protects J2, J6. */
 static void test_journal_used_blocks_mismatch_is_euclean(void **state)
 {
 	struct fix *f = *state;
@@ -389,6 +400,7 @@ static void test_journal_used_blocks_mismatch_is_euclean(void **state)
 
 /* ===== replay ===== */
 
+/* Protects J2. */
 static void test_journal_replays_committed_transactions(void **state)
 {
 	struct fix *f = *state;
@@ -443,6 +455,7 @@ static void test_journal_next_ino_comes_from_the_headers(void **state)
 	assert_int_equal(tfs_meta_next_ino(f->m), 5000);
 }
 
+/* Protects J2. */
 static void test_journal_ignores_torn_tail(void **state)
 {
 	struct fix *f = *state;
@@ -471,6 +484,7 @@ static void test_journal_ignores_torn_tail(void **state)
 	assert_false(has(f, "c"));
 }
 
+/* Protects J2. */
 static void test_journal_ignores_torn_multiblock_tail(void **state)
 {
 	struct fix *f = *state;
@@ -492,6 +506,7 @@ static void test_journal_ignores_torn_multiblock_tail(void **state)
 	assert_false(has(f, "big"));
 }
 
+/* Protects J2. */
 static void test_journal_detects_corruption_in_the_middle(void **state)
 {
 	struct fix *f = *state;
@@ -546,6 +561,7 @@ static void test_journal_large_transaction_beyond_scratch_buffer(void **state)
 	assert_true(has(f, "f2") && has(f, "after"));
 }
 
+/* Protects J2, J4. */
 static void test_journal_commit_when_full_is_enospc(void **state)
 {
 	struct fix *f = *state;
@@ -584,6 +600,7 @@ static void test_journal_commit_when_full_is_enospc(void **state)
 
 /* ===== checkpoints ===== */
 
+/* Protects J3, J4. */
 static void test_journal_checkpoint_switches_slot(void **state)
 {
 	struct fix *f = *state;
@@ -602,7 +619,9 @@ static void test_journal_checkpoint_switches_slot(void **state)
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
 	assert_int_equal(f->j.sb.slot, 1);
 	assert_int_equal(f->j.sb.generation, gen + 1);
-	assert_int_equal(f->j.sb.ckpt_seq, seq);
+	/* J3: a number of its own, above every transaction before it */
+	assert_int_equal(f->j.sb.ckpt_seq, seq + 1);
+	assert_int_equal(f->j.seq, seq + 1);
 	assert_int_equal(f->j.head, 0);
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
 	assert_int_equal(sb.slot, 1);
@@ -671,6 +690,7 @@ static void test_journal_checkpoint_larger_than_a_chunk(void **state)
 			 f->j.sb.data_start + 12345);
 }
 
+/* Protects J4. */
 static void test_journal_checkpoint_too_big_is_enospc(void **state)
 {
 	struct fix *f = *state;
@@ -718,6 +738,7 @@ static void restore_supers(const struct fix *f, uint8_t b[2][TFS_BLOCK_SIZE])
 	assert_int_equal(img_pwrite(f->path, 0, b, 2 * TFS_BLOCK_SIZE), 0);
 }
 
+/* Protects J4, J5. */
 static void test_journal_lost_superblock_write_keeps_previous_state(
 	void **state)
 {
@@ -743,6 +764,7 @@ static void test_journal_lost_superblock_write_keeps_previous_state(
 	assert_true(has(f, "a") && has(f, "b"));
 }
 
+/* Protects J4, J8. */
 static void test_journal_torn_superblock_falls_back_to_other_copy(
 	void **state)
 {
@@ -782,6 +804,7 @@ static void test_journal_torn_superblock_falls_back_to_other_copy(
 	assert_true(has(f, "a") && has(f, "b"));
 }
 
+/* Protects J4, J7 (a failed slot write is retried). */
 static void test_journal_failed_checkpoint_write_keeps_previous_state(
 	void **state)
 {
@@ -807,28 +830,207 @@ static void test_journal_failed_checkpoint_write_keeps_previous_state(
 	assert_true(has(f, "a"));
 }
 
+/* Apply to m the records commit_file() commits: a file named name. */
+static void apply_file(struct tfs_meta *m, uint64_t ino, const char *name)
+{
+	struct tfs_buf b = { 0 };
+	struct tfs_attr a = { 0 };
+	struct tfs_rec r;
+	size_t pos = 0;
+
+	a.ino = ino;
+	a.mode = S_IFREG | 0644;
+	a.nlink = 1;
+	assert_int_equal(tfs_rec_put_inode(&b, &a), 0);
+	assert_int_equal(tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name,
+					  strlen(name)), 0);
+	while (tfs_rec_next(b.p, b.len, &pos, &r) == 1)
+		assert_int_equal(tfs_meta_apply(m, &r, NULL, NULL), 0);
+	tfs_buf_release(&b);
+}
+
+/*
+ * J3, J7: a transaction whose write failed burns its seq and fills the
+ * journal (part of it may be on the device); the retry is a checkpoint
+ * past that seq, so replay never sees the failed one.
+ */
 static void test_journal_commit_io_error_is_returned_and_retried(
 	void **state)
 {
 	struct fix *f = *state;
-	uint64_t head, seq;
+	uint64_t seq;
 
 	mount(f);
 	assert_true(commit_file(f, 2, "a") >= 0);
-	head = f->j.head;
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
 	seq = f->j.seq;
 	tfs_dev_fail_writes(f->d, jdev(f, 0), EIO);
 	assert_int_equal(commit_file(f, 3, "b"), -EIO);
 	tfs_dev_fail_writes(f->d, 0, 0);
-	assert_int_equal(f->j.head, head);
-	assert_int_equal(f->j.seq, seq);
-	/* the retry goes to the same place with the same seq */
-	assert_int_equal(commit_file(f, 3, "b"), (int64_t)head);
+	assert_int_equal(f->j.seq, seq + 1);
+	assert_int_equal(tfs_journal_free(&f->j), 0);
+	assert_int_equal(f->j.err, 0);	/* a write error is retried */
+	/* no transaction may follow one whose end is unknown */
+	assert_int_equal(commit_file(f, 4, "c"), -ENOSPC);
+	/* the retry: a checkpoint of the tree with b, past b's seq */
+	apply_file(f->m, 3, "b");
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_true(f->j.sb.ckpt_seq > seq);
+	assert_int_equal(commit_file(f, 4, "c"), 0);
 	assert_int_equal(load(f), 0);
-	assert_int_equal(f->j.replayed, 2);
-	assert_true(has(f, "a") && has(f, "b"));
+	assert_int_equal(f->j.replayed, 1);
+	assert_true(has(f, "a") && has(f, "b") && has(f, "c"));
 }
 
+/* ===== the two failed-flush bugs (issue: one failed flush) ===== */
+
+/*
+ * Found 1: on an idle file system (journal empty) a transaction is
+ * written, its flush fails.  It was: fsync EIO, the next commit a
+ * checkpoint holding the transaction but recording its seq with an
+ * empty journal, so load replayed it a second time ("journal transaction
+ * N does not apply to the tree").  Now (J3, J7) the seq is burnt and the
+ * journal stops; whatever of it reached the device, the image loads.
+ */
+static void test_failed_flush_after_transaction_leaves_mountable_image(
+	void **state)
+{
+	struct fix *f = *state;
+	int rc;
+
+	mount(f);
+	assert_int_equal(f->j.head, 0);
+	tfs_dev_fail_flushes(f->d, 0, 1);
+	assert_int_equal(commit_file_pad(f, 2, "a", 0, 0), -EIO);
+	assert_int_equal(f->j.err, -EIO);
+	assert_non_null(strstr(f->j.why, "flush after a journal transaction"));
+	/* what a mount does next: a checkpoint of a tree holding "a" */
+	apply_file(f->m, 2, "a");
+	rc = tfs_journal_checkpoint(&f->j, f->m, 0);
+	/* J7: stopped, nothing written */
+	assert_int_equal(rc, -EIO);
+	assert_int_equal(commit_file(f, 3, "b"), -EIO);
+	assert_int_equal(tfs_journal_set_flags(&f->j, TFS_SB_CLEAN), -EIO);
+	/* the transaction reached the device here: replayed once */
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 1);
+	assert_true(has(f, "a"));
+	assert_int_equal(tfs_dir_count(root(f)), 1);
+	/* and the image works on */
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 0);
+	assert_true(has(f, "a"));
+}
+
+/*
+ * Found 2: a checkpoint's superblock flush fails, and that superblock
+ * never reaches the medium.  It was: the next checkpoint went to the
+ * slot the on-disk superblock still named, and after a power cut load
+ * found it corrupted and the file committed before any fault lost.  Now
+ * (J5, J7) nothing more is written.
+ */
+static void test_failed_superblock_flush_then_power_cut_keeps_the_tree(
+	void **state)
+{
+	struct fix *f = *state;
+	static uint8_t old[2][TFS_BLOCK_SIZE];
+
+	mount(f);
+	assert_true(commit_file(f, 2, "kept") >= 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	save_supers(f, old);
+	/* the checkpoint's flush passes, the superblock's fails */
+	tfs_dev_fail_flushes(f->d, 1, 1);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), -EIO);
+	assert_non_null(strstr(f->j.why, "superblock"));
+	/* the device's cache lost the superblock write */
+	restore_supers(f, old);
+	/* the mount goes on: a new file, a commit, a checkpoint */
+	apply_file(f->m, 3, "later");
+	(void)commit_file(f, 3, "later");
+	(void)tfs_journal_checkpoint(&f->j, f->m, 0);
+	/* power cut: the superblock of that checkpoint is lost too */
+	restore_supers(f, old);
+	assert_int_equal(load(f), 0);
+	assert_true(has(f, "kept"));
+	assert_int_equal(f->j.note[0], '\0');
+}
+
+/* ===== J8: the older superblock copy ===== */
+
+/* Flip a byte of the records of the checkpoint the newest copy names. */
+static struct tfs_super damage_newest_checkpoint(struct fix *f)
+{
+	struct tfs_super sb;
+	int copy;
+
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot] *
+						   TFS_BLOCK_SIZE +
+					   sb.ckpt_len / 2), 0);
+	return sb;
+}
+
+static void test_journal_falls_back_to_older_copy_when_checkpoint_damaged(
+	void **state)
+{
+	struct fix *f = *state;
+	struct tfs_super sb;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	/* the new epoch's first transaction overwrites a's */
+	assert_int_equal(commit_file(f, 3, "b"), 0);
+	unload(f);
+	sb = damage_newest_checkpoint(f);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.sb.slot, sb.slot ^ 1);
+	assert_int_equal(f->j.sb.generation, sb.generation - 1);
+	assert_non_null(strstr(f->j.note, "using the older copy"));
+	assert_non_null(strstr(f->j.note, "corrupted"));
+	/* the older state, consistent: b's epoch is not replayed onto it,
+	 * nor taken for damage in the middle */
+	assert_false(has(f, "b"));
+	assert_int_equal(f->j.replayed, 0);
+	/* the next checkpoint replaces the damaged one, the superblock
+	 * the damaged copy */
+	apply_file(f->m, 4, "c");
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, TFS_SB_CLEAN), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.note[0], '\0');
+	assert_true(has(f, "c"));
+}
+
+/*
+ * J3: two checkpoints with no transaction between them still take
+ * different seqs, so after a fallback to the first, the transactions
+ * written after the second (whose tree may differ: orphans dropped,
+ * fsck repairs) are never replayed onto it.
+ */
+static void test_journal_fallback_never_replays_a_newer_epoch(void **state)
+{
+	struct fix *f = *state;
+
+	mount(f);
+	/* the second checkpoint's tree has "d", which no transaction made */
+	apply_file(f->m, 2, "d");
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_int_equal(commit_file(f, 3, "e"), 0);
+	unload(f);
+	damage_newest_checkpoint(f);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 0);
+	assert_false(has(f, "d") || has(f, "e"));
+}
+
+/* Protects J4. */
 static void test_journal_set_flags_alternates_copies(void **state)
 {
 	struct fix *f = *state;
@@ -881,6 +1083,7 @@ static void fill_old_journal(struct fix *f)
 	assert_int_equal(tfs_dir_count(root(f)), 0);
 }
 
+/* Protects J3. */
 static void test_journal_reformat_does_not_replay_old_transactions(
 	void **state)
 {
@@ -897,6 +1100,7 @@ static void test_journal_reformat_does_not_replay_old_transactions(
 	assert_int_equal(tfs_dir_count(root(f)), 1);
 }
 
+/* Protects J2, J3. */
 static void test_journal_reformat_then_crash_is_not_corruption(void **state)
 {
 	struct fix *f = *state;
@@ -940,6 +1144,10 @@ int main(void)
 		T(test_journal_torn_superblock_falls_back_to_other_copy),
 		T(test_journal_failed_checkpoint_write_keeps_previous_state),
 		T(test_journal_commit_io_error_is_returned_and_retried),
+		T(test_failed_flush_after_transaction_leaves_mountable_image),
+		T(test_failed_superblock_flush_then_power_cut_keeps_the_tree),
+		T(test_journal_falls_back_to_older_copy_when_checkpoint_damaged),
+		T(test_journal_fallback_never_replays_a_newer_epoch),
 		T(test_journal_set_flags_alternates_copies),
 		T(test_journal_reformat_does_not_replay_old_transactions),
 		T(test_journal_reformat_then_crash_is_not_corruption),
