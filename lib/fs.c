@@ -458,7 +458,12 @@ int tfs_fs_rewrite_superblocks(struct tfs_fs *fs)
 {
 	int rc;
 
-	/* a checkpoint writes one copy, the next one the other */
+	/*
+	 * Two checkpoints of the same tree: each goes to the inactive slot
+	 * and names itself in the other superblock copy (J4), so afterwards
+	 * both slots and both copies hold the repaired tree, and a later
+	 * fallback to the older copy (J8) finds it too.
+	 */
 	tfs_fs_mark_changed(fs);
 	rc = tfs_fs_sync(fs);
 	if (!rc) {
