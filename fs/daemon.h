@@ -24,6 +24,7 @@ struct tfs_daemon {
 	struct tfs_config cfg;		/* defaults, then -c, then -o */
 	double attr_timeout;		/* [mount] attr_timeout_ms, in s */
 	struct tfs_statedir statedir;	/* /.tensorfs */
+	int direct_io_allow_mmap;	/* INIT negotiated it (libfuse 3.17+) */
 };
 
 /* The request handlers, for fuse_session_new() with a struct tfs_daemon

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "units.h"
 
@@ -483,35 +484,55 @@ struct load {
 	int key_line[NKEYS];	/* where the file set each key, or 0 */
 };
 
-/* inih's reader: fgets, counting lines.  inih (INI_MAX_LINE 200 in
- * Debian) would take a longer line as two, the value cut short and the
- * rest a line of its own, so such a line is an error here. */
+/* inih's reader: a line at a time, counting lines.  inih (INI_MAX_LINE
+ * 200 in Debian) would take a longer line as two, the value cut short
+ * and the rest a line of its own, so such a line is an error here; so is
+ * a NUL byte (not a text file: /dev/zero would never end) and a read
+ * error.  After the first error it ends the file, which load_stream()
+ * then reports. */
 static char *read_line(char *str, int num, void *stream)
 {
 	struct load *l = stream;
-	char *s = fgets(str, num, l->f);
-	int ch;
+	int n = 0, ch = EOF;
 
-	if (!s)
-		return s;
+	if (l->failed || num < 2)
+		return NULL;
+	while (n < num - 1 && (ch = getc(l->f)) != EOF) {
+		if (ch == '\0')
+			break;
+		str[n++] = (char)ch;
+		if (ch == '\n')
+			break;
+	}
+	str[n] = '\0';
 	if (l->at_line_start)
 		l->line++;
 	l->at_line_start = 1;
-	if (strchr(s, '\n'))
-		return s;
-	ch = fgetc(l->f);
+	if (ch == '\0') {
+		snprintf(l->msg, sizeof(l->msg), "a NUL byte: not a text "
+			 "file; give an INI file");
+		goto fail;
+	}
+	if (ch == EOF && ferror(l->f)) {
+		snprintf(l->msg, sizeof(l->msg), "cannot read: %s; give an "
+			 "INI file", strerror(errno ? errno : EIO));
+		goto fail;
+	}
+	if (n == 0)
+		return NULL;	/* end of file */
 	if (ch == '\n' || ch == EOF)
-		return s;	/* it just fits */
+		return str;
+	ch = getc(l->f);
+	if (ch == '\n' || ch == EOF)
+		return str;	/* it just fits */
 	ungetc(ch, l->f);
 	l->at_line_start = 0;
-	if (!l->failed) {
-		snprintf(l->msg, sizeof(l->msg), "line longer than %d "
-			 "characters; shorten it (for a long nvme_path, a "
-			 "symbolic link)", num - 1);
-		l->failed = 1;
-		l->err_line = l->line;
-	}
-	return s;
+	snprintf(l->msg, sizeof(l->msg), "line longer than %d characters; "
+		 "shorten it (for a long nvme_path, a symbolic link)", num - 1);
+fail:
+	l->failed = 1;
+	l->err_line = l->line;
+	return NULL;
 }
 
 static void warn(struct tfs_config *c, const char *fmt, ...)
@@ -630,6 +651,7 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 		    size_t errlen)
 {
 	FILE *f = fopen(path, "r");
+	struct stat st;
 	int rc;
 
 	if (!f) {
@@ -637,7 +659,30 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 		tfs_say(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
 		return rc;
 	}
+	/* fopen() opens a directory, and reading it then fails (EISDIR):
+	 * without this check it would read as an empty file, the defaults */
+	if (fstat(fileno(f), &st)) {
+		rc = -errno;
+		tfs_say(err, errlen, "%s: cannot stat: %s", path, strerror(-rc));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = -EISDIR;
+		tfs_say(err, errlen, "'%s' is a directory; give an INI file",
+			path);
+		goto out;
+	}
+	/* a pipe (-c <(...)), /dev/stdin or /dev/null reads as text; a
+	 * block device is no INI file */
+	if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) &&
+	    !S_ISCHR(st.st_mode)) {
+		rc = -EINVAL;
+		tfs_say(err, errlen, "'%s' is not a regular file; give an INI "
+			"file", path);
+		goto out;
+	}
 	rc = load_stream(c, path, f, err, errlen);
+out:
 	fclose(f);
 	return rc;
 }

@@ -358,10 +358,44 @@ void tfs_super_encode(const struct tfs_super *s, uint8_t *b)
 	tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
 }
 
+/*
+ * Whether a decoded superblock's layout is the one mkfs makes: the
+ * superblocks, the journal, checkpoint slots 0 and 1 and the data area
+ * back to back in that order, each non-empty, the data area ending at
+ * dev_blocks, and every byte offset (blocks x 4096) an off_t.  Every sum
+ * and product is checked, so that fields near 2^63 or 2^64 cannot wrap
+ * around into a layout that looks right.
+ */
+static int super_layout_ok(const struct tfs_super *s)
+{
+	uint64_t ckpt0, ckpt1, data, bytes;
+
+	/* dev_blocks x 4096, and so every offset below it, fits an off_t */
+	if (s->dev_blocks == 0 || s->dev_blocks > (UINT64_MAX >> 13))
+		return 0;
+	if (s->journal_start != 2 || s->journal_blocks < 2 ||
+	    s->ckpt_blocks < 2 || s->slot > 1)
+		return 0;
+	if (__builtin_add_overflow(s->journal_start, s->journal_blocks,
+				   &ckpt0) ||
+	    __builtin_add_overflow(ckpt0, s->ckpt_blocks, &ckpt1) ||
+	    __builtin_add_overflow(ckpt1, s->ckpt_blocks, &data))
+		return 0;
+	if (s->ckpt_start[0] != ckpt0 || s->ckpt_start[1] != ckpt1 ||
+	    s->data_start != data)
+		return 0;
+	/* a data area of at least one block, inside the device */
+	if (data >= s->dev_blocks)
+		return 0;
+	if (__builtin_mul_overflow(s->ckpt_blocks, (uint64_t)TFS_BLOCK_SIZE,
+				   &bytes) ||
+	    s->ckpt_len < TFS_HDR_SIZE || s->ckpt_len > bytes)
+		return 0;
+	return 1;
+}
+
 int tfs_super_decode(const uint8_t *b, struct tfs_super *s)
 {
-	uint64_t end;
-
 	if (memcmp(b, TFS_MAGIC, 8))
 		return -EINVAL;
 	if (tfs_get32(b + 4092) != tfs_crc32c(0, b, 4092))
@@ -388,21 +422,9 @@ int tfs_super_decode(const uint8_t *b, struct tfs_super *s)
 	s->ctime_ns = tfs_get64(b + 128);
 	s->wtime_ns = tfs_get64(b + 136);
 
-	/* The layout must be the one regions in order, inside the device. */
-	if (s->journal_start != 2 || s->journal_blocks < 2 ||
-	    s->ckpt_blocks < 2 || s->slot > 1)
-		return -EUCLEAN;
-	if (s->ckpt_start[0] != s->journal_start + s->journal_blocks ||
-	    s->ckpt_start[1] != s->ckpt_start[0] + s->ckpt_blocks ||
-	    s->data_start != s->ckpt_start[1] + s->ckpt_blocks)
-		return -EUCLEAN;
-	end = s->data_start;
-	if (end >= s->dev_blocks || s->dev_blocks > (UINT64_MAX >> 13))
-		return -EUCLEAN;
-	if (s->ckpt_len < TFS_HDR_SIZE ||
-	    s->ckpt_len > s->ckpt_blocks * (uint64_t)TFS_BLOCK_SIZE)
-		return -EUCLEAN;
-	return 0;
+	if (super_layout_ok(s))
+		return 0;
+	return -EUCLEAN;
 }
 
 /* ===== headers ===== */

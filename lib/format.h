@@ -211,7 +211,9 @@ int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos,
 		 struct tfs_rec *r);
 
 /* Superblock: encode into a 4096-byte block (computing the CRC), decode
- * and verify (-EUCLEAN: bad CRC or values; -EINVAL: not a tensorfs,
+ * and verify (-EUCLEAN: bad CRC or values, a layout other than the
+ * regions above back to back inside dev_blocks, or one whose offsets
+ * would wrap around 2^64 or not fit an off_t; -EINVAL: not a tensorfs,
  * i.e. no magic; -EPROTO: a version this build does not know). */
 void tfs_super_encode(const struct tfs_super *s, uint8_t *block);
 int tfs_super_decode(const uint8_t *block, struct tfs_super *s);

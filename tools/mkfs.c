@@ -48,34 +48,81 @@ static void usage(FILE *f)
 "  mkfs.tensorfs /dev/nvme0n1\n", f);
 }
 
+/* The largest uid or gid: (uid_t)-1 means "no change" to chown(2). */
+#define ID_MAX 4294967294UL
+
+/*
+ * One id of -u: a name that getpwnam()/getgrnam() (lookup) knows, or a
+ * decimal number from 0 to ID_MAX: no sign, no blanks, no wrapping.
+ * Returns 0, or -1 after printing why to stderr; what is "user" or
+ * "group".
+ */
+static int parse_id(const char *s, const char *what, unsigned long *id)
+{
+	const char *p;
+	unsigned long v = 0;
+
+	if (!*s) {
+		fprintf(stderr, "mkfs.tensorfs: empty %s in -u; give "
+			"USER[:GROUP] or UID[:GID]\n", what);
+		return -1;
+	}
+	for (p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			break;
+		if (v > (ID_MAX - (unsigned long)(*p - '0')) / 10) {
+			fprintf(stderr, "mkfs.tensorfs: %s id '%s' is out of "
+				"range; give a number from 0 to %lu\n", what,
+				s, ID_MAX);
+			return -1;
+		}
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (*p) {
+		fprintf(stderr, "mkfs.tensorfs: unknown %s '%s'; give a %s "
+			"name or a number from 0 to %lu\n", what, s, what,
+			ID_MAX);
+		return -1;
+	}
+	*id = v;
+	return 0;
+}
+
+/* -u USER[:GROUP] into *uid and *gid; a user name also sets the gid to
+ * its group.  Returns 0, or -1 after printing why. */
 static int owner(const char *spec, uid_t *uid, gid_t *gid)
 {
-	char buf[256], *colon, *end;
+	char buf[256], *colon;
 	struct passwd *pw;
 	struct group *gr;
+	unsigned long id;
 
+	if (strlen(spec) >= sizeof(buf)) {
+		fprintf(stderr, "mkfs.tensorfs: owner '%.40s...' is too "
+			"long; give USER[:GROUP] or UID[:GID]\n", spec);
+		return -1;
+	}
 	snprintf(buf, sizeof(buf), "%s", spec);
 	colon = strchr(buf, ':');
 	if (colon)
 		*colon++ = '\0';
-	pw = getpwnam(buf);
+	pw = *buf ? getpwnam(buf) : NULL;
 	if (pw) {
 		*uid = pw->pw_uid;
 		*gid = pw->pw_gid;
 	} else {
-		errno = 0;
-		*uid = (uid_t)strtoul(buf, &end, 10);
-		if (!*buf || *end || errno)
+		if (parse_id(buf, "user", &id))
 			return -1;
+		*uid = (uid_t)id;
 	}
 	if (colon && *colon) {
 		gr = getgrnam(colon);
 		if (gr) {
 			*gid = gr->gr_gid;
 		} else {
-			*gid = (gid_t)strtoul(colon, &end, 10);
-			if (*end)
+			if (parse_id(colon, "group", &id))
 				return -1;
+			*gid = (gid_t)id;
 		}
 	}
 	return 0;
@@ -126,12 +173,8 @@ static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
 			*quiet = 1;
 			break;
 		case 'u':
-			if (owner(optarg, &o->uid, &o->gid)) {
-				fprintf(stderr, "mkfs.tensorfs: unknown owner "
-					"'%s'; give USER[:GROUP] or UID[:GID]"
-					"\n", optarg);
+			if (owner(optarg, &o->uid, &o->gid))
 				return 2;
-			}
 			break;
 		case 'h':
 			usage(stdout);

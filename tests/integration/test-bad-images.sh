@@ -10,7 +10,8 @@
 # change the image; tensorfs-fsck -y must not write to something that is
 # not a tensorfs, nor to what it cannot repair, and when it says it
 # repaired an image, that image must be clean and mount.  Flipping one bit
-# in each superblock copy must be refused; random bit flips in the first
+# in each superblock copy must be refused, and so must checkpoint offsets
+# near 2^63 that wrap onto the real ones; random bit flips in the first
 # 64 KiB may be survivable, but then tensorfs and fsck must agree and the
 # mount must work.  A bit flipped in only one superblock copy must still
 # mount (the other copy is used), and flipping the older copy must lose
@@ -259,6 +260,25 @@ for trial in 1 2 3; do
 	refused "one bit flipped in each superblock copy (trial $trial, bytes$FLIPPED)" "4|8"
 	not_repaired "one bit flipped in each superblock copy (trial $trial)" "4|8"
 done
+
+# checkpoint offsets near 2^63, in both copies, checksums fixed:
+# journal_blocks + 2^63 and ckpt_blocks + 2^62, ckpt_start[0] and [1] to
+# match, so that every sum and byte offset wraps around 2^64 onto the real
+# one (data_start included).  The layout check once added without
+# overflow: fsck passed it and it mounted.
+fresh
+for sb in 0 4096; do
+	for off in 40 48 56; do
+		put_le $((sb + off)) 8 $(($(le $((sb + off)) 8) + (1 << 63)))
+	done
+	put_le $((sb + 56)) 8 $(($(le $((sb + 56)) 8) + (1 << 62)))
+	put_le $((sb + 64)) 8 $(($(le $((sb + 64)) 8) + (1 << 62)))
+	put_le $((sb + 4092)) 4 "$(crc32c "$sb" 4092)"
+done
+what="checkpoint offsets near 2^63 in both superblock copies"
+refused "$what" "4|8" "superblock" "layout"
+tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "superblock" "layout"
+not_repaired "$what" "4|8"
 
 for trial in 1 2; do
 	fresh

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Description: the shipped conf/tensorfs.ini is exactly what the key table
-# prints, -o overrides -c, and bad settings stop the mount with exit 2.
+# prints, -o overrides -c, and bad settings stop the mount with exit 2, a
+# -c that names a directory or a file that is not text among them.
 . "$(dirname "$0")/lib.sh"
 
 SHIPPED="$(cd "$(dirname "$0")/../.." && pwd)/conf/tensorfs.ini"
@@ -13,6 +14,21 @@ got=$("$TENSORFS" -c "$SHIPPED" -o commit_interval_ms=250 --print-config |
 [ "$got" = 250 ] || tfs_fail "-o commit_interval_ms=250 over -c: expected 250, got '$got'"
 
 tfs_mkimg 256M
+
+# -c with a directory or a file that is not text: exit 2 naming it, never
+# a mount with the defaults (fopen() opens a directory, and its read
+# failed as if the file were empty)
+tfs_expect_exit 2 "tensorfs -c DIRECTORY --print-config" \
+	"$TENSORFS" -c "$WORK" --print-config
+tfs_expect_words "tensorfs -c DIRECTORY" "$WORK/err" \
+	"'$WORK' is a directory; give an INI file"
+tfs_try_mount "$IMG" "$MNT" -c "$WORK"
+[ "$TFS_RC" = 2 ] || tfs_fail "tensorfs -c DIRECTORY DEVICE MOUNTPOINT: expected exit 2, got $TFS_RC"
+tfs_expect_words "tensorfs -c DIRECTORY DEVICE MOUNTPOINT" "$WORK/err" \
+	"is a directory; give an INI file"
+tfs_expect_exit 2 "tensorfs -c /dev/zero --print-config" \
+	"$TENSORFS" -c /dev/zero --print-config
+tfs_expect_words "tensorfs -c /dev/zero" "$WORK/err" "/dev/zero:1:" "NUL byte"
 "$TENSORFS" -f -o max_threds=4 "$IMG" "$MNT" 2>"$WORK/err"
 rc=$?
 [ "$rc" = 2 ] || tfs_fail "-o with a misspelt setting: expected exit 2, got $rc"

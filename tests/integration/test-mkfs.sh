@@ -6,7 +6,8 @@
 # formats within 20 s and stays small on disk; -s extends a smaller file;
 # an existing tensorfs is refused without -f (and left byte for byte as it
 # was) and replaced with -f; a mounted image is refused even with -f; below
-# 64 MiB is refused; -q is quiet; usage errors exit 2; --help exits 0.
+# 64 MiB is refused; -q is quiet; usage errors exit 2, an owner (-u) out
+# of range or unknown among them; --help exits 0.
 . "$(dirname "$0")/lib.sh"
 
 tfs_need fusermount3 mountpoint truncate du stat sha256sum cmp dd
@@ -215,6 +216,31 @@ for bad in abc 12X 1.5.G -5M; do
 	tfs_expect_words "mkfs.tensorfs -s '$bad'" "$WORK/err" "$bad"
 	[ ! -e "$U" ] || tfs_fail "mkfs.tensorfs -s '$bad': expected no image created, got one"
 done
+# -u: an id out of 0..4294967294, signed, blank or not a known name is
+# refused with the value and the range, never wrapped into another owner
+for bad in 4294967296 4294967295 18446744073709551616 -1 +5 " 7" 12abc \
+	no_such_user_tfs 0:4294967296 0:-1 0:no_such_group_tfs ""; do
+	tfs_expect_exit 2 "mkfs.tensorfs -u '$bad'" "$MKFS" -s 100M -u "$bad" "$U"
+	case $bad in
+	*:*) val=${bad#*:} ;;
+	*) val=$bad ;;
+	esac
+	[ -z "$val" ] || tfs_expect_words "mkfs.tensorfs -u '$bad'" "$WORK/err" \
+		"'$val'" 4294967294
+	[ ! -e "$U" ] || tfs_fail "mkfs.tensorfs -u '$bad': expected no image created, got one"
+done
+# the largest ids are kept as given
+tfs_expect_exit 0 "mkfs.tensorfs -u 4294967294:4294967294" \
+	"$MKFS" -q -s 100M -u 4294967294:4294967294 "$U"
+SAVED_IMG=$IMG
+IMG=$U
+tfs_mount
+tfs_eq "owner of the root after -u 4294967294:4294967294" \
+	4294967294:4294967294 "$(stat -c %u:%g "$MNT")"
+tfs_umount
+IMG=$SAVED_IMG
+rm -f "$U"
+
 tfs_expect_exit 0 "mkfs.tensorfs --help" "$MKFS" --help
 tfs_expect_words "mkfs.tensorfs --help" "$WORK/out" usage mkfs.tensorfs -s -f
 

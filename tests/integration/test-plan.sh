@@ -140,6 +140,10 @@ tfs_expect_exit 64 "bad --dtype" "$PLAN" --params 7e9 --dtype fp13
 tfs_expect_exit 66 "missing ds_config" "$PLAN" --params 7e9 --deepspeed "$WORK/none.json"
 tfs_expect_words "missing ds_config" "$WORK/err" "none.json" "cannot open"
 tfs_expect_exit 66 "missing ini" "$PLAN" --params 7e9 -c "$WORK/none.ini"
+tfs_expect_exit 66 "a directory as the ini" "$PLAN" --params 7e9 -c "$WORK"
+tfs_expect_words "a directory as the ini" "$WORK/err" "'$WORK' is a directory; give an INI file"
+tfs_expect_exit 65 "/dev/zero as the ini" "$PLAN" --params 7e9 -c /dev/zero
+tfs_expect_words "/dev/zero as the ini" "$WORK/err" "/dev/zero:1:" "NUL byte"
 tfs_expect_exit 66 "missing config.json" "$PLAN" --model "$WORK/none.json"
 printf '{\n  "zero_optimization": {\n    "stage": 3,\n  }\n}\n' >"$WORK/bad.json"
 tfs_expect_exit 65 "malformed JSON" "$PLAN" --params 7e9 --deepspeed "$WORK/bad.json"

@@ -124,6 +124,42 @@ static void test_config_missing_file_is_an_error(void **state)
 	assert_non_null(strstr(err, "/nonexistent/x.ini: cannot open"));
 }
 
+/* fopen() opens a directory and reading it fails: that was read as an
+ * empty file, the defaults */
+static void test_config_directory_is_refused(void **state)
+{
+	struct tfs_config c;
+	char err[512] = "", dir[64];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/tfs-test-config-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	tfs_config_defaults(&c);
+	assert_int_equal(tfs_config_load(&c, dir, err, sizeof(err)), -EISDIR);
+	rmdir(dir);
+	assert_non_null(strstr(err, "is a directory; give an INI file"));
+	assert_non_null(strstr(err, dir));
+}
+
+/* A character device reads as text: /dev/null is an empty file (the
+ * defaults), /dev/zero a NUL byte on line 1, refused without reading on
+ * for ever */
+static void test_config_character_devices_read_as_text(void **state)
+{
+	struct tfs_config c, d;
+	char err[512] = "";
+
+	(void)state;
+	tfs_config_defaults(&c);
+	tfs_config_defaults(&d);
+	assert_int_equal(tfs_config_load(&c, "/dev/null", err, sizeof(err)), 0);
+	assert_int_equal(c.mount_max_threads, d.mount_max_threads);
+	assert_int_equal(tfs_config_load(&c, "/dev/zero", err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "/dev/zero:1: a NUL byte: not a text "
+				    "file; give an INI file"));
+}
+
 static void test_config_set_overrides_by_name_or_section(void **state)
 {
 	struct tfs_config c;
@@ -635,9 +671,9 @@ static void test_config_empty_buffer_keeps_the_defaults(void **state)
 	assert_string_equal(c.warnings, "");
 }
 
-/* A NUL ends its line as it does in a file: the rest of the line is
- * not read. */
-static void test_config_buffer_nul_ends_the_line(void **state)
+/* A NUL byte is no INI text: an error naming its line, not a line cut
+ * short (and /dev/zero, all NULs, ends at once). */
+static void test_config_nul_byte_is_not_text(void **state)
 {
 	static const char text[] = "[mount]\nmax_threads = 4\0junk\n";
 	struct tfs_config c;
@@ -645,8 +681,8 @@ static void test_config_buffer_nul_ends_the_line(void **state)
 
 	(void)state;
 	assert_int_equal(load_buffer(&c, text, sizeof(text) - 1, err,
-				     sizeof(err)), 0);
-	assert_int_equal(c.mount_max_threads, 4);
+				     sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "buf.ini:2: a NUL byte: not a text file"));
 }
 
 static void test_config_buffer_long_line_and_contradiction(void **state)
@@ -677,6 +713,8 @@ int main(void)
 		cmocka_unit_test(test_config_unknown_section_suggests),
 		cmocka_unit_test(test_config_rejects_malformed_and_out_of_range),
 		cmocka_unit_test(test_config_missing_file_is_an_error),
+		cmocka_unit_test(test_config_directory_is_refused),
+		cmocka_unit_test(test_config_character_devices_read_as_text),
 		cmocka_unit_test(test_config_set_overrides_by_name_or_section),
 		cmocka_unit_test(test_config_deepspeed_keys_default_to_deepspeed),
 		cmocka_unit_test(test_config_reads_every_deepspeed_key),
@@ -694,7 +732,7 @@ int main(void)
 		cmocka_unit_test(test_config_buffer_errors_name_it_and_the_line),
 		cmocka_unit_test(test_config_buffer_reads_only_len_bytes),
 		cmocka_unit_test(test_config_empty_buffer_keeps_the_defaults),
-		cmocka_unit_test(test_config_buffer_nul_ends_the_line),
+		cmocka_unit_test(test_config_nul_byte_is_not_text),
 		cmocka_unit_test(test_config_buffer_long_line_and_contradiction),
 	};
 

@@ -180,6 +180,56 @@ static int decode_patched32(const struct tfs_super *s, size_t off,
 	return tfs_super_decode(b, &d);
 }
 
+/* Fields near 2^63 or 2^64 whose sums wrap around to the layout mkfs
+ * makes (each superblock consistent modulo 2^64, its checksum right) are
+ * refused: they passed the layout check and were read at wrapped byte
+ * offsets. */
+static void test_format_super_offsets_that_wrap_are_refused(void **state)
+{
+	static const struct {
+		uint64_t dev_blocks, journal_blocks, ckpt_blocks, ckpt_len;
+	} bad[] = {
+		/* checkpoint slots near 2^63, data_start wrapping to 12 */
+		{ 65536, 1ull << 63, (1ull << 62) + 5, 12345 },
+		/* a journal that ends at 2^64: slot 0 at block 0 */
+		{ 65536, UINT64_MAX - 1, 10, 12345 },
+		/* checkpoint slots of 2^63 + 1 blocks: 4096 bytes, wrapped */
+		{ 65536, 100, (1ull << 63) + 1, 100 },
+		/* a slot of 2^52 blocks, 2^64 bytes: its length wraps to 0 */
+		{ 1ull << 51, 100, 1ull << 52, 100 },
+		/* a device of 2^63 blocks, whose byte size wraps */
+		{ 1ull << 63, 100, 1000, 100 },
+		{ UINT64_MAX, UINT64_MAX - 1, 1ull << 63, 100 },
+	};
+	uint8_t b[TFS_BLOCK_SIZE];
+	struct tfs_super s, d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sample_super(&s);
+		s.dev_blocks = bad[i].dev_blocks;
+		s.journal_blocks = bad[i].journal_blocks;
+		s.ckpt_blocks = bad[i].ckpt_blocks;
+		s.ckpt_start[0] = s.journal_start + s.journal_blocks;
+		s.ckpt_start[1] = s.ckpt_start[0] + s.ckpt_blocks;
+		s.data_start = s.ckpt_start[1] + s.ckpt_blocks;
+		s.ckpt_len = bad[i].ckpt_len;
+		tfs_super_encode(&s, b);
+		if (tfs_super_decode(b, &d) != -EUCLEAN)
+			fail_msg("superblock %zu (journal %llu blocks, slots "
+				 "%llu blocks, device %llu blocks) was not "
+				 "refused", i,
+				 (unsigned long long)s.journal_blocks,
+				 (unsigned long long)s.ckpt_blocks,
+				 (unsigned long long)s.dev_blocks);
+	}
+	/* the largest device whose bytes fit an off_t still decodes */
+	sample_super(&s);
+	s.dev_blocks = UINT64_MAX >> 13;
+	tfs_super_encode(&s, b);
+	assert_int_equal(tfs_super_decode(b, &d), 0);
+}
+
 static void test_format_super_rejects_inconsistent_layout(void **state)
 {
 	struct tfs_super s;
@@ -816,6 +866,7 @@ int main(void)
 		cmocka_unit_test(test_format_super_without_magic_is_einval),
 		cmocka_unit_test(test_format_super_unknown_version_is_eproto),
 		cmocka_unit_test(test_format_super_rejects_inconsistent_layout),
+		cmocka_unit_test(test_format_super_offsets_that_wrap_are_refused),
 		cmocka_unit_test(test_format_layout_regions_in_order),
 		cmocka_unit_test(test_format_layout_rejects_below_minimum),
 		cmocka_unit_test(test_format_rec_inode_at_documented_offsets),
