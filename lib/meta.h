@@ -34,28 +34,36 @@ struct tfs_xattr {
 	size_t nlen, vlen;
 };
 
+/*
+ * One inode: 160 bytes, carved from meta's pool (no malloc header).  The
+ * stored attributes come first; the runtime state after them is packed
+ * into 32-bit fields.  Pointers to an inode stay valid until
+ * tfs_meta_remove() frees it.
+ */
 struct tfs_inode {
 	struct tfs_attr a;		/* ino, mode, size, times, ... */
 	struct tfs_extmap map;		/* regular files */
 	struct tfs_dir *dir;		/* directories */
 	char *symlink;			/* symlinks: target, NUL-terminated */
 	struct tfs_xattr *xattrs;
-	size_t nxattrs;
-
-	/* runtime state, never stored */
-	struct tfs_inode *hnext;	/* inode hash chain */
-	unsigned int dirty : 1;		/* attrs changed since last commit */
-	uint32_t opens;			/* open file handles */
-	int wb_err;			/* a failed write-back, to report */
 	void *priv;			/* the file system's, NULL when new;
 					   meta never reads or frees it */
+	uint32_t nxattrs;
+
+	/* runtime state, never stored */
+	uint32_t opens;			/* open file handles */
+	int32_t wb_err;			/* a failed write-back, to report */
+	uint32_t dirty : 1;		/* attrs changed since last commit */
 };
 
+/*
+ * A directory entry: 16 bytes plus the name and its NUL, rounded up to 8,
+ * from meta's pool.  Borrowed by callers until the directory changes.
+ */
 struct tfs_dirent {
-	struct tfs_dirent *hnext;
 	uint64_t ino;
-	uint64_t cookie;		/* readdir offset, grows per insert */
-	uint16_t len;
+	uint64_t cookie : 48;		/* readdir offset, grows per insert */
+	uint64_t len : 16;
 	char name[];			/* NUL-terminated */
 };
 
@@ -70,6 +78,25 @@ uint64_t tfs_meta_inodes(const struct tfs_meta *m);
 uint64_t tfs_meta_used_blocks(const struct tfs_meta *m);
 /* Bytes a checkpoint of the current tree takes. */
 uint64_t tfs_meta_bytes(const struct tfs_meta *m);
+/*
+ * Bytes of RAM the tree holds: every block meta has from malloc (its
+ * pool's blocks, hash tables, entry arrays, extent arrays, xattrs and
+ * symlink targets), counted at its malloc chunk size as meta allocates and
+ * frees it.  Freed inodes and entries stay in the pool for new ones, so
+ * this follows the peak of the tree rather than its current size.
+ */
+uint64_t tfs_meta_ram(const struct tfs_meta *m);
+
+/*
+ * What one file costs in RAM, for memory budgets: an empty regular file
+ * with a name of up to 32 bytes, in a directory of many (its inode, its
+ * entry, and its share of the inode table and of the directory's tables,
+ * each table at its least full).  Measured by test_meta.c's
+ * test_meta_ram_per_file_is_bounded, which fails if a file costs more.
+ * Each extent adds TFS_META_BYTES_PER_EXTENT.
+ */
+#define TFS_META_BYTES_PER_FILE		256u
+#define TFS_META_BYTES_PER_EXTENT	32u
 
 /* The inode numbered ino, or NULL (borrowed). */
 struct tfs_inode *tfs_meta_get(const struct tfs_meta *m, uint64_t ino);
