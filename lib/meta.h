@@ -88,15 +88,18 @@ uint64_t tfs_meta_bytes(const struct tfs_meta *m);
 uint64_t tfs_meta_ram(const struct tfs_meta *m);
 
 /*
- * What one file costs in RAM, for memory budgets: an empty regular file
- * with a name of up to 32 bytes, in a directory of many (its inode, its
- * entry, and its share of the inode table and of the directory's tables,
- * each table at its least full).  Measured by test_meta.c's
- * test_meta_ram_per_file_is_bounded, which fails if a file costs more.
- * Each extent adds TFS_META_BYTES_PER_EXTENT.
+ * What one file costs in RAM, for memory budgets: a regular file of one
+ * extent with a name of up to 32 bytes, in a directory of many, with
+ * every table just grown (least full).  Its inode 160, its entry 56, its
+ * extent array 48 (a malloc chunk), its slots in the inode table 21, in
+ * the directory's index 11 and order 16: 312.  Typical is less: a million
+ * such files of 7-byte names take 266 bytes each, empty ones 218
+ * (test_meta.c measures it with a million files and fails above this).
+ * Each further extent adds up to TFS_META_BYTES_PER_EXTENT (32 bytes,
+ * in an array that doubles).
  */
-#define TFS_META_BYTES_PER_FILE		256u
-#define TFS_META_BYTES_PER_EXTENT	32u
+#define TFS_META_BYTES_PER_FILE		320u
+#define TFS_META_BYTES_PER_EXTENT	64u
 
 /* The inode numbered ino, or NULL (borrowed). */
 struct tfs_inode *tfs_meta_get(const struct tfs_meta *m, uint64_t ino);
