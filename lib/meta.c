@@ -556,14 +556,12 @@ struct tfs_dirent *tfs_dir_lookup(const struct tfs_inode *dir,
 	return d->idx[i] ? (struct tfs_dirent *)d->order[d->idx[i] - 1] : NULL;
 }
 
-/* Rebuild idx with n slots from order: 0 or -ENOMEM, unchanged. */
-static int dir_reindex(struct tfs_meta *m, struct tfs_dir *d, uint32_t n)
+/* Fill a zeroed idx of n slots from order, and make it d's. */
+static void dir_fill_idx(struct tfs_meta *m, struct tfs_dir *d, uint32_t *idx,
+			 uint32_t n)
 {
-	uint32_t *idx = table_alloc(m, (size_t)n * sizeof(*idx));
 	size_t mask = n - 1;
 
-	if (!idx)
-		return -ENOMEM;
 	for (uint32_t k = 0; k < d->olen; k++) {
 		struct tfs_dirent *e = slot_entry(d->order[k]);
 		size_t i;
@@ -579,20 +577,35 @@ static int dir_reindex(struct tfs_meta *m, struct tfs_dir *d, uint32_t n)
 	d->idx = idx;
 	d->icap = n;
 	d->itombs = 0;
+}
+
+/* Rebuild idx with n slots: 0 or -ENOMEM, d unchanged. */
+static int dir_reindex(struct tfs_meta *m, struct tfs_dir *d, uint32_t n)
+{
+	uint32_t *idx = table_alloc(m, (size_t)n * sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	dir_fill_idx(m, d, idx, n);
 	return 0;
 }
 
-/* Drop the holes from order (then idx is rebuilt at the same size). */
+/* Drop the holes from order and rebuild idx at its size: 0 or -ENOMEM,
+ * d unchanged. */
 static int dir_compact(struct tfs_meta *m, struct tfs_dir *d)
 {
+	uint32_t *idx = table_alloc(m, (size_t)d->icap * sizeof(*idx));
 	uint32_t j = 0;
 
+	if (!idx)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < d->olen; i++)
 		if (!(d->order[i] & 1))
 			d->order[j++] = d->order[i];
 	d->olen = j;
 	d->holes = 0;
-	return dir_reindex(m, d, d->icap);
+	dir_fill_idx(m, d, idx, d->icap);
+	return 0;
 }
 
 int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
