@@ -29,19 +29,11 @@
  * array is compacted.  Cookies are not stored: a mount assigns them
  * afresh.
  *
- * Tables of 64 KiB and more (the inode table, a big directory's idx and
- * order) are mapped with mmap rather than malloc'd: glibc raises its mmap
- * threshold to the size of each mapped block it frees, so a table that
- * doubled would otherwise send the next ones into the heap, where each
- * one freed leaves a hole; a daemon creating 200,000 files held 30% more
- * than its tree that way.
- *
  * Accounting: 'bytes' is what tfs_meta_write_records() would produce,
  * kept exact by every mutator here, so the file system can refuse a
  * change (ENOSPC) that a checkpoint slot could not hold.  'ram' is the
  * memory the tree holds: every malloc block at its chunk size (usable
- * size plus glibc's header word) and every mapped table in whole pages,
- * kept exact by the same mutators.
+ * size plus glibc's header word), kept exact by the same mutators.
  */
 #include "meta.h"
 
@@ -49,9 +41,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define META_ASAN 1
@@ -165,71 +155,6 @@ static void *ram_realloc(struct tfs_meta *m, void *pp, size_t size)
 	return p;
 }
 
-/* ===== tables ===== */
-
-#define BIG_TABLE (64u << 10)
-
-static size_t page_round(size_t n)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-
-	return (n + pg - 1) / pg * pg;
-}
-
-/* A zeroed table of 'bytes' (mapped from BIG_TABLE up), or NULL. */
-static void *table_alloc(struct tfs_meta *m, size_t bytes)
-{
-	void *p;
-
-	if (bytes < BIG_TABLE)
-		return ram_calloc(m, 1, bytes);
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	m->ram += page_round(bytes);
-	return p;
-}
-
-/* Free a table of table_alloc() or table_realloc() of 'bytes'. */
-static void table_free(struct tfs_meta *m, void *p, size_t bytes)
-{
-	if (!p)
-		return;
-	if (bytes < BIG_TABLE) {
-		ram_free(m, p);
-		return;
-	}
-	munmap(p, bytes);
-	m->ram -= page_round(bytes);
-}
-
-/* Grow a table from 'old' to 'bytes' (more), keeping its contents; the
- * new part is not zeroed.  NULL (and p unchanged) on failure. */
-static void *table_realloc(struct tfs_meta *m, void *p, size_t old,
-			   size_t bytes)
-{
-	void *q;
-
-	if (bytes < BIG_TABLE)
-		return ram_realloc(m, p, bytes);
-	if (old < BIG_TABLE) {
-		q = table_alloc(m, bytes);
-		if (q && old)
-			memcpy(q, p, old);
-		if (q)
-			table_free(m, p, old);
-		return q;
-	}
-	q = mremap(p, page_round(old), page_round(bytes), MREMAP_MAYMOVE);
-	if (q == MAP_FAILED)
-		return NULL;
-	m->ram += page_round(bytes) - page_round(old);
-	return q;
-}
-
-/* ===== the pool ===== */
-
 static size_t pool_class(size_t size)
 {
 	return (size + POOL_GRAIN - 1) / POOL_GRAIN - 1;
@@ -306,7 +231,7 @@ struct tfs_meta *tfs_meta_new(void)
 		return NULL;
 	m->ram = chunk(m);
 	m->cap = MIN_TABLE;
-	m->tab = table_alloc(m, m->cap * sizeof(*m->tab));
+	m->tab = ram_calloc(m, m->cap, sizeof(*m->tab));
 	if (!m->tab) {
 		free(m);
 		return NULL;
@@ -326,8 +251,8 @@ static void dir_free(struct tfs_meta *m, struct tfs_dir *d)
 
 			pool_free(m, e, dirent_size(e->len));
 		}
-	table_free(m, d->order, (size_t)d->ocap * sizeof(*d->order));
-	table_free(m, d->idx, (size_t)d->icap * sizeof(*d->idx));
+	ram_free(m, d->order);
+	ram_free(m, d->idx);
 	pool_free(m, d, sizeof(*d));
 }
 
@@ -353,7 +278,7 @@ void tfs_meta_free(struct tfs_meta *m)
 		if (m->tab[i] && m->tab[i] != TOMB_INODE)
 			inode_free(m, m->tab[i]);
 	pool_release(m);
-	table_free(m, m->tab, m->cap * sizeof(*m->tab));
+	free(m->tab);
 	free(m);
 }
 
@@ -410,7 +335,7 @@ static int table_resize(struct tfs_meta *m, size_t n)
 	struct tfs_inode **old = m->tab;
 	size_t ocap = m->cap;
 
-	m->tab = table_alloc(m, n * sizeof(*m->tab));
+	m->tab = ram_calloc(m, n, sizeof(*m->tab));
 	if (!m->tab) {
 		m->tab = old;
 		return -ENOMEM;
@@ -420,7 +345,7 @@ static int table_resize(struct tfs_meta *m, size_t n)
 	for (size_t i = 0; i < ocap; i++)
 		if (old[i] && old[i] != TOMB_INODE)
 			m->tab[table_find(m, old[i]->a.ino)] = old[i];
-	table_free(m, old, ocap * sizeof(*old));
+	ram_free(m, old);
 	return 0;
 }
 
@@ -448,7 +373,7 @@ struct tfs_inode *tfs_meta_add(struct tfs_meta *m, const struct tfs_attr *a)
 
 		if (d) {
 			d->icap = MIN_DIR_TABLE;
-			d->idx = table_alloc(m, d->icap * sizeof(*d->idx));
+			d->idx = ram_calloc(m, d->icap, sizeof(*d->idx));
 			d->next_cookie = FIRST_COOKIE;
 		}
 		if (!d || !d->idx) {
@@ -573,7 +498,7 @@ static void dir_fill_idx(struct tfs_meta *m, struct tfs_dir *d, uint32_t *idx,
 			i = (i + 1) & mask;
 		idx[i] = k + 1;
 	}
-	table_free(m, d->idx, (size_t)d->icap * sizeof(*d->idx));
+	ram_free(m, d->idx);
 	d->idx = idx;
 	d->icap = n;
 	d->itombs = 0;
@@ -582,7 +507,7 @@ static void dir_fill_idx(struct tfs_meta *m, struct tfs_dir *d, uint32_t *idx,
 /* Rebuild idx with n slots: 0 or -ENOMEM, d unchanged. */
 static int dir_reindex(struct tfs_meta *m, struct tfs_dir *d, uint32_t n)
 {
-	uint32_t *idx = table_alloc(m, (size_t)n * sizeof(*idx));
+	uint32_t *idx = ram_calloc(m, n, sizeof(*idx));
 
 	if (!idx)
 		return -ENOMEM;
@@ -594,7 +519,7 @@ static int dir_reindex(struct tfs_meta *m, struct tfs_dir *d, uint32_t n)
  * d unchanged. */
 static int dir_compact(struct tfs_meta *m, struct tfs_dir *d)
 {
-	uint32_t *idx = table_alloc(m, (size_t)d->icap * sizeof(*idx));
+	uint32_t *idx = ram_calloc(m, d->icap, sizeof(*idx));
 	uint32_t j = 0;
 
 	if (!idx)
@@ -629,9 +554,7 @@ int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
 
 		if (nc < d->ocap)
 			nc = UINT32_MAX;
-		no = table_realloc(m, d->order,
-				   (size_t)d->ocap * sizeof(*no),
-				   (size_t)nc * sizeof(*no));
+		no = ram_realloc(m, d->order, (size_t)nc * sizeof(*no));
 		if (!no)
 			return -ENOMEM;
 		d->order = no;
