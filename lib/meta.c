@@ -2,8 +2,8 @@
  * meta.c: the in-memory tree: inode table, directories, xattrs, symlinks.
  *
  * The whole tree stays in RAM, so what one file costs bounds how many a
- * mount can hold: about 200 bytes here (TFS_META_BYTES_PER_FILE is the
- * stated bound).  The structures are chosen for that:
+ * mount can hold: about 220 bytes here (TFS_META_BYTES_PER_FILE is the
+ * stated bound, meta.h).  The structures are chosen for that:
  *
  * Pool: inodes and directory entries, the two objects every file has, are
  * carved from 64 KiB blocks in size classes of 8 bytes, each class with a

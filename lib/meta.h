@@ -92,11 +92,11 @@ uint64_t tfs_meta_ram(const struct tfs_meta *m);
  * extent with a name of up to 32 bytes, in a directory of many, with
  * every table just grown (least full).  Its inode 160, its entry 56, its
  * extent array 48 (a malloc chunk), its slots in the inode table 21, in
- * the directory's index 11 and order 16: 312.  Typical is less: a million
- * such files of 7-byte names take 266 bytes each, empty ones 218
- * (test_meta.c measures it with a million files and fails above this).
- * Each further extent adds up to TFS_META_BYTES_PER_EXTENT (32 bytes,
- * in an array that doubles).
+ * the directory's index 11 and order 16: 312.  Measured with a million
+ * files in one directory: 298 bytes each with one extent and 32-byte
+ * names (test_meta.c, which fails above this), 266 with 7-byte names, 218
+ * empty with 7-byte names.  Each further extent adds up to
+ * TFS_META_BYTES_PER_EXTENT (32 bytes, in an array that doubles).
  */
 #define TFS_META_BYTES_PER_FILE		320u
 #define TFS_META_BYTES_PER_EXTENT	64u
