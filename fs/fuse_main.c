@@ -25,6 +25,7 @@
 #include <fuse_lowlevel.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,16 +307,20 @@ static int resolve_operands(struct cmdline *cl)
 /* ===== start-up ===== */
 
 /*
- * The data path's settings, and whether they fit this machine: the cache
- * and the pool must fit in available memory with MOUNT_SPARE to spare,
- * and a pinned arena in RLIMIT_MEMLOCK.  0, or 1 with a message.
+ * The data path's settings, and whether they fit this machine: the cache,
+ * the pool and the metadata tree (memcheck.h: TFS_META_BYTES_PER_FILE per
+ * inode, with headroom) must fit in available memory with MOUNT_SPARE to
+ * spare, and a pinned arena in RLIMIT_MEMLOCK.  Checked twice: before the
+ * device is opened for an empty tree, so a cache or pool that cannot fit
+ * is refused without reading the device; and after, for the inodes the
+ * file system has, against the memory that was available before the tree
+ * was loaded (*lim).  0, or 1 with a message.
  */
 #define MOUNT_SPARE (64ull << 20)
 
 static int data_path_opts(const struct tfs_config *cfg,
-			  struct tfs_fs_opts *fo)
+			  struct tfs_fs_opts *fo, struct tfs_mem_limits *lim)
 {
-	struct tfs_mem_limits lim;
 	char err[1024];
 
 	fo->cache_bytes = tfs_config_cache_bytes(cfg);
@@ -329,9 +334,28 @@ static int data_path_opts(const struct tfs_config *cfg,
 	fo->log = log_fs;
 	if (!cfg->mount_memory_check)
 		return 0;
-	tfs_mem_limits(&lim);
-	if (tfs_mem_check(&lim, fo->cache_bytes, fo->pool_bytes, fo->pin,
+	tfs_mem_limits(lim);
+	if (tfs_mem_check(lim, fo->cache_bytes, fo->pool_bytes, 0, fo->pin,
 			  MOUNT_SPARE, err, sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+/* The second check of data_path_opts(), with the inodes of the loaded
+ * file system: 0, or 1 with a message. */
+static int meta_fits(const struct tfs_daemon *dm, const struct tfs_fs_opts *fo,
+		     const struct tfs_mem_limits *lim)
+{
+	struct tfs_fs_info info;
+	char err[1024];
+
+	if (!dm->cfg.mount_memory_check)
+		return 0;
+	tfs_fs_get_info(dm->fs, &info);
+	if (tfs_mem_check(lim, fo->cache_bytes, fo->pool_bytes, info.inodes,
+			  fo->pin, MOUNT_SPARE, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 1;
 	}
@@ -343,14 +367,29 @@ static int data_path_opts(const struct tfs_config *cfg,
 static int open_fs(struct tfs_daemon *dm, const char *dev)
 {
 	struct tfs_fs_opts fo = { 0 };
+	struct tfs_mem_limits lim;
 	char err[512] = "";
 	struct stat root;
 
 	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
-	if (data_path_opts(&dm->cfg, &fo))
+	if (data_path_opts(&dm->cfg, &fo, &lim))
 		return 1;
+	/*
+	 * Keep glibc's mmap threshold where it starts.  Left dynamic, it rises
+	 * to the size of each big mapped block freed (a commit's journal
+	 * buffer), and from then on big transient buffers come from the heap,
+	 * where they leave resident holes between the tree's allocations:
+	 * creating 400,000 files grew the daemon 289 bytes a file for a tree
+	 * of 215, and 219 with the threshold fixed.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (tfs_fs_open(dev, &fo, &dm->fs, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
+		return 1;
+	}
+	if (meta_fits(dm, &fo, &lim)) {
+		tfs_fs_close(dm->fs);
+		dm->fs = NULL;
 		return 1;
 	}
 	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root) == 0)

@@ -129,12 +129,12 @@ static int reserve(struct tfs_extmap *m, size_t need)
 
 	if (need <= m->cap)
 		return 0;
-	cap = m->cap ? m->cap : 4;
-	while (cap < need) {
-		if (cap > SIZE_MAX / 2 / sizeof(*p))
-			return -ENOMEM;
-		cap *= 2;
-	}
+	if (need > UINT32_MAX)
+		return -ENOMEM;
+	/* most files here are one extent: start with room for one */
+	cap = m->cap ? m->cap : 1;
+	while (cap < need)
+		cap = cap > UINT32_MAX / 2 ? UINT32_MAX : cap * 2;
 	p = realloc(m->ext, cap * sizeof(*p));
 	if (!p)
 		return -ENOMEM;

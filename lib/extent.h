@@ -26,10 +26,12 @@ struct tfs_extent {
 	uint32_t flags;	/* TFS_EXT_* */
 };
 
-/* An extent map, embedded by its owner.  Zero-initialised is empty. */
+/* An extent map, embedded by its owner (in every inode: 16 bytes).
+ * Zero-initialised is empty and holds no memory; the first extent takes
+ * an array of one, which doubles as it fills. */
 struct tfs_extmap {
-	struct tfs_extent *ext;	/* sorted by lblk, owned */
-	size_t n, cap;
+	struct tfs_extent *ext;	/* sorted by lblk, owned (malloc) */
+	uint32_t n, cap;
 };
 
 void tfs_extmap_init(struct tfs_extmap *m);
@@ -70,7 +72,9 @@ int tfs_extmap_punch(struct tfs_extmap *m, uint64_t lblk, uint64_t len,
 		     void (*freed)(uint64_t pblk, uint64_t len, void *arg),
 		     void *arg);
 
-/* Number of extents, and blocks mapped (written and unwritten). */
+/* Number of extents, and blocks mapped (written and unwritten).  A map
+ * holds at most UINT32_MAX extents: set and punch fail with -ENOMEM
+ * beyond. */
 size_t tfs_extmap_count(const struct tfs_extmap *m);
 uint64_t tfs_extmap_blocks(const struct tfs_extmap *m);
 

@@ -431,6 +431,7 @@ void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info)
 	info->inodes = tfs_meta_inodes(fs->m);
 	info->meta_bytes = tfs_meta_bytes(fs->m);
 	info->meta_capacity = tfs_journal_slot_bytes(&fs->j);
+	info->meta_ram_bytes = tfs_meta_ram(fs->m);
 	info->journal_bytes = fs->j.sb.journal_blocks * BS;
 	info->generation = fs->j.sb.generation;
 	memcpy(info->uuid, fs->j.sb.uuid, 16);

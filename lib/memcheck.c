@@ -1,6 +1,9 @@
 /*
  * memcheck.c: read MemAvailable, the cgroup limit and RLIMIT_MEMLOCK,
- * and say in numbers why a budget does not fit.
+ * and say in numbers why a budget does not fit.  A budget is the cache,
+ * the write-back pool, the metadata tree (files x TFS_META_BYTES_PER_FILE
+ * with headroom, see memcheck.h) and a fixed overhead; sums saturate, so
+ * an absurd configuration never wraps into a small one.
  */
 #include "memcheck.h"
 
@@ -10,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "meta.h"
 #include "units.h"
 
 static int read_u64(const char *path, uint64_t *v)
@@ -81,18 +85,31 @@ int tfs_mem_limits(struct tfs_mem_limits *l)
 	return 0;
 }
 
-int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
-		  uint64_t pool, int pinned, uint64_t spare, char *err,
-		  size_t errlen)
+static uint64_t add_sat(uint64_t a, uint64_t b)
 {
-	char a[32], b[32], c[32], d[32];
-	uint64_t need = cache + pool + spare, pinned_need = cache + pool;
+	return a + b < a ? UINT64_MAX : a + b;
+}
 
-	/* saturate: an absurd configuration must not wrap into a small one */
-	if (need < cache || need < pool || need < spare)
-		need = UINT64_MAX;
-	if (pinned_need < cache || pinned_need < pool)
-		pinned_need = UINT64_MAX;
+uint64_t tfs_mem_meta_bytes(uint64_t files)
+{
+	uint64_t grow = files / 4, n;
+
+	if (grow < TFS_MEM_HEADROOM_FILES)
+		grow = TFS_MEM_HEADROOM_FILES;
+	n = add_sat(files, grow);
+	if (n > UINT64_MAX / TFS_META_BYTES_PER_FILE)
+		return UINT64_MAX;
+	return n * TFS_META_BYTES_PER_FILE;
+}
+
+int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
+		  uint64_t pool, uint64_t files, int pinned, uint64_t spare,
+		  char *err, size_t errlen)
+{
+	char a[32], b[32], c[32], d[32], e[32];
+	uint64_t meta = tfs_mem_meta_bytes(files);
+	uint64_t need = add_sat(add_sat(add_sat(cache, pool), meta), spare);
+	uint64_t pinned_need = add_sat(cache, pool);
 	uint64_t avail = l->mem_available;
 	const char *what = "MemAvailable";
 
@@ -103,12 +120,16 @@ int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
 	if (need > avail) {
 		snprintf(err, errlen,
 			 "the cache (max_in_cpu: %s) plus the write-back pool "
-			 "(buffer_count x buffer_size: %s) plus %s of overhead "
-			 "need more than the %s available (%s); lower "
-			 "max_in_cpu or buffer_count, or set memory_check = "
-			 "false to mount anyway",
+			 "(buffer_count x buffer_size: %s) plus the metadata "
+			 "of %llu files (%s, %u bytes each with room to grow) "
+			 "plus %s of overhead need more than the %s available "
+			 "(%s); lower max_in_cpu or buffer_count, or set "
+			 "memory_check = false to mount anyway",
 			 tfs_format_size(cache, a, sizeof(a)),
 			 tfs_format_size(pool, b, sizeof(b)),
+			 (unsigned long long)files,
+			 tfs_format_size(meta, e, sizeof(e)),
+			 TFS_META_BYTES_PER_FILE,
 			 tfs_format_size(spare, c, sizeof(c)),
 			 tfs_format_size(avail, d, sizeof(d)), what);
 		return -ENOMEM;

@@ -1,55 +1,110 @@
 /*
  * meta.c: the in-memory tree: inode table, directories, xattrs, symlinks.
  *
- * Inode table: a chained hash on the inode number, doubled when its load
- * passes 1.  Inode numbers are never reused within a file system (the
- * counter is 64 bits and stored), so a stale number held by the kernel
- * finds nothing rather than another file.
+ * The whole tree stays in RAM, so what one file costs bounds how many a
+ * mount can hold: about 220 bytes here (TFS_META_BYTES_PER_FILE is the
+ * stated bound, meta.h).  The structures are chosen for that:
  *
- * Directories: a chained hash on the name for lookup, plus an array of
- * (cookie, entry) in insertion order for readdir.  Every new entry takes
- * the next cookie of its directory, so the array is sorted by cookie and
- * readdir resumes with a binary search after the last cookie it returned;
- * removal leaves a hole (entry NULL, cookie kept) and the array is
- * compacted when holes outnumber entries.  Cookies are not stored: a
- * mount assigns them afresh.
+ * Pool: inodes and directory entries, the two objects every file has, are
+ * carved from 64 KiB blocks in size classes of 8 bytes, each class with a
+ * free list; no malloc header per object.  A freed object goes back to
+ * its class for the next one of that size; blocks return to the system
+ * only with the whole tree (tfs_meta_free()).  ASan builds poison free
+ * objects so a use after free is still caught.
+ *
+ * Inode table: open addressing on the inode number with linear probing,
+ * one pointer per slot, at most 3/4 full; removal leaves a tombstone, so
+ * tfs_meta_each() may remove the inode it is called for.  Inode numbers
+ * are never reused within a file system (the counter is 64 bits and
+ * stored), so a stale number held by the kernel finds nothing rather than
+ * another file.
+ *
+ * Directories: 'order' holds the entries in insertion order, one word
+ * each: a pointer to a live entry, or (cookie << 1) | 1 where an entry was
+ * removed.  Every new entry takes the next cookie of its directory, so
+ * the array is sorted by cookie and readdir resumes with a binary search
+ * after the last cookie it returned; the array is compacted when holes
+ * outnumber entries.  Lookup by name goes through 'idx', open addressing
+ * of 32-bit positions in 'order' (+1; 0 is empty), rebuilt whenever the
+ * array is compacted.  Cookies are not stored: a mount assigns them
+ * afresh.
  *
  * Accounting: 'bytes' is what tfs_meta_write_records() would produce,
  * kept exact by every mutator here, so the file system can refuse a
- * change (ENOSPC) that a checkpoint slot could not hold.
+ * change (ENOSPC) that a checkpoint slot could not hold.  'ram' is the
+ * memory the tree holds: every malloc block at its chunk size (usable
+ * size plus glibc's header word), kept exact by the same mutators.
  */
 #include "meta.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-struct dslot {
-	uint64_t cookie;
-	struct tfs_dirent *d;	/* NULL: removed */
+#if defined(__SANITIZE_ADDRESS__)
+#define META_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define META_ASAN 1
+#endif
+#endif
+#ifdef META_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* ===== the pool ===== */
+
+#define POOL_BLOCK	(64u << 10)
+#define POOL_GRAIN	8u
+#define POOL_MAX	512u	/* an entry of the longest name fits */
+#define POOL_CLASSES	(POOL_MAX / POOL_GRAIN)
+
+struct pool_block {
+	struct pool_block *next;
+	uint64_t pad;		/* objects start 16-aligned */
+};
+
+struct pool {
+	void *free[POOL_CLASSES];	/* per class, linked through word 0 */
+	struct pool_block *blocks;
+	char *cur;			/* bump space of the newest block */
+	size_t left;
 };
 
 struct tfs_dir {
-	struct tfs_dirent **hash;
-	size_t nhash;
-	uint64_t count;
-	struct dslot *order;
-	size_t olen, ocap, holes;
+	uint32_t *idx;		/* position in order + 1; 0 empty, TOMB */
+	uintptr_t *order;	/* entry, or (cookie << 1) | 1: removed */
+	uint32_t icap, itombs;	/* idx slots (a power of 2), tombstones */
+	uint32_t olen, ocap, holes, count;
 	uint64_t next_cookie;
 };
 
 struct tfs_meta {
-	struct tfs_inode **hash;
-	size_t nhash;
+	struct tfs_inode **tab;	/* NULL empty, TOMB_INODE removed */
+	size_t cap, tombs;	/* slots (a power of 2), tombstones */
 	uint64_t ninodes;
 	uint64_t next_ino;
 	uint64_t used_blocks;
 	uint64_t bytes;
+	uint64_t ram;
+	struct pool pool;
 };
 
 /* The first readdir cookies are "." and "..". */
 #define FIRST_COOKIE 3
+#define TOMB_IDX UINT32_MAX
+#define MIN_TABLE 1024u
+#define MIN_DIR_TABLE 8u
+
+static char tomb_inode;
+#define TOMB_INODE ((struct tfs_inode *)(void *)&tomb_inode)
 
 static uint64_t hash64(uint64_t x)
 {
@@ -65,8 +120,108 @@ static uint64_t hash_name(const char *s, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-	return h;
+	return hash64(h);
 }
+
+/* What a malloc block costs: its usable size and glibc's size word. */
+static uint64_t chunk(const void *p)
+{
+	return p ? malloc_usable_size((void *)p) + sizeof(size_t) : 0;
+}
+
+static void *ram_calloc(struct tfs_meta *m, size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	m->ram += chunk(p);
+	return p;
+}
+
+static void ram_free(struct tfs_meta *m, void *p)
+{
+	m->ram -= chunk(p);
+	free(p);
+}
+
+/* realloc that keeps 'ram': NULL (and *pp unchanged) on failure */
+static void *ram_realloc(struct tfs_meta *m, void *pp, size_t size)
+{
+	uint64_t before = chunk(pp);
+	void *p = realloc(pp, size);
+
+	if (!p)
+		return NULL;
+	m->ram += chunk(p) - before;
+	return p;
+}
+
+static size_t pool_class(size_t size)
+{
+	return (size + POOL_GRAIN - 1) / POOL_GRAIN - 1;
+}
+
+/* A zeroed object of 'size' bytes (<= POOL_MAX), or NULL. */
+static void *pool_alloc(struct tfs_meta *m, size_t size)
+{
+	struct pool *pl = &m->pool;
+	size_t c = pool_class(size), n = (c + 1) * POOL_GRAIN;
+	void *p = pl->free[c];
+
+	if (p) {
+		UNPOISON(p, n);
+		pl->free[c] = *(void **)p;
+	} else {
+		if (pl->left < n) {
+			struct pool_block *b = malloc(POOL_BLOCK);
+
+			if (!b)
+				return NULL;
+			m->ram += chunk(b);
+			b->next = pl->blocks;
+			pl->blocks = b;
+			pl->cur = (char *)(b + 1);
+			pl->left = POOL_BLOCK - sizeof(*b);
+			POISON(pl->cur, pl->left);
+		}
+		p = pl->cur;
+		pl->cur += n;
+		pl->left -= n;
+		UNPOISON(p, n);
+	}
+	memset(p, 0, n);
+	return p;
+}
+
+static void pool_free(struct tfs_meta *m, void *p, size_t size)
+{
+	struct pool *pl = &m->pool;
+	size_t c = pool_class(size);
+
+	if (!p)
+		return;
+	*(void **)p = pl->free[c];
+	pl->free[c] = p;
+	POISON(p, (c + 1) * POOL_GRAIN);
+}
+
+static void pool_release(struct tfs_meta *m)
+{
+	struct pool_block *b, *next;
+
+	for (b = m->pool.blocks; b; b = next) {
+		UNPOISON(b, POOL_BLOCK);
+		next = b->next;
+		ram_free(m, b);
+	}
+	memset(&m->pool, 0, sizeof(m->pool));
+}
+
+static size_t dirent_size(size_t len)
+{
+	return sizeof(struct tfs_dirent) + len + 1;
+}
+
+/* ===== life cycle ===== */
 
 struct tfs_meta *tfs_meta_new(void)
 {
@@ -74,9 +229,10 @@ struct tfs_meta *tfs_meta_new(void)
 
 	if (!m)
 		return NULL;
-	m->nhash = 1024;
-	m->hash = calloc(m->nhash, sizeof(*m->hash));
-	if (!m->hash) {
+	m->ram = chunk(m);
+	m->cap = MIN_TABLE;
+	m->tab = ram_calloc(m, m->cap, sizeof(*m->tab));
+	if (!m->tab) {
 		free(m);
 		return NULL;
 	}
@@ -85,43 +241,44 @@ struct tfs_meta *tfs_meta_new(void)
 	return m;
 }
 
-static void dir_free(struct tfs_dir *d)
+static void dir_free(struct tfs_meta *m, struct tfs_dir *d)
 {
 	if (!d)
 		return;
 	for (size_t i = 0; i < d->olen; i++)
-		free(d->order[i].d);
-	free(d->order);
-	free(d->hash);
-	free(d);
+		if (!(d->order[i] & 1)) {
+			struct tfs_dirent *e = (struct tfs_dirent *)d->order[i];
+
+			pool_free(m, e, dirent_size(e->len));
+		}
+	ram_free(m, d->order);
+	ram_free(m, d->idx);
+	pool_free(m, d, sizeof(*d));
 }
 
-static void inode_free(struct tfs_inode *ip)
+static void inode_free(struct tfs_meta *m, struct tfs_inode *ip)
 {
+	m->ram -= chunk(ip->map.ext);
 	tfs_extmap_release(&ip->map);
-	dir_free(ip->dir);
-	free(ip->symlink);
+	dir_free(m, ip->dir);
+	ram_free(m, ip->symlink);
 	for (size_t i = 0; i < ip->nxattrs; i++) {
-		free(ip->xattrs[i].name);
-		free(ip->xattrs[i].value);
+		ram_free(m, ip->xattrs[i].name);
+		ram_free(m, ip->xattrs[i].value);
 	}
-	free(ip->xattrs);
-	free(ip);
+	ram_free(m, ip->xattrs);
+	pool_free(m, ip, sizeof(*ip));
 }
 
 void tfs_meta_free(struct tfs_meta *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->nhash; i++) {
-		struct tfs_inode *ip = m->hash[i], *next;
-
-		for (; ip; ip = next) {
-			next = ip->hnext;
-			inode_free(ip);
-		}
-	}
-	free(m->hash);
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->tab[i] && m->tab[i] != TOMB_INODE)
+			inode_free(m, m->tab[i]);
+	pool_release(m);
+	free(m->tab);
 	free(m);
 }
 
@@ -150,158 +307,230 @@ uint64_t tfs_meta_bytes(const struct tfs_meta *m)
 	return m->bytes;
 }
 
+uint64_t tfs_meta_ram(const struct tfs_meta *m)
+{
+	return m->ram;
+}
+
 /* ===== inode table ===== */
+
+/* The slot holding ino, or the free one (NULL) that ends its probe. */
+static size_t table_find(const struct tfs_meta *m, uint64_t ino)
+{
+	size_t mask = m->cap - 1, i = hash64(ino) & mask;
+
+	while (m->tab[i] && (m->tab[i] == TOMB_INODE || m->tab[i]->a.ino != ino))
+		i = (i + 1) & mask;
+	return i;
+}
 
 struct tfs_inode *tfs_meta_get(const struct tfs_meta *m, uint64_t ino)
 {
-	struct tfs_inode *ip = m->hash[hash64(ino) & (m->nhash - 1)];
-
-	while (ip && ip->a.ino != ino)
-		ip = ip->hnext;
-	return ip;
+	return m->tab[table_find(m, ino)];
 }
 
-static void table_grow(struct tfs_meta *m)
+/* Rehash into n slots (dropping tombstones): 0 or -ENOMEM, unchanged. */
+static int table_resize(struct tfs_meta *m, size_t n)
 {
-	size_t n = m->nhash * 2;
-	struct tfs_inode **h = calloc(n, sizeof(*h));
+	struct tfs_inode **old = m->tab;
+	size_t ocap = m->cap;
 
-	if (!h)
-		return;		/* stay at this size: only slower */
-	for (size_t i = 0; i < m->nhash; i++) {
-		struct tfs_inode *ip = m->hash[i], *next;
-
-		for (; ip; ip = next) {
-			size_t b = hash64(ip->a.ino) & (n - 1);
-
-			next = ip->hnext;
-			ip->hnext = h[b];
-			h[b] = ip;
-		}
+	m->tab = ram_calloc(m, n, sizeof(*m->tab));
+	if (!m->tab) {
+		m->tab = old;
+		return -ENOMEM;
 	}
-	free(m->hash);
-	m->hash = h;
-	m->nhash = n;
+	m->cap = n;
+	m->tombs = 0;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i] && old[i] != TOMB_INODE)
+			m->tab[table_find(m, old[i]->a.ino)] = old[i];
+	ram_free(m, old);
+	return 0;
 }
 
 struct tfs_inode *tfs_meta_add(struct tfs_meta *m, const struct tfs_attr *a)
 {
 	struct tfs_inode *ip;
-	size_t b;
+	size_t i, mask;
 
 	if (a->ino == 0 || tfs_meta_get(m, a->ino))
 		return NULL;
-	ip = calloc(1, sizeof(*ip));
+	if ((m->ninodes + m->tombs + 1) * 4 > m->cap * 3) {
+		size_t n = m->cap;
+
+		while ((m->ninodes + 1) * 2 > n)
+			n *= 2;
+		if (table_resize(m, n))
+			return NULL;
+	}
+	ip = pool_alloc(m, sizeof(*ip));
 	if (!ip)
 		return NULL;
 	ip->a = *a;
 	if (S_ISDIR(a->mode)) {
-		ip->dir = calloc(1, sizeof(*ip->dir));
-		if (ip->dir) {
-			ip->dir->nhash = 8;
-			ip->dir->hash = calloc(8, sizeof(*ip->dir->hash));
-			ip->dir->next_cookie = FIRST_COOKIE;
+		struct tfs_dir *d = pool_alloc(m, sizeof(*d));
+
+		if (d) {
+			d->icap = MIN_DIR_TABLE;
+			d->idx = ram_calloc(m, d->icap, sizeof(*d->idx));
+			d->next_cookie = FIRST_COOKIE;
 		}
-		if (!ip->dir || !ip->dir->hash) {
-			if (ip->dir)
-				free(ip->dir);
-			free(ip);
+		if (!d || !d->idx) {
+			pool_free(m, d, sizeof(*d));
+			pool_free(m, ip, sizeof(*ip));
 			return NULL;
 		}
+		ip->dir = d;
 	}
-	b = hash64(a->ino) & (m->nhash - 1);
-	ip->hnext = m->hash[b];
-	m->hash[b] = ip;
+	/* the first free or removed slot on the probe path */
+	mask = m->cap - 1;
+	i = hash64(a->ino) & mask;
+	while (m->tab[i] && m->tab[i] != TOMB_INODE)
+		i = (i + 1) & mask;
+	if (m->tab[i] == TOMB_INODE)
+		m->tombs--;
+	m->tab[i] = ip;
 	m->ninodes++;
 	m->bytes += TFS_REC_SIZE_INODE;
 	if (a->ino >= m->next_ino)
 		m->next_ino = a->ino + 1;
-	if (m->ninodes > m->nhash)
-		table_grow(m);
 	return ip;
 }
 
 void tfs_meta_remove(struct tfs_meta *m, struct tfs_inode *ip)
 {
-	struct tfs_inode **pp = &m->hash[hash64(ip->a.ino) & (m->nhash - 1)];
+	size_t i = table_find(m, ip->a.ino);
 
-	while (*pp && *pp != ip)
-		pp = &(*pp)->hnext;
-	if (!*pp)
+	if (m->tab[i] != ip)
 		return;
-	*pp = ip->hnext;
+	m->tab[i] = TOMB_INODE;
+	m->tombs++;
 	m->ninodes--;
 	m->bytes -= TFS_REC_SIZE_INODE;
 	m->bytes -= tfs_extmap_count(&ip->map) * TFS_REC_SIZE_EXTENT;
 	m->used_blocks -= tfs_extmap_blocks(&ip->map);
 	if (ip->symlink)
 		m->bytes -= tfs_rec_size_symlink(strlen(ip->symlink));
-	for (size_t i = 0; i < ip->nxattrs; i++)
-		m->bytes -= tfs_rec_size_xattr(ip->xattrs[i].nlen,
-					       ip->xattrs[i].vlen);
+	for (size_t k = 0; k < ip->nxattrs; k++)
+		m->bytes -= tfs_rec_size_xattr(ip->xattrs[k].nlen,
+					       ip->xattrs[k].vlen);
 	if (ip->dir)
-		for (size_t i = 0; i < ip->dir->olen; i++)
-			if (ip->dir->order[i].d)
+		for (size_t k = 0; k < ip->dir->olen; k++)
+			if (!(ip->dir->order[k] & 1))
 				m->bytes -= tfs_rec_size_link(
-					ip->dir->order[i].d->len);
-	inode_free(ip);
+					((struct tfs_dirent *)
+						 ip->dir->order[k])->len);
+	inode_free(m, ip);
 }
 
 int tfs_meta_each(struct tfs_meta *m,
 		  int (*fn)(struct tfs_inode *ip, void *arg), void *arg)
 {
-	for (size_t i = 0; i < m->nhash; i++) {
-		struct tfs_inode *ip = m->hash[i], *next;
+	for (size_t i = 0; i < m->cap; i++) {
+		struct tfs_inode *ip = m->tab[i];
+		int rc;
 
-		for (; ip; ip = next) {
-			int rc;
-
-			next = ip->hnext;
-			rc = fn(ip, arg);
-			if (rc)
-				return rc;
-		}
+		if (!ip || ip == TOMB_INODE)
+			continue;
+		rc = fn(ip, arg);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
 
 /* ===== directories ===== */
 
+static struct tfs_dirent *slot_entry(uintptr_t v)
+{
+	return v & 1 ? NULL : (struct tfs_dirent *)v;
+}
+
+static uint64_t slot_cookie(uintptr_t v)
+{
+	return v & 1 ? v >> 1 : ((struct tfs_dirent *)v)->cookie;
+}
+
+/* The idx slot of name, or the empty one ending its probe. */
+static size_t dir_find(const struct tfs_dir *d, const char *name, size_t len)
+{
+	size_t mask = d->icap - 1, i = hash_name(name, len) & mask;
+
+	for (; d->idx[i]; i = (i + 1) & mask) {
+		struct tfs_dirent *e;
+
+		if (d->idx[i] == TOMB_IDX)
+			continue;
+		e = (struct tfs_dirent *)d->order[d->idx[i] - 1];
+		if (e->len == len && !memcmp(e->name, name, len))
+			break;
+	}
+	return i;
+}
+
 struct tfs_dirent *tfs_dir_lookup(const struct tfs_inode *dir,
 				  const char *name, size_t len)
 {
-	struct tfs_dirent *e;
+	const struct tfs_dir *d = dir->dir;
+	size_t i;
 
-	if (!dir->dir)
+	if (!d)
 		return NULL;
-	e = dir->dir->hash[hash_name(name, len) & (dir->dir->nhash - 1)];
-	for (; e; e = e->hnext)
-		if (e->len == len && !memcmp(e->name, name, len))
-			return e;
-	return NULL;
+	i = dir_find(d, name, len);
+	return d->idx[i] ? (struct tfs_dirent *)d->order[d->idx[i] - 1] : NULL;
 }
 
-static void dir_rehash(struct tfs_dir *d)
+/* Fill a zeroed idx of n slots from order, and make it d's. */
+static void dir_fill_idx(struct tfs_meta *m, struct tfs_dir *d, uint32_t *idx,
+			 uint32_t n)
 {
-	size_t n = d->nhash * 2;
-	struct tfs_dirent **h = calloc(n, sizeof(*h));
+	size_t mask = n - 1;
 
-	if (!h)
-		return;
-	for (size_t i = 0; i < d->nhash; i++) {
-		struct tfs_dirent *e = d->hash[i], *next;
+	for (uint32_t k = 0; k < d->olen; k++) {
+		struct tfs_dirent *e = slot_entry(d->order[k]);
+		size_t i;
 
-		for (; e; e = next) {
-			size_t b = hash_name(e->name, e->len) & (n - 1);
-
-			next = e->hnext;
-			e->hnext = h[b];
-			h[b] = e;
-		}
+		if (!e)
+			continue;
+		i = hash_name(e->name, e->len) & mask;
+		while (idx[i])
+			i = (i + 1) & mask;
+		idx[i] = k + 1;
 	}
-	free(d->hash);
-	d->hash = h;
-	d->nhash = n;
+	ram_free(m, d->idx);
+	d->idx = idx;
+	d->icap = n;
+	d->itombs = 0;
+}
+
+/* Rebuild idx with n slots: 0 or -ENOMEM, d unchanged. */
+static int dir_reindex(struct tfs_meta *m, struct tfs_dir *d, uint32_t n)
+{
+	uint32_t *idx = ram_calloc(m, n, sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	dir_fill_idx(m, d, idx, n);
+	return 0;
+}
+
+/* Drop the holes from order and rebuild idx at its size: 0 or -ENOMEM,
+ * d unchanged. */
+static int dir_compact(struct tfs_meta *m, struct tfs_dir *d)
+{
+	uint32_t *idx = ram_calloc(m, d->icap, sizeof(*idx));
+	uint32_t j = 0;
+
+	if (!idx)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d->olen; i++)
+		if (!(d->order[i] & 1))
+			d->order[j++] = d->order[i];
+	d->olen = j;
+	d->holes = 0;
+	dir_fill_idx(m, d, idx, d->icap);
+	return 0;
 }
 
 int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
@@ -309,39 +538,54 @@ int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
 {
 	struct tfs_dir *d = dir->dir;
 	struct tfs_dirent *e;
-	size_t b;
+	size_t i, mask;
 
 	if (!d)
 		return -ENOTDIR;
 	if (tfs_dir_lookup(dir, name, len))
 		return -EEXIST;
+	if (len > TFS_NAME_MAX || dirent_size(len) > POOL_MAX)
+		return -ENAMETOOLONG;
+	if (d->olen >= UINT32_MAX - 1 && (!d->holes || dir_compact(m, d)))
+		return -ENOSPC;	/* 4 billion entries in one directory */
 	if (d->olen == d->ocap) {
-		size_t nc = d->ocap ? d->ocap * 2 : 8;
-		struct dslot *no = realloc(d->order, nc * sizeof(*no));
+		uint32_t nc = d->ocap ? d->ocap * 2 : 8;
+		uintptr_t *no;
 
+		if (nc < d->ocap)
+			nc = UINT32_MAX;
+		no = ram_realloc(m, d->order, (size_t)nc * sizeof(*no));
 		if (!no)
 			return -ENOMEM;
 		d->order = no;
 		d->ocap = nc;
 	}
-	e = malloc(sizeof(*e) + len + 1);
+	if (((uint64_t)d->count + d->itombs + 1) * 4 > (uint64_t)d->icap * 3) {
+		uint64_t n = d->icap;
+
+		while (((uint64_t)d->count + 1) * 2 > n)
+			n *= 2;
+		if (n > UINT32_MAX / 2 + 1 || dir_reindex(m, d, (uint32_t)n))
+			return -ENOMEM;
+	}
+	e = pool_alloc(m, dirent_size(len));
 	if (!e)
 		return -ENOMEM;
 	e->ino = ino;
 	e->cookie = d->next_cookie++;
-	e->len = (uint16_t)len;
+	e->len = len;
 	memcpy(e->name, name, len);
 	e->name[len] = '\0';
-	b = hash_name(name, len) & (d->nhash - 1);
-	e->hnext = d->hash[b];
-	d->hash[b] = e;
-	d->order[d->olen].cookie = e->cookie;
-	d->order[d->olen].d = e;
-	d->olen++;
+	mask = d->icap - 1;
+	i = hash_name(name, len) & mask;
+	while (d->idx[i] && d->idx[i] != TOMB_IDX)
+		i = (i + 1) & mask;
+	if (d->idx[i] == TOMB_IDX)
+		d->itombs--;
+	d->order[d->olen] = (uintptr_t)e;
+	d->idx[i] = ++d->olen;
 	d->count++;
 	m->bytes += tfs_rec_size_link(len);
-	if (d->count > d->nhash)
-		dir_rehash(d);
 	return 0;
 }
 
@@ -353,7 +597,7 @@ static size_t slot_after(const struct tfs_dir *d, uint64_t after)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (d->order[mid].cookie <= after)
+		if (slot_cookie(d->order[mid]) <= after)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -361,43 +605,31 @@ static size_t slot_after(const struct tfs_dir *d, uint64_t after)
 	return lo;
 }
 
-static void dir_compact(struct tfs_dir *d)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < d->olen; i++)
-		if (d->order[i].d)
-			d->order[j++] = d->order[i];
-	d->olen = j;
-	d->holes = 0;
-}
-
 int tfs_dir_remove(struct tfs_meta *m, struct tfs_inode *dir,
 		   const char *name, size_t len)
 {
 	struct tfs_dir *d = dir->dir;
-	struct tfs_dirent **pp, *e;
+	struct tfs_dirent *e;
 	size_t i;
+	uint32_t k;
 
 	if (!d)
 		return -ENOTDIR;
-	pp = &d->hash[hash_name(name, len) & (d->nhash - 1)];
-	while (*pp && !((*pp)->len == len && !memcmp((*pp)->name, name, len)))
-		pp = &(*pp)->hnext;
-	e = *pp;
-	if (!e)
+	i = dir_find(d, name, len);
+	if (!d->idx[i])
 		return -ENOENT;
-	*pp = e->hnext;
-	i = slot_after(d, e->cookie - 1);
-	if (i < d->olen && d->order[i].d == e) {
-		d->order[i].d = NULL;
-		d->holes++;
-	}
+	k = d->idx[i] - 1;
+	e = (struct tfs_dirent *)d->order[k];
+	d->idx[i] = TOMB_IDX;
+	d->itombs++;
+	d->order[k] = ((uintptr_t)e->cookie << 1) | 1;
+	d->holes++;
 	d->count--;
 	m->bytes -= tfs_rec_size_link(len);
-	free(e);
+	pool_free(m, e, dirent_size(len));
+	/* a failed compaction keeps the holes: only slower */
 	if (d->holes > 64 && d->holes > d->olen / 2)
-		dir_compact(d);
+		dir_compact(m, d);
 	return 0;
 }
 
@@ -413,8 +645,8 @@ struct tfs_dirent *tfs_dir_next(const struct tfs_inode *dir, uint64_t after)
 	if (!d)
 		return NULL;
 	for (size_t i = slot_after(d, after); i < d->olen; i++)
-		if (d->order[i].d)
-			return d->order[i].d;
+		if (!(d->order[i] & 1))
+			return (struct tfs_dirent *)d->order[i];
 	return NULL;
 }
 
@@ -426,13 +658,14 @@ int tfs_meta_map(struct tfs_meta *m, struct tfs_inode *ip, uint64_t lblk,
 		 void *arg)
 {
 	size_t n0 = tfs_extmap_count(&ip->map);
-	uint64_t b0 = tfs_extmap_blocks(&ip->map);
+	uint64_t b0 = tfs_extmap_blocks(&ip->map), r0 = chunk(ip->map.ext);
 	int rc = tfs_extmap_set(&ip->map, lblk, pblk, len, flags, freed, arg);
 
 	if (rc)
 		return rc;
 	m->bytes += (tfs_extmap_count(&ip->map) - n0) * TFS_REC_SIZE_EXTENT;
 	m->used_blocks += tfs_extmap_blocks(&ip->map) - b0;
+	m->ram += chunk(ip->map.ext) - r0;
 	return 0;
 }
 
@@ -442,7 +675,7 @@ int tfs_meta_unmap(struct tfs_meta *m, struct tfs_inode *ip, uint64_t lblk,
 		   void *arg)
 {
 	size_t n0 = tfs_extmap_count(&ip->map);
-	uint64_t b0 = tfs_extmap_blocks(&ip->map);
+	uint64_t b0 = tfs_extmap_blocks(&ip->map), r0 = chunk(ip->map.ext);
 	int rc = tfs_extmap_punch(&ip->map, lblk, len, freed, arg);
 
 	if (rc)
@@ -450,6 +683,7 @@ int tfs_meta_unmap(struct tfs_meta *m, struct tfs_inode *ip, uint64_t lblk,
 	/* unsigned wrap-around makes these subtractions of a decrease */
 	m->bytes += (tfs_extmap_count(&ip->map) - n0) * TFS_REC_SIZE_EXTENT;
 	m->used_blocks += tfs_extmap_blocks(&ip->map) - b0;
+	m->ram += chunk(ip->map.ext) - r0;
 	return 0;
 }
 
@@ -473,6 +707,15 @@ static struct tfs_xattr *xattr_findn(const struct tfs_inode *ip,
 	return NULL;
 }
 
+/* A NUL-terminated copy of s[0..n), counted in 'ram' (or NULL). */
+static char *ram_strndup(struct tfs_meta *m, const char *s, size_t n)
+{
+	char *t = strndup(s, n);
+
+	m->ram += chunk(t);
+	return t;
+}
+
 int tfs_xattr_set(struct tfs_meta *m, struct tfs_inode *ip, const char *name,
 		  size_t nlen, const void *val, size_t vlen)
 {
@@ -481,26 +724,27 @@ int tfs_xattr_set(struct tfs_meta *m, struct tfs_inode *ip, const char *name,
 
 	if (!v)
 		return -ENOMEM;
+	m->ram += chunk(v);
 	if (vlen)
 		memcpy(v, val, vlen);
 	if (x) {
 		m->bytes -= tfs_rec_size_xattr(x->nlen, x->vlen);
-		free(x->value);
+		ram_free(m, x->value);
 		x->value = v;
 		x->vlen = vlen;
 		m->bytes += tfs_rec_size_xattr(nlen, vlen);
 		return 0;
 	}
-	x = realloc(ip->xattrs, (ip->nxattrs + 1) * sizeof(*x));
+	x = ram_realloc(m, ip->xattrs, (ip->nxattrs + 1) * sizeof(*x));
 	if (!x) {
-		free(v);
+		ram_free(m, v);
 		return -ENOMEM;
 	}
 	ip->xattrs = x;
 	x = &ip->xattrs[ip->nxattrs];
-	x->name = strndup(name, nlen);
+	x->name = ram_strndup(m, name, nlen);
 	if (!x->name) {
-		free(v);
+		ram_free(m, v);
 		return -ENOMEM;
 	}
 	x->nlen = nlen;
@@ -519,8 +763,8 @@ int tfs_xattr_del(struct tfs_meta *m, struct tfs_inode *ip, const char *name,
 	if (!x)
 		return -ENODATA;
 	m->bytes -= tfs_rec_size_xattr(x->nlen, x->vlen);
-	free(x->name);
-	free(x->value);
+	ram_free(m, x->name);
+	ram_free(m, x->value);
 	*x = ip->xattrs[--ip->nxattrs];
 	return 0;
 }
@@ -528,13 +772,13 @@ int tfs_xattr_del(struct tfs_meta *m, struct tfs_inode *ip, const char *name,
 int tfs_meta_set_symlink(struct tfs_meta *m, struct tfs_inode *ip,
 			 const char *target, size_t len)
 {
-	char *t = strndup(target, len);
+	char *t = ram_strndup(m, target, len);
 
 	if (!t)
 		return -ENOMEM;
 	if (ip->symlink)
 		m->bytes -= tfs_rec_size_symlink(strlen(ip->symlink));
-	free(ip->symlink);
+	ram_free(m, ip->symlink);
 	ip->symlink = t;
 	m->bytes += tfs_rec_size_symlink(len);
 	return 0;

@@ -34,28 +34,36 @@ struct tfs_xattr {
 	size_t nlen, vlen;
 };
 
+/*
+ * One inode: 160 bytes, carved from meta's pool (no malloc header).  The
+ * stored attributes come first; the runtime state after them is packed
+ * into 32-bit fields.  Pointers to an inode stay valid until
+ * tfs_meta_remove() frees it.
+ */
 struct tfs_inode {
 	struct tfs_attr a;		/* ino, mode, size, times, ... */
 	struct tfs_extmap map;		/* regular files */
 	struct tfs_dir *dir;		/* directories */
 	char *symlink;			/* symlinks: target, NUL-terminated */
 	struct tfs_xattr *xattrs;
-	size_t nxattrs;
-
-	/* runtime state, never stored */
-	struct tfs_inode *hnext;	/* inode hash chain */
-	unsigned int dirty : 1;		/* attrs changed since last commit */
-	uint32_t opens;			/* open file handles */
-	int wb_err;			/* a failed write-back, to report */
 	void *priv;			/* the file system's, NULL when new;
 					   meta never reads or frees it */
+	uint32_t nxattrs;
+
+	/* runtime state, never stored */
+	uint32_t opens;			/* open file handles */
+	int32_t wb_err;			/* a failed write-back, to report */
+	uint32_t dirty : 1;		/* attrs changed since last commit */
 };
 
+/*
+ * A directory entry: 16 bytes plus the name and its NUL, rounded up to 8,
+ * from meta's pool.  Borrowed by callers until the directory changes.
+ */
 struct tfs_dirent {
-	struct tfs_dirent *hnext;
 	uint64_t ino;
-	uint64_t cookie;		/* readdir offset, grows per insert */
-	uint16_t len;
+	uint64_t cookie : 48;		/* readdir offset, grows per insert */
+	uint64_t len : 16;
 	char name[];			/* NUL-terminated */
 };
 
@@ -70,6 +78,28 @@ uint64_t tfs_meta_inodes(const struct tfs_meta *m);
 uint64_t tfs_meta_used_blocks(const struct tfs_meta *m);
 /* Bytes a checkpoint of the current tree takes. */
 uint64_t tfs_meta_bytes(const struct tfs_meta *m);
+/*
+ * Bytes of RAM the tree holds: every block meta has from malloc (its
+ * pool's blocks, hash tables, entry arrays, extent arrays, xattrs and
+ * symlink targets), counted at its malloc chunk size as meta allocates and
+ * frees it.  Freed inodes and entries stay in the pool for new ones, so
+ * this follows the peak of the tree rather than its current size.
+ */
+uint64_t tfs_meta_ram(const struct tfs_meta *m);
+
+/*
+ * What one file costs in RAM, for memory budgets: a regular file of one
+ * extent with a name of up to 32 bytes, in a directory of many, with
+ * every table just grown (least full).  Its inode 160, its entry 56, its
+ * extent array 48 (a malloc chunk), its slots in the inode table 21, in
+ * the directory's index 11 and order 16: 312.  Measured with a million
+ * files in one directory: 298 bytes each with one extent and 32-byte
+ * names (test_meta.c, which fails above this), 266 with 7-byte names, 218
+ * empty with 7-byte names.  Each further extent adds up to
+ * TFS_META_BYTES_PER_EXTENT (32 bytes, in an array that doubles).
+ */
+#define TFS_META_BYTES_PER_FILE		320u
+#define TFS_META_BYTES_PER_EXTENT	64u
 
 /* The inode numbered ino, or NULL (borrowed). */
 struct tfs_inode *tfs_meta_get(const struct tfs_meta *m, uint64_t ino);

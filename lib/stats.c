@@ -47,6 +47,7 @@ void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s)
 	s->fs_bytes = info.data_blocks * 4096;
 	s->fs_free_bytes = info.free_blocks * 4096;
 	s->inodes = info.inodes;
+	s->meta_ram_bytes = info.meta_ram_bytes;
 }
 
 char *tfs_stats_render(const struct tfs_stats *s, enum tfs_stats_format f)

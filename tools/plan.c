@@ -474,7 +474,7 @@ static void text_memory(const struct tfs_plan_facts *f,
 		printf("DeepSpeed: nothing offloaded to host memory\n");
 	}
 	printf("tensorfs mount, per node:\n");
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < sizeof(p->tfs) / sizeof(p->tfs[0]); i++)
 		item_row(&p->tfs[i]);
 	sum_row("node total", p->node_pinned, p->node_pageable);
 	if (f->ram)
@@ -696,7 +696,7 @@ static void json_memory(json_t *o, const struct tfs_plan_facts *f,
 	    o, "deepspeed_node_total",
 	    pair_json(p->rank_pinned * f->ranks, p->rank_pageable * f->ranks));
 	a = json_array();
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < sizeof(p->tfs) / sizeof(p->tfs[0]); i++)
 		json_array_append_new(a, item_json(&p->tfs[i]));
 	json_object_set_new(o, "tensorfs_per_node", a);
 	json_object_set_new(o, "node_total",

@@ -226,6 +226,7 @@ struct tfs_fs_info {
 	uint64_t inodes;
 	uint64_t meta_bytes;		/* what a checkpoint takes */
 	uint64_t meta_capacity;		/* what a checkpoint slot holds */
+	uint64_t meta_ram_bytes;	/* RAM the tree holds: tfs_meta_ram() */
 	uint64_t journal_bytes;
 	uint64_t generation;		/* superblock generation */
 	uint8_t uuid[16];

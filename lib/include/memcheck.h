@@ -1,9 +1,9 @@
 /*
  * memcheck.h: will a memory budget fit this machine?
  *
- * The mount refuses a cache plus write-back pool that the machine cannot
- * give it, rather than letting the kernel's OOM killer or swap decide
- * later.  "Available" is the smaller of /proc/meminfo's MemAvailable and,
+ * The mount refuses a cache plus write-back pool plus metadata tree that
+ * the machine cannot give it, rather than letting the kernel's OOM killer
+ * or swap decide later.  "Available" is the smaller of /proc/meminfo's MemAvailable and,
  * inside a cgroup v2 with a limit, memory.max minus memory.current.
  */
 #ifndef TFS_MEMCHECK_H
@@ -23,12 +23,28 @@ struct tfs_mem_limits {
 int tfs_mem_limits(struct tfs_mem_limits *l);
 
 /*
- * Check that cache + pool bytes fit in the available memory with 'spare'
- * bytes to spare, and that when pinned both fit RLIMIT_MEMLOCK.  Returns 0,
- * or -ENOMEM / -EPERM with err giving the numbers and the key to lower.
+ * The metadata tree stays in RAM (lib/meta.h), TFS_META_BYTES_PER_FILE
+ * per inode.  A mount budgets it for the inodes it has plus room to grow:
+ * a quarter more, and at least TFS_MEM_HEADROOM_FILES more (4 MiB), since
+ * a training run creates its swap and checkpoint files once and then
+ * rewrites them.  A mount that grows past the budget still works; it is
+ * the check that assumed less.
+ */
+#define TFS_MEM_HEADROOM_FILES 16384u
+
+/* The bytes budgeted for the tree of a file system of 'files' inodes
+ * (saturating at UINT64_MAX). */
+uint64_t tfs_mem_meta_bytes(uint64_t files);
+
+/*
+ * Check that cache + pool + the tree of 'files' inodes
+ * (tfs_mem_meta_bytes()) fit in the available memory with 'spare' bytes to
+ * spare, and that when pinned cache and pool fit RLIMIT_MEMLOCK (the tree
+ * is not pinned).  Returns 0, or -ENOMEM / -EPERM with err giving the
+ * numbers and the key to lower.
  */
 int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
-		  uint64_t pool, int pinned, uint64_t spare, char *err,
-		  size_t errlen);
+		  uint64_t pool, uint64_t files, int pinned, uint64_t spare,
+		  char *err, size_t errlen);
 
 #endif

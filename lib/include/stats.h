@@ -45,7 +45,9 @@ struct tfs_fs;
 	X(arena_bytes, gauge, "Memory reserved for the cache and the pool")  \
 	X(fs_bytes, gauge, "Size of the file system")                        \
 	X(fs_free_bytes, gauge, "Free space")                                \
-	X(inodes, gauge, "Files, directories and other inodes")
+	X(inodes, gauge, "Files, directories and other inodes")              \
+	X(meta_ram_bytes, gauge,                                             \
+	  "RAM the metadata tree holds: inodes, entries, extents, tables")
 
 struct tfs_stats {
 #define X(name, type, help) uint64_t name;

@@ -67,8 +67,18 @@
  *
  * The tensorfs mount, per node, run with the same keys: cache max_in_cpu
  * x E, pool buffer_count x buffer_size x E, both pinned with pin_memory
- * (memcheck.c tfs_mem_check), and 64 MiB of overhead (fs/main.c
- * MOUNT_SPARE).
+ * (memcheck.c tfs_mem_check), 64 MiB of overhead (fs/main.c
+ * MOUNT_SPARE), and the metadata of the files DeepSpeed creates
+ * (memcheck.c tfs_mem_meta_bytes: TFS_META_BYTES_PER_FILE each, plus
+ * headroom).  Those files, per rank, estimated from the facts: one per
+ * parameter tensor with offload_param nvme (the swapper's
+ * <param id>_param.tensor.swp); with offload_optimizer nvme three per
+ * sub-group (fp32 master, exp_avg, exp_avg_sq) and the gradient pieces,
+ * at most one per parameter tensor.  The number of parameter tensors is
+ * not a fact: it is taken as 8 x N / largest parameter (Llama 2 7B has
+ * 291 tensors, 8 x 52 = 416 here; 70B 723, 8 x 263), or N / 1e6 when the
+ * largest parameter is unknown.  At 320 bytes a file, even the
+ * overestimate is a few MiB.
  *
  * NVMe per node (ranks x per rank): parameter files P x E with
  * offload_param nvme (zero_stage_3/<dtype>params/rank<R>/, one per
@@ -104,6 +114,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memcheck.h"
+#include "meta.h"
 #include "units.h"
 
 #define AIO_ALIGNED_BYTES 1024	   /* swap_tensor/utils.py */
@@ -409,8 +421,28 @@ static void optimizer_items(const struct tfs_config *c,
 	}
 }
 
+/* Files DeepSpeed creates on the mount per node (see the top of the file). */
+static uint64_t deepspeed_files(const struct tfs_config *c,
+				const struct tfs_plan_facts *f,
+				const struct mode *m, const struct tfs_plan *p)
+{
+	uint64_t tensors, per_rank = 0, S = c->zero_optimization_sub_group_size;
+
+	tensors = f->largest_param ? mul(8, ceil_div(f->params, f->largest_param))
+				   : ceil_div(f->params, 1000000);
+	if (m->pdev == TFS_DEVICE_NVME)
+		per_rank = add(per_rank, tensors);
+	if (f->stage == 3 && m->odev == TFS_DEVICE_NVME)
+		per_rank = add(per_rank,
+			       add(mul(3, ceil_div(p->per_rank, S ? S : 1)),
+				   tensors));
+	return mul(per_rank, f->ranks);
+}
+
 /* The tensorfs mount's items, per node, with the same keys. */
-static void mount_items(const struct tfs_config *c, struct tfs_plan *p)
+static void mount_items(const struct tfs_config *c,
+			const struct tfs_plan_facts *f, const struct mode *m,
+			struct tfs_plan *p)
 {
 	uint64_t v;
 	char a[48];
@@ -422,6 +454,8 @@ static void mount_items(const struct tfs_config *c, struct tfs_plan *p)
 	p->tfs[1].source = "buffer_count x buffer_size, lib/cache.c";
 	p->tfs[2].name = "tensorfs overhead";
 	p->tfs[2].source = "fs/main.c MOUNT_SPARE";
+	p->tfs[3].name = "tensorfs metadata";
+	p->tfs[3].source = "lib/memcheck.c tfs_mem_meta_bytes";
 	v = tfs_config_cache_bytes(c);
 	if (c->offload_param_max_in_cpu & TFS_CFG_BYTES)
 		snprintf(p->tfs[0].formula, sizeof(p->tfs[0].formula),
@@ -449,9 +483,18 @@ static void mount_items(const struct tfs_config *c, struct tfs_plan *p)
 	snprintf(p->tfs[2].formula, sizeof(p->tfs[2].formula), "64 MiB, fixed");
 	p->tfs[2].pinned = 0;
 	p->tfs[2].pageable = TFS_OVERHEAD;
+	p->files = deepspeed_files(c, f, m, p);
+	snprintf(p->tfs[3].formula, sizeof(p->tfs[3].formula),
+		 "(%s files + %s) x %u B",
+		 num(p->files, a, sizeof(a)),
+		 p->files / 4 > TFS_MEM_HEADROOM_FILES ? "25%" : "16384",
+		 TFS_META_BYTES_PER_FILE);
+	p->tfs[3].pinned = 0;
+	p->tfs[3].pageable = tfs_mem_meta_bytes(p->files);
 	p->tfs_pinned = add(p->tfs[0].pinned, p->tfs[1].pinned);
-	p->tfs_pageable = add(add(p->tfs[0].pageable, p->tfs[1].pageable),
-			      p->tfs[2].pageable);
+	p->tfs_pageable = add(add(add(p->tfs[0].pageable, p->tfs[1].pageable),
+				  p->tfs[2].pageable),
+			      p->tfs[3].pageable);
 }
 
 static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
@@ -473,7 +516,7 @@ static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		p->rank_pageable = add(p->rank_pageable, p->ds[i].pageable);
 	}
 
-	mount_items(c, p);
+	mount_items(c, f, &m, p);
 
 	p->node_pinned = add(mul(p->rank_pinned, f->ranks), p->tfs_pinned);
 	p->node_pageable =

@@ -105,8 +105,9 @@ struct tfs_plan {
 	struct tfs_plan_item ds[TFS_PLAN_MAX_ITEMS];
 	size_t nds;
 	uint64_t rank_pinned, rank_pageable;
-	/* tensorfs, per node */
-	struct tfs_plan_item tfs[3];
+	/* tensorfs, per node: cache, pool, overhead, metadata */
+	struct tfs_plan_item tfs[4];
+	uint64_t files;		    /* files DeepSpeed creates per node */
 	uint64_t tfs_pinned, tfs_pageable;
 	/* per node: ranks x DeepSpeed + tensorfs */
 	uint64_t node_pinned, node_pageable;

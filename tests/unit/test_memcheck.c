@@ -1,8 +1,9 @@
 /*
  * test_memcheck.c: whether a cache and pool fit the machine (lib/memcheck.h).
  * Description: fits, too large for MemAvailable or a cgroup's memory.max,
- * pinned over RLIMIT_MEMLOCK, sums that would wrap, and this process's
- * own limits read from /proc and getrlimit.
+ * pinned over RLIMIT_MEMLOCK, sums that would wrap, the metadata of the
+ * file system's files counted with headroom, and this process's own
+ * limits read from /proc and getrlimit.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "memcheck.h"
+#include "meta.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
@@ -37,11 +39,11 @@ static void test_memcheck_fitting_budget_passes(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 0, 64 * MiB, err,
+	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 0, 0, 64 * MiB, err,
 				       sizeof(err)), 0);
 	/* pinned too, with room under the lock limit */
 	l.memlock = 4 * GiB;
-	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 1, 64 * MiB, err,
+	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 0, 1, 64 * MiB, err,
 				       sizeof(err)), 0);
 }
 
@@ -51,7 +53,7 @@ static void test_memcheck_over_memavailable_names_keys_and_numbers(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 0, 64 * MiB, err,
+	assert_int_equal(tfs_mem_check(&l, 2 * GiB, GiB, 0, 0, 64 * MiB, err,
 				       sizeof(err)), -ENOMEM);
 	assert_non_null(strstr(err, "max_in_cpu"));
 	assert_non_null(strstr(err, "buffer_count"));
@@ -66,7 +68,7 @@ static void test_memcheck_cgroup_limit_counts_when_smaller(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(tfs_mem_check(&l, GiB, GiB, 0, 64 * MiB, err,
+	assert_int_equal(tfs_mem_check(&l, GiB, GiB, 0, 0, 64 * MiB, err,
 				       sizeof(err)), -ENOMEM);
 	assert_non_null(strstr(err, "cgroup"));
 }
@@ -78,12 +80,12 @@ static void test_memcheck_pinned_over_memlock_is_eperm(void **state)
 
 	(void)state;
 	/* cache and pool are both locked: 4 + 6 MiB > 8 MiB */
-	assert_int_equal(tfs_mem_check(&l, 4 * MiB, 6 * MiB, 1, 64 * MiB, err,
+	assert_int_equal(tfs_mem_check(&l, 4 * MiB, 6 * MiB, 0, 1, 64 * MiB, err,
 				       sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "RLIMIT_MEMLOCK"));
 	assert_non_null(strstr(err, "pin_memory"));
 	/* not pinned, the lock limit does not matter */
-	assert_int_equal(tfs_mem_check(&l, 4 * MiB, 6 * MiB, 0, 64 * MiB, err,
+	assert_int_equal(tfs_mem_check(&l, 4 * MiB, 6 * MiB, 0, 0, 64 * MiB, err,
 				       sizeof(err)), 0);
 }
 
@@ -93,11 +95,45 @@ static void test_memcheck_huge_sums_do_not_wrap(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(tfs_mem_check(&l, UINT64_MAX - 10, 100, 0, 64 * MiB,
+	assert_int_equal(tfs_mem_check(&l, UINT64_MAX - 10, 100, 0, 0, 64 * MiB,
 				       err, sizeof(err)), -ENOMEM);
 	l.mem_available = UINT64_MAX;
-	assert_int_equal(tfs_mem_check(&l, UINT64_MAX - 10, 100, 1, 0, err,
+	assert_int_equal(tfs_mem_check(&l, UINT64_MAX - 10, 100, 0, 1, 0, err,
 				       sizeof(err)), -EPERM);
+}
+
+static void test_memcheck_meta_budget_is_files_plus_headroom(void **state)
+{
+	(void)state;
+	/* an empty file system still gets room for TFS_MEM_HEADROOM_FILES */
+	assert_int_equal(tfs_mem_meta_bytes(0),
+			 (uint64_t)TFS_MEM_HEADROOM_FILES *
+				 TFS_META_BYTES_PER_FILE);
+	/* a big one a quarter more than it has */
+	assert_int_equal(tfs_mem_meta_bytes(1000000),
+			 1250000ull * TFS_META_BYTES_PER_FILE);
+	assert_int_equal(tfs_mem_meta_bytes(UINT64_MAX), UINT64_MAX);
+	assert_int_equal(tfs_mem_meta_bytes(UINT64_MAX / 200), UINT64_MAX);
+}
+
+static void test_memcheck_counts_the_files_metadata(void **state)
+{
+	struct tfs_mem_limits l = machine(4 * GiB, UINT64_MAX, 2 * GiB);
+	char err[1024] = "";
+
+	(void)state;
+	/* 1 + 1 GiB + 64 MiB fit in 4 GiB, with a million files too ... */
+	assert_int_equal(tfs_mem_check(&l, GiB, GiB, 1000000, 0, 64 * MiB,
+				       err, sizeof(err)), 0);
+	/* ... but not with ten million (3.2 GB of metadata at 256 bytes) */
+	assert_int_equal(tfs_mem_check(&l, GiB, GiB, 10000000, 0, 64 * MiB,
+				       err, sizeof(err)), -ENOMEM);
+	assert_non_null(strstr(err, "metadata of 10000000 files"));
+	assert_non_null(strstr(err, "max_in_cpu"));
+	assert_non_null(strstr(err, "memory_check = false"));
+	/* the tree is not pinned: RLIMIT_MEMLOCK holds cache and pool only */
+	assert_int_equal(tfs_mem_check(&l, GiB, 512 * MiB, 1000000, 1,
+				       64 * MiB, err, sizeof(err)), 0);
 }
 
 static void test_memcheck_reads_this_process_limits(void **state)
@@ -124,6 +160,8 @@ int main(void)
 		cmocka_unit_test(test_memcheck_cgroup_limit_counts_when_smaller),
 		cmocka_unit_test(test_memcheck_pinned_over_memlock_is_eperm),
 		cmocka_unit_test(test_memcheck_huge_sums_do_not_wrap),
+		cmocka_unit_test(test_memcheck_meta_budget_is_files_plus_headroom),
+		cmocka_unit_test(test_memcheck_counts_the_files_metadata),
 		cmocka_unit_test(test_memcheck_reads_this_process_limits),
 	};
 

@@ -4,7 +4,10 @@
  * cookies, xattrs, symlinks and extents; that tfs_meta_bytes() is always
  * exactly what tfs_meta_write_records() produces; that the records it
  * writes rebuild the same tree through tfs_meta_apply(); and that apply
- * refuses records that do not fit the tree with -EUCLEAN.
+ * refuses records that do not fit the tree with -EUCLEAN; and what the
+ * tree costs in RAM: tfs_meta_ram() is exact (mallinfo2 agrees), freed
+ * inodes and entries are reused, and a million files stay within
+ * TFS_META_BYTES_PER_FILE each.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -834,6 +838,135 @@ static void test_meta_remove_directory_accounts_its_entries(void **state)
 	tfs_meta_free(m);
 }
 
+/* ===== RAM ===== */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* Heap bytes in use, as glibc counts them (0 under ASan's allocator). */
+static uint64_t heap_used(void)
+{
+#ifdef UNDER_ASAN
+	return 0;
+#else
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+#endif
+}
+
+/* n regular files of one extent under root, with names of 32 bytes */
+#define FILE_NAME "param_%07llu_tensor.swp.0000000"
+static void add_files(struct tfs_meta *m, struct tfs_inode *root, uint64_t n,
+		      uint64_t first_ino)
+{
+	char name[64];
+
+	for (uint64_t i = 0; i < n; i++) {
+		struct tfs_attr a = attr(first_ino + i, S_IFREG | 0644);
+		struct tfs_inode *ip = tfs_meta_add(m, &a);
+		int len = snprintf(name, sizeof(name), FILE_NAME,
+				   (unsigned long long)i);
+
+		assert_non_null(ip);
+		assert_int_equal(len, 32);
+		assert_int_equal(tfs_meta_map(m, ip, 0, 1000 + 4 * i, 4, 0,
+					      NULL, NULL), 0);
+		assert_int_equal(tfs_dir_add(m, root, name, (size_t)len, a.ino),
+				 0);
+	}
+}
+
+static void test_meta_ram_per_file_is_bounded(void **state)
+{
+	const uint64_t n = 1000000;
+	uint64_t heap0, ram0, ram, heap, again;
+	struct tfs_meta *m;
+	struct tfs_inode *root;
+	char name[64];
+
+	(void)state;
+	heap0 = heap_used();
+	m = new_with_root();
+	root = tfs_meta_get(m, TFS_ROOT_INO);
+	ram0 = tfs_meta_ram(m);
+	add_files(m, root, n, 100);
+	ram = tfs_meta_ram(m) - ram0;
+	print_message("meta: %llu files of one extent and a 32-byte name: "
+		      "%.1f bytes each (TFS_META_BYTES_PER_FILE %u)\n",
+		      (unsigned long long)n, (double)ram / (double)n,
+		      TFS_META_BYTES_PER_FILE);
+	heap = heap_used() - heap0;
+	assert_true(ram <= n * TFS_META_BYTES_PER_FILE);
+	/* the counter is what malloc holds for the tree: within 0.1% (the
+	 * big tables are mmapped, which glibc counts in whole pages) */
+	print_message("meta: tfs_meta_ram %llu, mallinfo2 %llu\n",
+		      (unsigned long long)tfs_meta_ram(m),
+		      (unsigned long long)heap);
+	if (heap)
+		assert_true(heap - tfs_meta_ram(m) < heap / 1000 ||
+			    tfs_meta_ram(m) - heap < heap / 1000);
+	/* removing them all and adding them again reuses the pool: the
+	 * tree holds no more than at its peak */
+	for (uint64_t i = 0; i < n; i++) {
+		int len = snprintf(name, sizeof(name), FILE_NAME,
+				   (unsigned long long)i);
+
+		assert_int_equal(tfs_dir_remove(m, root, name, (size_t)len), 0);
+		tfs_meta_remove(m, tfs_meta_get(m, 100 + i));
+	}
+	assert_int_equal(tfs_meta_inodes(m), 1);
+	assert_true(tfs_meta_ram(m) <= ram0 + ram);
+	add_files(m, root, n, 100 + n);
+	again = tfs_meta_ram(m) - ram0;
+	assert_true(again <= ram + ram / 20);
+	tfs_meta_free(m);
+}
+
+static int remove_odd(struct tfs_inode *ip, void *arg)
+{
+	struct tfs_meta *m = arg;
+
+	if (ip->a.ino != TFS_ROOT_INO && (ip->a.ino & 1))
+		tfs_meta_remove(m, ip);
+	return 0;
+}
+
+static int count_inode(struct tfs_inode *ip, void *arg)
+{
+	(void)ip;
+	++*(uint64_t *)arg;
+	return 0;
+}
+
+static void test_meta_each_may_remove_the_inode_it_visits(void **state)
+{
+	struct tfs_meta *m = new_with_root();
+	uint64_t seen = 0;
+
+	(void)state;
+	for (uint64_t ino = 2; ino < 5002; ino++) {
+		struct tfs_attr a = attr(ino, S_IFREG | 0600);
+
+		assert_non_null(tfs_meta_add(m, &a));
+	}
+	assert_int_equal(tfs_meta_each(m, remove_odd, m), 0);
+	assert_int_equal(tfs_meta_inodes(m), 1 + 2500);
+	assert_int_equal(tfs_meta_each(m, count_inode, &seen), 0);
+	assert_int_equal(seen, 1 + 2500);
+	for (uint64_t ino = 2; ino < 5002; ino++)
+		if (ino & 1)
+			assert_null(tfs_meta_get(m, ino));
+		else
+			assert_non_null(tfs_meta_get(m, ino));
+	tfs_meta_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -853,6 +986,8 @@ int main(void)
 		cmocka_unit_test(test_meta_apply_builds_and_changes),
 		cmocka_unit_test(test_meta_apply_rejects_records_that_do_not_fit),
 		cmocka_unit_test(test_meta_remove_directory_accounts_its_entries),
+		cmocka_unit_test(test_meta_ram_per_file_is_bounded),
+		cmocka_unit_test(test_meta_each_may_remove_the_inode_it_visits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "memcheck.h"
+#include "meta.h"
 #include "plan.h"
 
 #define GIB (1ull << 30)
@@ -210,12 +212,24 @@ static void test_plan_7b_on_8_ranks_fits_with_every_item_exact(void **state)
 	/* per rank: 1000002560 + 1750000000 + 1750000000 + 14000001024 */
 	assert_int_equal(plan->rank_pinned, 18500003584ull);
 	assert_int_equal(plan->rank_pageable, 3500000000ull);
-	/* tensorfs, pinned: cache 1e9 x 2 + pool 5 x 1e8 x 2 = 3e9; 64 MiB */
+	/* tensorfs, pinned: cache 1e9 x 2 + pool 5 x 1e8 x 2 = 3e9;
+	 * pageable: 64 MiB and the metadata of DeepSpeed's files, per rank
+	 * 7000 parameter tensors (N / 1e6: largest parameter unknown), 3
+	 * optimizer files for the one sub-group and 7000 gradient pieces:
+	 * 8 x 14003 = 112024 files, + 25% = 140030 */
+	assert_int_equal(plan->files, 112024);
+	it = &plan->tfs[3];
+	assert_string_equal(it->name, "tensorfs metadata");
+	assert_int_equal(it->pageable, 140030ull * TFS_META_BYTES_PER_FILE);
+	assert_int_equal(it->pinned, 0);
+	assert_non_null(strstr(it->formula, "112024 files + 25%"));
 	assert_int_equal(plan->tfs_pinned, 3000000000ull);
-	assert_int_equal(plan->tfs_pageable, 64 * MIB);
-	/* node: 8 x 18500003584 + 3e9; 8 x 3.5e9 + 64 MiB */
+	assert_int_equal(plan->tfs_pageable,
+			 64 * MIB + 140030ull * TFS_META_BYTES_PER_FILE);
+	/* node: 8 x 18500003584 + 3e9; 8 x 3.5e9 + the mount's pageable */
 	assert_int_equal(plan->node_pinned, 151000028672ull);
-	assert_int_equal(plan->node_pageable, 28000000000ull + 64 * MIB);
+	assert_int_equal(plan->node_pageable,
+			 28000000000ull + plan->tfs_pageable);
 	/* NVMe: 8 x 8.75e8 x 2 and 8 x 8.75e8 x 16 */
 	assert_int_equal(plan->nvme_params, 14000000000ull);
 	assert_int_equal(plan->nvme_optimizer, 112000000000ull);
@@ -270,8 +284,42 @@ static void test_plan_70b_on_8_ranks_pins_more_than_ram(void **state)
 	assert_string_equal(r->value, "2e8");
 	assert_string_equal(r->current, "1e9");
 	assert_int_equal(plan->rec_node_pinned, 218200020480ull);
-	assert_int_equal(plan->rec_node_pageable, 6400000000ull + 64 * MIB);
+	/* files: 8 x (70000 + 3 x 44 sub-groups of 2e8 + 70000) = 1121056,
+	 * + 25% = 1401320 */
+	assert_int_equal(plan->rec_node_pageable,
+			 6400000000ull + 64 * MIB +
+				 1401320ull * TFS_META_BYTES_PER_FILE);
 	assert_int_equal(plan->rec_severity, TFS_PLAN_FITS);
+}
+
+static void test_plan_counts_files_from_the_largest_parameter(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(6738415616ull);	/* Llama 2 7B */
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(tfs_config_set(&c, "offload_optimizer.device", "cpu",
+					err, sizeof(err)), 0);
+	f.largest_param = 131072000;	/* the embedding, 32000 x 4096 */
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	/* parameter files only: 8 x ceil(N / largest) = 8 x 52 = 416
+	 * tensors per rank (the model has 291), 8 ranks */
+	assert_int_equal(plan->files, 3328);
+	/* few files: the headroom of TFS_MEM_HEADROOM_FILES counts */
+	assert_int_equal(plan->tfs[3].pageable,
+			 (3328ull + TFS_MEM_HEADROOM_FILES) *
+				 TFS_META_BYTES_PER_FILE);
+	assert_non_null(strstr(plan->tfs[3].formula, "3328 files + 16384"));
+	/* nothing on NVMe, no files */
+	assert_int_equal(tfs_config_set(&c, "offload_param.device", "cpu", err,
+					sizeof(err)), 0);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->files, 0);
+	assert_int_equal(plan->tfs[3].pageable, tfs_mem_meta_bytes(0));
 }
 
 static void test_plan_aligns_to_intra_op_parallelism(void **state)
@@ -638,6 +686,7 @@ int main(void)
 	    cmocka_unit_test(
 		test_plan_7b_on_8_ranks_fits_with_every_item_exact),
 	    cmocka_unit_test(test_plan_70b_on_8_ranks_pins_more_than_ram),
+	    cmocka_unit_test(test_plan_counts_files_from_the_largest_parameter),
 	    cmocka_unit_test(test_plan_aligns_to_intra_op_parallelism),
 	    cmocka_unit_test(test_plan_cpu_offload_holds_everything_in_ram),
 	    cmocka_unit_test(test_plan_stage_2_treats_nvme_as_cpu),

@@ -77,6 +77,7 @@ static void test_stats_counters_move_with_the_file_system(void **state)
 	char path[64], err[256];
 	struct tfs_fs *fs;
 	struct tfs_stats a, b;
+	uint64_t ram0;
 	struct stat st;
 	static uint8_t buf[3 * 4096 + 17];
 
@@ -89,6 +90,8 @@ static void test_stats_counters_move_with_the_file_system(void **state)
 	assert_true(a.fs_free_bytes <= a.fs_bytes);
 	assert_true(a.pool_total > 0);
 	assert_int_equal(a.inodes, 1);
+	assert_true(a.meta_ram_bytes > 0);
+	ram0 = a.meta_ram_bytes;
 	assert_int_equal(tfs_mknod(fs, TFS_FS_ROOT, "f", S_IFREG | 0644, 0, 0,
 				   0, &st), 0);
 	memset(buf, 0x5a, sizeof(buf));
@@ -106,6 +109,9 @@ static void test_stats_counters_move_with_the_file_system(void **state)
 	assert_true(a.dev_write_bytes - b.dev_write_bytes >= sizeof(buf));
 	assert_true(a.writeback_bytes >= sizeof(buf));
 	assert_int_equal(a.app_read_bytes, sizeof(buf));
+	/* the file's extent array is the tree's first malloc since open
+	 * (its inode and entry came from the pool's first block) */
+	assert_true(a.meta_ram_bytes > ram0);
 	assert_true(a.fs_free_bytes < b.fs_bytes);
 	assert_int_equal(tfs_fs_close(fs), 0);
 	unlink(path);
