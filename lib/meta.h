@@ -24,6 +24,7 @@
 
 #include "extent.h"
 #include "format.h"
+#include "memcheck.h"
 
 struct tfs_meta;
 struct tfs_dir;
@@ -87,19 +88,8 @@ uint64_t tfs_meta_bytes(const struct tfs_meta *m);
  */
 uint64_t tfs_meta_ram(const struct tfs_meta *m);
 
-/*
- * What one file costs in RAM, for memory budgets: a regular file of one
- * extent with a name of up to 32 bytes, in a directory of many, with
- * every table just grown (least full).  Its inode 160, its entry 56, its
- * extent array 48 (a malloc chunk), its slots in the inode table 21, in
- * the directory's index 11 and order 16: 312.  Measured with a million
- * files in one directory: 298 bytes each with one extent and 32-byte
- * names (test_meta.c, which fails above this), 266 with 7-byte names, 218
- * empty with 7-byte names.  Each further extent adds up to
- * TFS_META_BYTES_PER_EXTENT (32 bytes, in an array that doubles).
- */
-#define TFS_META_BYTES_PER_FILE		320u
-#define TFS_META_BYTES_PER_EXTENT	64u
+/* What one file costs in RAM: TFS_META_BYTES_PER_FILE, in memcheck.h,
+ * where budgets are made; tfs_meta_ram() is what it actually holds. */
 
 /* The inode numbered ino, or NULL (borrowed). */
 struct tfs_inode *tfs_meta_get(const struct tfs_meta *m, uint64_t ino);

@@ -23,7 +23,22 @@ struct tfs_mem_limits {
 int tfs_mem_limits(struct tfs_mem_limits *l);
 
 /*
- * The metadata tree stays in RAM (lib/meta.h), TFS_META_BYTES_PER_FILE
+ * What one file of the metadata tree (lib/meta.c) costs in RAM, for
+ * memory budgets: a regular file of one extent with a name of up to 32
+ * bytes, in a directory of many, with every table just grown (least
+ * full).  Its inode 160, its entry 56, its
+ * extent array 48 (a malloc chunk), its slots in the inode table 21, in
+ * the directory's index 11 and order 16: 312.  Measured with a million
+ * files in one directory: 298 bytes each with one extent and 32-byte
+ * names (test_meta.c, which fails above this), 266 with 7-byte names, 218
+ * empty with 7-byte names.  Each further extent adds up to
+ * TFS_META_BYTES_PER_EXTENT (32 bytes, in an array that doubles).
+ */
+#define TFS_META_BYTES_PER_FILE		320u
+#define TFS_META_BYTES_PER_EXTENT	64u
+
+/*
+ * The metadata tree stays in RAM (lib/meta.c), TFS_META_BYTES_PER_FILE
  * per inode.  A mount budgets it for the inodes it has plus room to grow:
  * a quarter more, and at least TFS_MEM_HEADROOM_FILES more (4 MiB), since
  * a training run creates its swap and checkpoint files once and then

@@ -115,7 +115,6 @@
 #include <string.h>
 
 #include "memcheck.h"
-#include "meta.h"
 #include "units.h"
 
 #define AIO_ALIGNED_BYTES 1024	   /* swap_tensor/utils.py */
