@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "units.h"
 
@@ -630,12 +631,20 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 		    size_t errlen)
 {
 	FILE *f = fopen(path, "r");
+	struct stat st;
 	int rc;
 
 	if (!f) {
 		rc = errno ? -errno : -ENOENT;
 		tfs_say(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
 		return rc;
+	}
+	/* fopen() opens a directory, whose read looks like an empty file */
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		tfs_say(err, errlen, "%s: cannot open: %s; give the .ini file",
+			path, strerror(EISDIR));
+		return -EISDIR;
 	}
 	rc = load_stream(c, path, f, err, errlen);
 	fclose(f);

@@ -124,6 +124,19 @@ static void test_config_missing_file_is_an_error(void **state)
 	assert_non_null(strstr(err, "/nonexistent/x.ini: cannot open"));
 }
 
+/* A directory opens, and reads as an empty file: it must not pass for an
+ * INI file with no keys. */
+static void test_config_directory_is_an_error(void **state)
+{
+	struct tfs_config c;
+	char err[512] = "";
+
+	(void)state;
+	tfs_config_defaults(&c);
+	assert_int_equal(tfs_config_load(&c, "/", err, sizeof(err)), -EISDIR);
+	assert_non_null(strstr(err, "/: cannot open: Is a directory"));
+}
+
 static void test_config_set_overrides_by_name_or_section(void **state)
 {
 	struct tfs_config c;
@@ -677,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_config_unknown_section_suggests),
 		cmocka_unit_test(test_config_rejects_malformed_and_out_of_range),
 		cmocka_unit_test(test_config_missing_file_is_an_error),
+		cmocka_unit_test(test_config_directory_is_an_error),
 		cmocka_unit_test(test_config_set_overrides_by_name_or_section),
 		cmocka_unit_test(test_config_deepspeed_keys_default_to_deepspeed),
 		cmocka_unit_test(test_config_reads_every_deepspeed_key),
