@@ -77,8 +77,34 @@ static void log_fs(const char *msg)
 /* ===== command line ===== */
 
 /*
+ * Whether key=value in a -o list is one FUSE or mount(8) takes (libfuse
+ * 3.14's mount and session options, the kernel's): these go to FUSE even
+ * when one is near a setting's name.
+ */
+static int fuse_value_opt(const char *key)
+{
+	static const char *const known[] = {
+		"fsname", "subtype", "max_read", "blksize", "context",
+		"fscontext", "defcontext", "rootcontext", "user", "uid", "gid",
+		"user_id", "group_id", "rootmode", "umask", "fd", "max_write",
+		"max_readahead", "max_background", "congestion_threshold",
+		"time_gran", "max_idle_threads", "comment", NULL,
+	};
+
+	if (!strncmp(key, "x-", 2))
+		return 1;
+	for (const char *const *k = known; *k; k++)
+		if (!strcmp(key, *k))
+			return 1;
+	return 0;
+}
+
+/*
  * Take the settings (key=value with a known key) out of a -o list into
- * cfg and leave the FUSE options in *opts (NULL if none are left).
+ * cfg and leave the FUSE options in *opts (NULL if none are left).  A
+ * key=value that is neither a setting nor a FUSE option but near a
+ * setting's name is a typo: an error naming the nearest setting, as the
+ * INI parser gives, rather than libfuse's bare "unknown option".
  */
 static int split_options(struct tfs_config *cfg, char **opts, char *err,
 			 size_t errlen)
@@ -95,7 +121,8 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 
 		if (eq) {
 			*eq = '\0';
-			if (tfs_config_is_key(tok)) {
+			if (tfs_config_is_key(tok) ||
+			    (!fuse_value_opt(tok) && tfs_config_nearest(tok))) {
 				rc = tfs_config_set(cfg, tok, eq + 1, err,
 						    errlen);
 				continue;

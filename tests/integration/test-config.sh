@@ -17,6 +17,19 @@ tfs_mkimg 256M
 rc=$?
 [ "$rc" = 2 ] || tfs_fail "-o with a misspelt setting: expected exit 2, got $rc"
 mountpoint -q "$MNT" && tfs_fail "-o with a misspelt setting: expected no mount"
+grep -q "unknown setting 'max_threds'; did you mean 'max_threads'?" "$WORK/err" ||
+	tfs_fail "-o max_threds=4: expected the nearest setting named, got: $(cat "$WORK/err")"
+
+# --print-config refuses the same typo, with the same suggestion
+"$TENSORFS" -o offload_param.buffer_cont=4 --print-config >"$WORK/out" 2>"$WORK/err"
+rc=$?
+[ "$rc" = 2 ] || tfs_fail "--print-config -o with a misspelt setting: expected exit 2, got $rc"
+grep -q "did you mean 'buffer_count'" "$WORK/err" ||
+	tfs_fail "--print-config -o buffer_cont=4: expected the nearest setting named, got: $(cat "$WORK/err")"
+# FUSE's own key=value options and x-systemd.* ones are not taken for typos
+"$TENSORFS" -o max_read=131072,fsname=x,x-systemd.after=y.service,commit_interval_ms=300 \
+	--print-config >"$WORK/out" 2>"$WORK/err" ||
+	tfs_fail "FUSE options taken for misspelt settings: $(cat "$WORK/err")"
 
 "$TENSORFS" -f -o max_threads=0 "$IMG" "$MNT" 2>"$WORK/err"
 rc=$?
