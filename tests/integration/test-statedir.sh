@@ -38,13 +38,29 @@ for line in open(f"{d}/metrics"):
     m = re.fullmatch(r"# TYPE (tensorfs_[a-z0-9_]+) (counter|gauge)", line)
     if m:
         typed.add(m.group(1)); continue
-    m = re.fullmatch(r"(tensorfs_[a-z0-9_]+) ([0-9]+)", line)
+    m = re.fullmatch(r"(tensorfs_[a-z0-9_]+) ([0-9]+(\.[0-9]+)?)", line)
     if not m:
         sys.exit(f"metrics: not Prometheus text format: {line!r}")
     seen.add(m.group(1))
-want = {"tensorfs_" + n for n in text}
-if seen != want or helped != want or typed != want:
-    sys.exit("metrics: samples, HELP and TYPE lines do not cover every counter once")
+# the Prometheus names, by the rules of lib/include/stats.h
+def prom(n):
+    counter = n in typed_counter
+    if n.endswith("_ns"):
+        return n[:-3] + "_seconds" + ("_total" if counter else "")
+    if not counter and n.endswith("_total"):
+        return n[:-6] + "_chunks"
+    if not counter and n.endswith("_busy"):
+        return n + "_chunks"
+    return n + ("_total" if counter else "")
+typed_counter = set()
+for line in open(f"{d}/metrics"):
+    m = re.fullmatch(r"# TYPE tensorfs_([a-z0-9_]+) counter\n", line)
+    if m:
+        typed_counter.add(re.sub(r"(_seconds)?_total$", "", m.group(1)))
+typed_counter = {n for n in text if re.sub(r"_ns$", "", n) in typed_counter}
+want = {"tensorfs_" + prom(n) for n in text}
+if seen != want or helped != want or typed != want or len(seen) != len(text):
+    sys.exit(f"metrics: samples, HELP and TYPE lines do not cover every counter once: {sorted(seen ^ want)}")
 for n in ("pool_total", "cache_limit_bytes", "fs_bytes"):
     if text[n] <= 0:
         sys.exit(f"{n} is {text[n]}")
@@ -86,6 +102,7 @@ expect_fail "rename into .tensorfs" "Read-only file system" mv "$MNT/f" "$S/f"
 expect_fail "rename .tensorfs" "Read-only file system" mv "$S" "$MNT/other"
 expect_fail "setfattr on stats" "Read-only file system" setfattr -n user.x -v 1 "$S/stats"
 getfattr -d "$S/stats" >/dev/null 2>&1 || tfs_fail "getfattr on stats failed"
+
 rm -f "$MNT/f"
 tfs_umount
 tfs_mount -o max_in_cpu=64MiB
