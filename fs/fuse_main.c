@@ -380,10 +380,10 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
 		return 1;
 	}
-	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root) == 0)
-		tfs_statedir_init(&dm->statedir, root.st_uid, root.st_gid);
-	else
-		tfs_statedir_init(&dm->statedir, 0, 0);
+	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root))
+		root.st_uid = root.st_gid = 0;
+	tfs_statedir_init(&dm->statedir, dm->fs, &dm->cfg, root.st_uid,
+			  root.st_gid);
 	if (tfs_fs_replayed(dm->fs))
 		tfs_daemon_log(LOG_NOTICE, "%s: recovered %llu journal "
 			       "transactions after an unclean shutdown", dev,

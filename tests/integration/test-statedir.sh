@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: /.tensorfs holds stats, stats.json, metrics (Prometheus) and config, read with cat; counters move by exactly what applications read and write; the directory is read-only (EROFS, EEXIST), unlisted, and takes no space
+# Description: /.tensorfs holds stats, stats.json, metrics (Prometheus) and config, read with cat; counters move by exactly what applications read and write; the files report the size of their content (cp, Python's read(), wc -c work); the directory is read-only (EROFS, EEXIST), unlisted, and takes no space
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -102,6 +102,36 @@ expect_fail "rename into .tensorfs" "Read-only file system" mv "$MNT/f" "$S/f"
 expect_fail "rename .tensorfs" "Read-only file system" mv "$S" "$MNT/other"
 expect_fail "setfattr on stats" "Read-only file system" setfattr -n user.x -v 1 "$S/stats"
 getfattr -d "$S/stats" >/dev/null 2>&1 || tfs_fail "getfattr on stats failed"
+
+# ----- sizes: st_size is the length of the content, so tools that trust
+# it read it whole: cp, Python's read(), wc -c, and fstat of an open file
+for name in stats stats.json metrics config; do
+	size=$(stat -c %s "$S/$name")
+	[ "$size" -gt 0 ] || tfs_fail "$name: st_size is $size"
+	cp "$S/$name" "$WORK/$name.copy" || tfs_fail "cp $name failed"
+	[ -s "$WORK/$name.copy" ] || tfs_fail "cp of $name copied nothing"
+	python3 - "$S/$name" <<'PY' || tfs_fail "$name: read through Python does not match st_size"
+import os, sys
+p = sys.argv[1]
+with open(p, "rb") as f:
+    st = os.fstat(f.fileno())
+    data = f.read()
+    if len(data) != st.st_size or not data:
+        sys.exit(f"{p}: read {len(data)} bytes, fstat says {st.st_size}")
+# os.read of exactly st_size bytes, as tools that trust it do: all of it
+fd = os.open(p, os.O_RDONLY)
+n = os.fstat(fd).st_size
+data = os.read(fd, n)
+rest = os.read(fd, 65536)
+os.close(fd)
+if len(data) != n or rest:
+    sys.exit(f"{p}: {len(data)} bytes in st_size {n}, {len(rest)} past it")
+PY
+	# wc -c takes st_size for a regular file
+	n=$(wc -c <"$S/$name")
+	[ "$n" -gt 0 ] || tfs_fail "wc -c $name: $n"
+done
+tfs_eq "config copied by cp" "$(cat "$S/config")" "$(cat "$WORK/config.copy")"
 
 rm -f "$MNT/f"
 tfs_umount
