@@ -152,7 +152,9 @@ static void usage(FILE *f)
 "\n"
 "Options:\n"
 "  -c FILE.ini  read settings from FILE.ini (see conf/tensorfs.ini and\n"
-"               tensorfs.ini(5)); a bad key or value stops the mount\n"
+"               tensorfs.ini(5)); a bad key or value stops the mount.\n"
+"               Default: " TFS_CONFIG_PATH " if it exists\n"
+"               (TENSORFS_CONFIG in the environment names another)\n"
 "  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
 "               overrides the file (-o commit_interval_ms=1000); others go\n"
 "               to FUSE: allow_other (the default when run as root), ro, and\n"
@@ -263,14 +265,30 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 }
 
 /*
- * The effective configuration: defaults, then -c FILE.ini, then the
- * settings in -o (taken out of cl->fuseopts).
+ * The configuration file read without -c, if it exists: TENSORFS_CONFIG
+ * from the environment, else TFS_CONFIG_PATH (the build's; by default
+ * /etc/tensorfs/tensorfs.ini).  NULL if there is none.
+ */
+static const char *default_config(void)
+{
+	const char *p = getenv("TENSORFS_CONFIG");
+
+	if (!p || !*p)
+		p = TFS_CONFIG_PATH;
+	return access(p, F_OK) == 0 ? p : NULL;
+}
+
+/*
+ * The effective configuration: defaults, then -c FILE.ini (or the
+ * default file), then the settings in -o (taken out of cl->fuseopts).
  */
 static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 {
 	char err[512] = "";
 
 	tfs_config_defaults(&dm->cfg);
+	if (!cl->conf)
+		cl->conf = default_config();
 	if (cl->conf && tfs_config_load(&dm->cfg, cl->conf, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 2;

@@ -12,6 +12,23 @@ got=$("$TENSORFS" -c "$SHIPPED" -o commit_interval_ms=250 --print-config |
 	awk -F' = ' '$1 == "commit_interval_ms" {print $2}')
 [ "$got" = 250 ] || tfs_fail "-o commit_interval_ms=250 over -c: expected 250, got '$got'"
 
+# without -c, the default file if it exists (TENSORFS_CONFIG here, as
+# /etc/tensorfs/tensorfs.ini on an installed machine); -c wins over it
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tfs-$TEST_NAME.XXXXXX")
+printf '[mount]\ncommit_interval_ms = 777\n' >"$WORK/default.ini"
+got=$(TENSORFS_CONFIG="$WORK/default.ini" "$TENSORFS" --print-config |
+	awk -F' = ' '$1 == "commit_interval_ms" {print $2}')
+[ "$got" = 777 ] || tfs_fail "the default config file was not read: commit_interval_ms '$got'"
+got=$(TENSORFS_CONFIG="$WORK/default.ini" "$TENSORFS" -c "$SHIPPED" --print-config |
+	awk -F' = ' '$1 == "commit_interval_ms" {print $2}')
+[ "$got" = 5000 ] || tfs_fail "-c did not replace the default config file: commit_interval_ms '$got'"
+printf '[mount]\ncommit_intervl_ms = 1\n' >"$WORK/bad.ini"
+TENSORFS_CONFIG="$WORK/bad.ini" "$TENSORFS" --print-config >/dev/null 2>"$WORK/err" &&
+	tfs_fail "a bad default config file was accepted"
+grep -q "bad.ini:2" "$WORK/err" || tfs_fail "a bad default config file: expected its name and line, got $(cat "$WORK/err")"
+rm -rf "$WORK"
+WORK=""
+
 tfs_mkimg 256M
 "$TENSORFS" -f -o max_threds=4 "$IMG" "$MNT" 2>"$WORK/err"
 rc=$?
