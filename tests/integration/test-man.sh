@@ -45,9 +45,9 @@ for prog in tensorfs:8 mkfs.tensorfs:8 tensorfs-fsck:8 tensorfs-plan:1 tensorfs-
 	groff -man -Tutf8 -ww -z "$page" 2>"$WORK/warn"
 	[ -s "$WORK/warn" ] && { cat "$WORK/warn" >&2; tfs_fail "groff warns about $name($sec)"; }
 	groff -man -Tutf8 -rLL=200n -rHY=0 "$page" 2>/dev/null | col -bx >"$WORK/page"
-	grep -q "^NAME" "$WORK/page" && grep -q "^SYNOPSIS" "$WORK/page" &&
-		grep -q "^OPTIONS" "$WORK/page" && grep -q "^EXIT STATUS" "$WORK/page" ||
-		tfs_fail "$name($sec) lacks NAME, SYNOPSIS, OPTIONS or EXIT STATUS"
+	for s in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" "SEE ALSO"; do
+		grep -q "^$s" "$WORK/page" || tfs_fail "$name($sec) has no $s section"
+	done
 	grep -q "tensorfs $want" "$WORK/page" || tfs_fail "$name($sec) does not carry the version $want"
 	sed -n '/^OPTIONS/,/^[A-Z]/p' "$WORK/page" | grep -E '^ {7}-' | sed 's/^ *//; s/  .*//' |
 		opts >"$WORK/page-opts"
@@ -57,6 +57,6 @@ for prog in tensorfs:8 mkfs.tensorfs:8 tensorfs-fsck:8 tensorfs-plan:1 tensorfs-
 		{ cat "$WORK/diff" >&2; tfs_fail "$name: options in --help (<) and in $name($sec) (>) differ"; }
 	tfs_log "$name($sec): $(wc -l <"$WORK/page-opts") options, as --help"
 done
-[ -s "$MAN/tensorfs.ini.5" ] && grep -q '^\.so man8/tensorfs-fsck\.8$' "$(dirname "$0")/../../conf/man/fsck.tensorfs.8" ||
+grep -q '^\.so man8/tensorfs-fsck\.8$' "$(dirname "$0")/../../conf/man/fsck.tensorfs.8" ||
 	tfs_fail "fsck.tensorfs(8) is not a link to tensorfs-fsck(8)"
 tfs_pass
