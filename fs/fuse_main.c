@@ -78,8 +78,34 @@ static void log_fs(const char *msg)
 /* ===== command line ===== */
 
 /*
+ * Whether key=value in a -o list is one FUSE or mount(8) takes (libfuse
+ * 3.14's mount and session options, the kernel's): these go to FUSE even
+ * when one is near a setting's name.
+ */
+static int fuse_value_opt(const char *key)
+{
+	static const char *const known[] = {
+		"fsname", "subtype", "max_read", "blksize", "context",
+		"fscontext", "defcontext", "rootcontext", "user", "uid", "gid",
+		"user_id", "group_id", "rootmode", "umask", "fd", "max_write",
+		"max_readahead", "max_background", "congestion_threshold",
+		"time_gran", "max_idle_threads", "comment", NULL,
+	};
+
+	if (!strncmp(key, "x-", 2))
+		return 1;
+	for (const char *const *k = known; *k; k++)
+		if (!strcmp(key, *k))
+			return 1;
+	return 0;
+}
+
+/*
  * Take the settings (key=value with a known key) out of a -o list into
- * cfg and leave the FUSE options in *opts (NULL if none are left).
+ * cfg and leave the FUSE options in *opts (NULL if none are left).  A
+ * key=value that is neither a setting nor a FUSE option but near a
+ * setting's name is a typo: an error naming the nearest setting, as the
+ * INI parser gives, rather than libfuse's bare "unknown option".
  */
 static int split_options(struct tfs_config *cfg, char **opts, char *err,
 			 size_t errlen)
@@ -96,7 +122,8 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 
 		if (eq) {
 			*eq = '\0';
-			if (tfs_config_is_key(tok)) {
+			if (tfs_config_is_key(tok) ||
+			    (!fuse_value_opt(tok) && tfs_config_nearest(tok))) {
 				rc = tfs_config_set(cfg, tok, eq + 1, err,
 						    errlen);
 				continue;
@@ -126,7 +153,9 @@ static void usage(FILE *f)
 "\n"
 "Options:\n"
 "  -c FILE.ini  read settings from FILE.ini (see conf/tensorfs.ini and\n"
-"               tensorfs.ini(5)); a bad key or value stops the mount\n"
+"               tensorfs.ini(5)); a bad key or value stops the mount.\n"
+"               Default: " TFS_CONFIG_PATH " if it exists\n"
+"               (TENSORFS_CONFIG in the environment names another)\n"
 "  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
 "               overrides the file (-o commit_interval_ms=1000); others go\n"
 "               to FUSE: allow_other (the default when run as root), ro, and\n"
@@ -237,14 +266,30 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 }
 
 /*
- * The effective configuration: defaults, then -c FILE.ini, then the
- * settings in -o (taken out of cl->fuseopts).
+ * The configuration file read without -c, if it exists: TENSORFS_CONFIG
+ * from the environment, else TFS_CONFIG_PATH (the build's; by default
+ * /etc/tensorfs/tensorfs.ini).  NULL if there is none.
+ */
+static const char *default_config(void)
+{
+	const char *p = getenv("TENSORFS_CONFIG");
+
+	if (!p || !*p)
+		p = TFS_CONFIG_PATH;
+	return access(p, F_OK) == 0 ? p : NULL;
+}
+
+/*
+ * The effective configuration: defaults, then -c FILE.ini (or the
+ * default file), then the settings in -o (taken out of cl->fuseopts).
  */
 static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 {
 	char err[512] = "";
 
 	tfs_config_defaults(&dm->cfg);
+	if (!cl->conf)
+		cl->conf = default_config();
 	if (cl->conf && tfs_config_load(&dm->cfg, cl->conf, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 2;
@@ -392,10 +437,10 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 		dm->fs = NULL;
 		return 1;
 	}
-	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root) == 0)
-		tfs_statedir_init(&dm->statedir, root.st_uid, root.st_gid);
-	else
-		tfs_statedir_init(&dm->statedir, 0, 0);
+	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root))
+		root.st_uid = root.st_gid = 0;
+	tfs_statedir_init(&dm->statedir, dm->fs, &dm->cfg, root.st_uid,
+			  root.st_gid);
 	if (tfs_fs_replayed(dm->fs))
 		tfs_daemon_log(LOG_NOTICE, "%s: recovered %llu journal "
 			       "transactions after an unclean shutdown", dev,

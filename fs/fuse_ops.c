@@ -152,7 +152,11 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc = tfs_statedir_lookup(&dm->statedir, parent, name, &st);
 
 	if (rc > 0) {
-		reply_entry(req, 0, &st);
+		/* attributes not cached: a /.tensorfs file's size changes */
+		struct fuse_entry_param e = { .ino = st.st_ino, .attr = st };
+
+		e.entry_timeout = dm->attr_timeout;
+		fuse_reply_entry(req, &e);
 		return;
 	}
 	if (rc == 0)
@@ -177,20 +181,32 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	fuse_reply_none(req);
 }
 
+static size_t statefile_len(const struct fuse_file_info *fi);
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct stat st;
-	int rc = tfs_statedir_is(ino) ?
-			 tfs_statedir_getattr(&dm->statedir, ino, &st) :
-			 tfs_getattr(dm->fs, ino, &st);
+	int rc;
 
-	(void)fi;
+	if (!tfs_statedir_is(ino)) {
+		rc = tfs_getattr(dm->fs, ino, &st);
+		if (rc)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_attr(req, &st, dm->attr_timeout);
+		return;
+	}
+	/* a /.tensorfs file's size changes as it is rendered: never
+	 * cached, and fstat of an open one is its snapshot's */
+	rc = tfs_statedir_getattr(&dm->statedir, ino, &st);
+	if (!rc && fi && S_ISREG(st.st_mode))
+		st.st_size = (off_t)statefile_len(fi);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_attr(req, &st, dm->attr_timeout);
+		fuse_reply_attr(req, &st, 0);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
@@ -341,6 +357,12 @@ struct statefile {
 	size_t len;
 };
 
+/* The length of an open /.tensorfs file's snapshot. */
+static size_t statefile_len(const struct fuse_file_info *fi)
+{
+	return ((const struct statefile *)(uintptr_t)fi->fh)->len;
+}
+
 static void open_statefile(fuse_req_t req, fuse_ino_t ino,
 			   struct fuse_file_info *fi)
 {
@@ -364,7 +386,7 @@ static void open_statefile(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->direct_io = 1;	/* st_size is 0: reads must reach us */
+	fi->direct_io = 1;	/* st_size may be stale: reads must reach us */
 	fi->keep_cache = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		free(f->buf);

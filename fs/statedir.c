@@ -29,11 +29,14 @@ static const char *const names[NFILES] = {
 	[F_CONFIG] = "config",
 };
 
-void tfs_statedir_init(struct tfs_statedir *sd, uid_t uid, gid_t gid)
+void tfs_statedir_init(struct tfs_statedir *sd, struct tfs_fs *fs,
+		       const struct tfs_config *cfg, uid_t uid, gid_t gid)
 {
 	sd->uid = uid;
 	sd->gid = gid;
 	sd->born = time(NULL);
+	sd->fs = fs;
+	sd->cfg = cfg;
 }
 
 int tfs_statedir_is(uint64_t ino)
@@ -56,9 +59,20 @@ int tfs_statedir_getattr(const struct tfs_statedir *sd, uint64_t ino,
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
 	} else {
-		/* size 0, like /proc: readers read to end of file */
+		/* the size of the content now: an open file's snapshot may
+		 * differ, and fstat on it says so (fuse_ops.c) */
+		char *buf;
+		size_t len;
+		int rc;
+
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
+		buf = tfs_statedir_render(sd->fs, sd->cfg, ino, &len, &rc);
+		if (!buf)
+			return rc;
+		free(buf);
+		st->st_size = (off_t)len;
+		st->st_blocks = 0;	/* it takes no space */
 	}
 	return 0;
 }

@@ -12,7 +12,11 @@
  * any the file system gives out, readdir of the root does not list it
  * (so find, du and cp -r do not walk into it), it holds no blocks, and
  * every change in or to it fails with EROFS.  Each open renders the file
- * anew, so a reader sees one consistent snapshot.
+ * anew, so a reader sees one consistent snapshot.  A file's st_size is
+ * the truthful length of its content: of a rendering made for the stat
+ * call (a file not open), or of the open file's snapshot (fstat; the
+ * daemon answers those with an attribute timeout of 0 so the kernel asks),
+ * so that tools that trust st_size (wc -c, Python's read()) read it all.
  */
 #ifndef TFS_STATEDIR_H
 #define TFS_STATEDIR_H
@@ -28,24 +32,30 @@
 
 struct tfs_config;
 
-/* What the virtual inodes' attributes show: the root's owner and the
- * mount time.  Part of the daemon's state; set once before the session
- * starts, read-only after, so readers need no lock. */
+/* What the virtual inodes' attributes show: the root's owner, the mount
+ * time, and what the files' sizes are rendered from.  Part of the
+ * daemon's state; set once before the session starts, read-only after,
+ * so readers need no lock. */
 struct tfs_statedir {
 	uid_t uid;
 	gid_t gid;
 	time_t born;
+	struct tfs_fs *fs;		/* borrowed */
+	const struct tfs_config *cfg;	/* borrowed */
 };
 
-/* Fill *sd with the owner uid:gid and the time now. */
-void tfs_statedir_init(struct tfs_statedir *sd, uid_t uid, gid_t gid);
+/* Fill *sd with the owner uid:gid, the time now, and the file system and
+ * configuration the files render (both outlive sd's use). */
+void tfs_statedir_init(struct tfs_statedir *sd, struct tfs_fs *fs,
+		       const struct tfs_config *cfg, uid_t uid, gid_t gid);
 /* Whether ino is the directory or one of its files. */
 int tfs_statedir_is(uint64_t ino);
 /* Lookup of name in parent: 1 with *st if it is the directory or one of
  * its files, -ENOENT for another name inside it, 0 if not ours. */
 int tfs_statedir_lookup(const struct tfs_statedir *sd, uint64_t parent,
 			const char *name, struct stat *st);
-/* Attributes of a virtual inode: 0, or -ENOENT. */
+/* Attributes of a virtual inode, a file's size that of its content
+ * rendered now: 0, or -ENOENT (-ENOMEM if it cannot be rendered). */
 int tfs_statedir_getattr(const struct tfs_statedir *sd, uint64_t ino,
 			 struct stat *st);
 /* Whether making, removing or renaming name in parent touches the

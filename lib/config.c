@@ -729,6 +729,14 @@ int tfs_config_is_key(const char *key)
 	return 0;
 }
 
+const char *tfs_config_nearest(const char *key)
+{
+	const char *dot = strchr(key, '.');
+	const struct tfs_cfg_key *k = nearest_key(NULL, dot ? dot + 1 : key);
+
+	return k ? k->name : NULL;
+}
+
 int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 		   char *err, size_t errlen)
 {

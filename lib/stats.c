@@ -2,7 +2,9 @@
  * stats.c: read a mount's counters into one flat struct and render it
  * (see stats.h).  Everything comes from the TFS_STATS list, so a counter
  * added there appears in all three formats at once.  The renderings are
- * built with open_memstream; values are plain decimal integers.
+ * built with open_memstream; values are plain decimal integers, except
+ * Prometheus's seconds (prom_name() holds its naming rules, stats.h says
+ * them).
  */
 #include "stats.h"
 
@@ -50,6 +52,56 @@ void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s)
 	s->meta_ram_bytes = info.meta_ram_bytes;
 }
 
+/* Whether name ends with suffix. */
+static int ends_with(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), k = strlen(suffix);
+
+	return n >= k && !strcmp(name + n - k, suffix);
+}
+
+/*
+ * The Prometheus name of counter name (of type "counter" or "gauge"),
+ * without the "tensorfs_" prefix, into buf; *nanos set if its value is in
+ * nanoseconds, which Prometheus wants in seconds.
+ */
+static const char *prom_name(const char *name, const char *type, char *buf,
+			     size_t len, int *nanos)
+{
+	size_t n = strlen(name);
+	int counter = !strcmp(type, "counter");
+
+	*nanos = ends_with(name, "_ns");
+	if (*nanos)
+		snprintf(buf, len, "%.*s_seconds%s", (int)(n - 3), name,
+			 counter ? "_total" : "");
+	else if (!counter && ends_with(name, "_total"))
+		snprintf(buf, len, "%.*s_chunks", (int)(n - 6), name);
+	else if (!counter && ends_with(name, "_busy"))
+		snprintf(buf, len, "%s_chunks", name);
+	else
+		snprintf(buf, len, "%s%s", name, counter ? "_total" : "");
+	return buf;
+}
+
+/* One metric in Prometheus text format. */
+static void prom_metric(FILE *m, const char *name, const char *type,
+			const char *help, uint64_t v)
+{
+	char pn[128];
+	int nanos;
+
+	prom_name(name, type, pn, sizeof(pn), &nanos);
+	fprintf(m, "# HELP tensorfs_%s %s\n# TYPE tensorfs_%s %s\n", pn, help,
+		pn, type);
+	if (nanos)
+		fprintf(m, "tensorfs_%s %llu.%09llu\n", pn,
+			(unsigned long long)(v / 1000000000u),
+			(unsigned long long)(v % 1000000000u));
+	else
+		fprintf(m, "tensorfs_%s %llu\n", pn, (unsigned long long)v);
+}
+
 char *tfs_stats_render(const struct tfs_stats *s, enum tfs_stats_format f)
 {
 	char *buf = NULL;
@@ -73,9 +125,7 @@ char *tfs_stats_render(const struct tfs_stats *s, enum tfs_stats_format f)
 		sep = ",";                                                   \
 		break;                                                       \
 	case TFS_STATS_PROM:                                                 \
-		fprintf(m, "# HELP tensorfs_%s %s\n# TYPE tensorfs_%s %s\n"  \
-			   "tensorfs_%s %llu\n", #name, help, #name, #type,  \
-			#name, (unsigned long long)s->name);                 \
+		prom_metric(m, #name, #type, help, s->name);                 \
 		break;                                                       \
 	}
 	TFS_STATS

@@ -58,6 +58,11 @@ static void usage(FILE *f)
 "            -y, -p, -a and -n given wins\n"
 "  -v        verbose: print a summary and every file with its extent count\n"
 "  -h, --help  print this help and exit\n"
+"  -V, --version  print the version and exit\n"
+"\n"
+"A clean file system gets one line, as e2fsck's: DEVICE: clean, N files,\n"
+"USED/TOTAL blocks (N counts directories and links too; blocks are those of\n"
+"the data area).\n"
 "\n"
 "Exit status (as fsck(8)): 0 no errors, 1 errors were found and all\n"
 "repaired, 4 errors left unrepaired (without -y: any error found),\n"
@@ -117,11 +122,12 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "ynvhpa", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ynvhpaV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'y':
 		case 'p':	/* fsck(8)'s "preen", e2fsck's -p */
@@ -136,6 +142,10 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 			break;
 		case 'h':
 			usage(stdout);
+			*ret = FSCK_OK;
+			return 1;
+		case 'V':
+			printf("tensorfs-fsck %s\n", TFS_VERSION_STRING);
 			*ret = FSCK_OK;
 			return 1;
 		default:
@@ -259,8 +269,10 @@ static void print_summary(const char *path, struct tfs_fs *fs,
 		       "mount\n", path, (unsigned long long)r->orphans);
 }
 
-/* The last line and fsck(8)'s exit code for what was found. */
-static int conclude(const struct args *a, const struct tfs_check_result *r)
+/* The last line and fsck(8)'s exit code for what was found; info is the
+ * file system's size and use, read before it was closed. */
+static int conclude(const struct args *a, const struct tfs_check_result *r,
+		    const struct tfs_fs_info *info)
 {
 	int ret;
 
@@ -275,8 +287,13 @@ static int conclude(const struct args *a, const struct tfs_check_result *r)
 		       a->path, (unsigned long long)r->errors,
 		       (unsigned long long)r->repaired,
 		       a->repair ? "" : " (run with -y to repair)");
-	else if (a->verbose)
-		printf("tensorfs-fsck: %s: clean\n", a->path);
+	else
+		printf("%s: clean, %llu files, %llu/%llu blocks\n", a->path,
+		       (unsigned long long)(r->files + r->dirs + r->symlinks +
+					    r->others),
+		       (unsigned long long)(info->data_blocks -
+					    info->free_blocks),
+		       (unsigned long long)info->data_blocks);
 	return ret;
 }
 
@@ -284,6 +301,7 @@ int main(int argc, char **argv)
 {
 	struct args a = { 0 };
 	struct tfs_check_result r;
+	struct tfs_fs_info info;
 	struct tfs_fs *fs = NULL;
 	int rc, bad = 0, ret;
 
@@ -309,6 +327,7 @@ int main(int argc, char **argv)
 	report_fallback(&a, fs, &r);
 	if (a.verbose)
 		print_summary(a.path, fs, &r);
+	tfs_fs_get_info(fs, &info);
 	rc = tfs_fs_close(fs);
 	if (rc) {
 		fprintf(stderr, "tensorfs-fsck: %s: writing repairs failed: "
@@ -317,5 +336,5 @@ int main(int argc, char **argv)
 		return FSCK_OPERROR;
 	}
 	verify_supers(&a, bad, &r);
-	return conclude(&a, &r);
+	return conclude(&a, &r, &info);
 }

@@ -36,6 +36,7 @@ static void usage(FILE *f)
 "            mkfs, or the one who ran sudo), so that training jobs can\n"
 "            write to the mount without being root\n"
 "  -h, --help  print this help and exit\n"
+"  -V, --version  print the version and exit\n"
 "\n"
 "The minimum size is 64 MiB.  1/64 of the device, at least 12 MiB and at\n"
 "most 32 GiB, holds the metadata (journal and checkpoints).\n"
@@ -151,11 +152,12 @@ static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:fqu:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:fqu:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (tfs_parse_size(optarg, &o->size, NULL) ||
@@ -178,6 +180,9 @@ static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("mkfs.tensorfs %s\n", TFS_VERSION_STRING);
 			return 0;
 		default:
 			fputs("Try 'mkfs.tensorfs --help' for more "

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sysexits.h>
 
 #include "config.h"
@@ -203,16 +204,29 @@ static uint64_t mem_total(void)
 	return (uint64_t)kb * 1024;
 }
 
-/* Load a JSON file or exit 66/65 with where it is wrong. */
-static json_t *load_json(const char *path, const char *what)
+/* Open an input file for reading, or exit 66 saying why: fopen() opens
+ * a directory, whose read then fails as "end of file". */
+static FILE *open_input(const char *path, const char *what)
 {
-	json_error_t e;
-	json_t *j;
+	struct stat st;
 	FILE *f = fopen(path, "r");
 
 	if (!f)
 		die(EX_NOINPUT, "%s '%s': cannot open: %s", what, path,
 		    strerror(errno));
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
+		die(EX_NOINPUT, "%s '%s' is a directory; give the file", what,
+		    path);
+	return f;
+}
+
+/* Load a JSON file or exit 66/65 with where it is wrong. */
+static json_t *load_json(const char *path, const char *what)
+{
+	json_error_t e;
+	json_t *j;
+	FILE *f = open_input(path, what);
+
 	j = json_loadf(f, 0, &e);
 	fclose(f);
 	if (!j)
@@ -231,12 +245,9 @@ static void read_deepspeed(struct input *in)
 {
 	struct tfs_deepspeed *ds = &in->dsr;
 	char err[1024];
-	FILE *f = fopen(in->ds, "r");
+	FILE *f = open_input(in->ds, "DeepSpeed config");
 	int rc;
 
-	if (!f)
-		die(EX_NOINPUT, "%s '%s': cannot open: %s", "DeepSpeed config",
-		    in->ds, strerror(errno));
 	ds->name = in->ds;
 	ds->c = &in->c;
 	ds->p = in->p;

@@ -6,10 +6,13 @@
 # It installs the missing Debian packages, builds tensorfs, installs it in
 # /usr/local, formats an image file (once: an existing one is kept) and
 # mounts it.  Defaults: --image /var/lib/tensorfs/nvme.img, --size half of
-# the free space where the image lives, --mount /local_nvme.  With
+# the free space where the image lives, --mount /local_nvme.  The settings
+# are in /etc/tensorfs/tensorfs.ini (installed from conf/tensorfs.ini if
+# absent, never overwritten), which tensorfs reads by default.  With
 # --device /dev/nvmeXnY it formats and mounts that device instead (it
 # refuses one that holds a file system; format it yourself with
-# mkfs.tensorfs -f to overwrite).  Run it again to remount after a reboot.
+# mkfs.tensorfs -f to overwrite).  Run it again to remount after a reboot,
+# or add the fstab line it prints (see tensorfs(8)) to mount at boot.
 #
 # Exit status: 0 mounted, 1 a step failed (its message says which), 2 usage.
 set -eu
@@ -20,7 +23,7 @@ size=""
 mnt=/local_nvme
 device=""
 
-usage() { sed -n '2,15s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,18s/^# \{0,1\}//p' "$0"; }
 die() { echo "setup.sh: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
@@ -40,6 +43,12 @@ cmake -S "$top" -B "$top/build/release" -DCMAKE_BUILD_TYPE=Release >/dev/null ||
 	die "cmake configure failed"
 cmake --build "$top/build/release" -j"$(nproc)" || die "build failed"
 cmake --install "$top/build/release" --prefix /usr/local >/dev/null || die "install failed"
+conf=/etc/tensorfs/tensorfs.ini
+if [ ! -e "$conf" ]; then
+	mkdir -p /etc/tensorfs
+	cp /usr/local/share/tensorfs/tensorfs.ini "$conf" || die "cannot write $conf"
+	echo "setup.sh: installed $conf (every setting at its default; edit it and remount)"
+fi
 
 if [ -n "$device" ]; then
 	target=$device
@@ -63,9 +72,17 @@ mkdir -p "$mnt"
 if mountpoint -q "$mnt"; then
 	echo "setup.sh: $mnt is already mounted"
 else
-	/usr/local/bin/tensorfs -c "$top/conf/tensorfs.ini" "$target" "$mnt" ||
+	/usr/local/bin/tensorfs -c "$conf" "$target" "$mnt" ||
 		die "mounting $target on $mnt failed"
 fi
 df -h "$mnt"
 echo "setup.sh: tensorfs is mounted on $mnt; set DeepSpeed's nvme_path to $mnt"
 echo "setup.sh: unmount with: fusermount3 -u $mnt"
+# systemd checks devices at boot (pass 2), not image files
+if [ -n "$device" ]; then
+	deps="x-systemd.requires=$target  0  2"
+else
+	deps="x-systemd.requires-mounts-for=$(dirname "$target")  0  0"
+fi
+echo "setup.sh: to mount it at boot, add to /etc/fstab:"
+echo "$target  $mnt  fuse.tensorfs  defaults,nofail,$deps"

@@ -44,6 +44,7 @@ static void usage(FILE *f)
 "Options:\n"
 "  --json      one JSON object per line, with the same fields, for scripts\n"
 "  -h, --help  print this help and exit\n"
+"  -V, --version  print the version and exit\n"
 "\n"
 "Exit status: 0 when done, 1 if MOUNTPOINT is not a tensorfs mount (or its\n"
 "counters cannot be read), 2 on a usage error.\n", f);
@@ -185,19 +186,23 @@ static int parse_args(int argc, char **argv, struct args *o)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	o->interval = 1;
 	o->count = -1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			o->json = 1;
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("tensorfs-stat %s\n", TFS_VERSION_STRING);
 			return 0;
 		default:
 			fputs("Try 'tensorfs-stat --help' for more "

@@ -311,6 +311,10 @@ int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 /* Whether key names a setting (for splitting -o between us and FUSE). */
 int tfs_config_is_key(const char *key);
 
+/* The name of the setting nearest to key ("name" or "section.name"; by
+ * edit distance, as the INI parser suggests), or NULL if none is close. */
+const char *tfs_config_nearest(const char *key);
+
 /* Print the effective configuration as an INI file, with comments. */
 void tfs_config_print(const struct tfs_config *c, FILE *f);
 

@@ -9,6 +9,16 @@
  *   TFS_STATS_JSON  one object {"name": value, ...}
  *   TFS_STATS_PROM  Prometheus text format, names prefixed "tensorfs_",
  *                   for node_exporter's textfile collector
+ *
+ * The text and JSON names are the list's, stable for scripts.  The
+ * Prometheus names follow its conventions (promtool check metrics), by
+ * rules rather than a second list, so a counter added here needs nothing
+ * more: a counter gets "_total"; a name ending in "_ns" ends in "_seconds"
+ * instead, its value divided by 10^9 (base units); a gauge named
+ * "*_total" or "*_busy", which would read as a counter or lack a unit,
+ * counts chunks and is named "*_chunks" / "*_busy_chunks"
+ * (pool_total -> tensorfs_pool_chunks).  A help text names no unit the
+ * Prometheus name changes.
  */
 #ifndef TFS_STATS_H
 #define TFS_STATS_H
@@ -40,8 +50,8 @@ struct tfs_fs;
 	X(dev_errors, counter, "Device requests that failed")                \
 	X(dev_submitted, counter, "Device requests submitted")               \
 	X(dev_inflight, gauge, "Device requests in flight")                  \
-	X(dev_latency_ns, counter, "Sum of device request latencies, ns")    \
-	X(dev_latency_max_ns, gauge, "Longest device request latency, ns")   \
+	X(dev_latency_ns, counter, "Sum of device request latencies")        \
+	X(dev_latency_max_ns, gauge, "Longest device request latency")       \
 	X(arena_bytes, gauge, "Memory reserved for the cache and the pool")  \
 	X(fs_bytes, gauge, "Size of the file system")                        \
 	X(fs_free_bytes, gauge, "Free space")                                \

@@ -10,7 +10,10 @@
  * agree on every key.  Nothing here stops at a bad value: it becomes a
  * problem of the plan (TFS_PLAN_FAIL if DeepSpeed would stop, WARN if it
  * would ignore it), and the reading goes on, so one run shows them all.
- * Only a file that is not a JSON object is an error.  The key lists are
+ * Only a file that is not a DeepSpeed config is an error: not JSON, not
+ * an object, an object none of whose keys DeepSpeed knows (a model's
+ * config.json given by mistake), or a ZeRO stage that is not 0 to 3 (the
+ * plan would otherwise be made for a stage nobody asked for).  The key lists are
  * DeepSpeed's, version by version; each says where it comes from.
  */
 #include "deepspeed.h"
@@ -403,45 +406,57 @@ static json_t *zero_section(struct tfs_deepspeed *ds, json_t *root)
 	return zero;
 }
 
-/* zero_optimization.stage, unless "auto" (DeepSpeed's default, 0). */
-static void read_stage(struct tfs_deepspeed *ds, const json_t *zero)
+/* zero_optimization.stage, unless "auto" (DeepSpeed's default, 0): 0,
+ * or -EINVAL if it is not 0, 1, 2 or 3 (err says so). */
+static int read_stage(struct tfs_deepspeed *ds, const json_t *zero, char *err,
+		      size_t errlen)
 {
-	const json_t *v;
+	const json_t *v = json_object_get(zero, "stage");
 	char buf[64];
-	int is_string;
+	int is_string = 0;
+	uint64_t s;
 
-	v = json_object_get(zero, "stage");
-	if (v && !scalar(v, buf, sizeof(buf), &is_string) &&
-	    !(is_string && !strcmp(buf, "auto"))) {
-		uint64_t s;
-
-		if (parse_count(buf, &s) || s > 3)
-			tfs_plan_add(ds->p, TFS_PLAN_FAIL,
-				     "zero_optimization.stage",
-				     "%s: "
-				     "zero_optimization.stage = %s is "
-				     "not 0, 1, 2 or 3; DeepSpeed "
-				     "rejects it",
-				     ds->name, buf);
-		else
-			ds->stage = (unsigned)s;
-	} else if (v) {
+	if (!v)
+		return 0;
+	if (scalar(v, buf, sizeof(buf), &is_string)) {
+		tfs_say(err, errlen,
+			"%s: zero_optimization.stage is not a number; "
+			"DeepSpeed rejects it: write 0, 1, 2 or 3",
+			ds->name);
+		return -EINVAL;
+	}
+	if (is_string && !strcmp(buf, "auto")) {
 		ds->stage = 0;
 		note(ds, "zero_optimization.stage", "0",
 		     "DeepSpeed "
 		     "drops \"auto\" and uses its default, 0 (ZeRO "
 		     "off); write 3");
+		return 0;
 	}
+	if (parse_count(buf, &s) || s > 3) {
+		tfs_say(err, errlen,
+			"%s: zero_optimization.stage = %s%s%s is not 0, 1, 2 "
+			"or 3; DeepSpeed rejects it: write the number (3 to "
+			"offload parameters to NVMe)",
+			ds->name, is_string ? "\"" : "", buf,
+			is_string ? "\"" : "");
+		return -EINVAL;
+	}
+	ds->stage = (unsigned)s;
+	return 0;
 }
 
 /* The zero_optimization object: its stage, offloads and sub-group, the
- * "auto" values Hugging Face fills in, the keys DeepSpeed forbids. */
-static void read_zero(struct tfs_deepspeed *ds, json_t *zero)
+ * "auto" values Hugging Face fills in, the keys DeepSpeed forbids.  0, or
+ * -EINVAL for a bad stage (err says why). */
+static int read_zero(struct tfs_deepspeed *ds, json_t *zero, char *err,
+		     size_t errlen)
 {
 	const char *name;
 	json_t *v;
 
-	read_stage(ds, zero);
+	if (read_stage(ds, zero, err, errlen))
+		return -EINVAL;
 	read_offload(ds, zero, "offload_param", param_fields);
 	read_offload(ds, zero, "offload_optimizer", optim_fields);
 	v = json_object_get(zero, "sub_group_size");
@@ -472,6 +487,7 @@ static void read_zero(struct tfs_deepspeed *ds, json_t *zero)
 		     "unknown keys (extra=\"forbid\"), so unless your "
 		     "DeepSpeed is newer than 0.16 and has it, it stops "
 		     "with 'Extra inputs are not permitted'");
+	return 0;
 }
 
 /* The top-level aio object. */
@@ -557,14 +573,73 @@ static int read_dtype(struct tfs_deepspeed *ds, const json_t *root, char *err,
 	return rc;
 }
 
+/* Top-level keys of a ds_config.json in DeepSpeed 0.16 (runtime/config.py
+ * and the configs of its features), to tell one from another JSON file. */
+static const char *const top_fields[] = {
+    "train_batch_size", "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps", "optimizer", "scheduler", "fp16", "bf16",
+    "bfloat16", "amp", "zero_optimization", "aio", "gradient_clipping",
+    "steps_per_print", "wall_clock_breakdown", "activation_checkpointing",
+    "flops_profiler", "tensorboard", "wandb", "csv_monitor", "comet",
+    "comms_logger", "zero_allow_untested_optimizer",
+    "zero_force_ds_cpu_optimizer", "prescale_gradients",
+    "gradient_predivide_factor", "sparse_gradients",
+    "communication_data_type", "seq_parallel_communication_data_type",
+    "dump_state", "memory_breakdown", "checkpoint", "data_types",
+    "elasticity", "pipeline", "sparse_attention", "data_efficiency",
+    "curriculum_learning", "compression_training", "autotuning", "nebula",
+    "disable_allgather", "graph_harvesting", "compile", "torch_autocast",
+    "weight_quantization", "hybrid_engine", "eigenvalue",
+    "progressive_layer_drop", "quantize_training", "timers",
+    "use_data_before_expert_parallelism", "monitor_config", "dataloader_drop_last",
+    NULL,
+};
+
+/* -EINVAL (err says what it looks like) if root has keys but none is
+ * DeepSpeed's: the wrong file, a model's config.json most often. */
+static int is_deepspeed(const struct tfs_deepspeed *ds, const json_t *root,
+			char *err, size_t errlen)
+{
+	const char *name;
+	json_t *v;
+
+	if (json_object_size(root) == 0)
+		return 0;
+	json_object_foreach((json_t *)root, name, v)
+	{
+		(void)v;
+		if (in_list(top_fields, name))
+			return 0;
+	}
+	if (json_object_get(root, "architectures") ||
+	    json_object_get(root, "model_type"))
+		tfs_say(err, errlen,
+			"%s: this is a Hugging Face model config.json, not a "
+			"DeepSpeed config (it has none of DeepSpeed's keys, "
+			"such as zero_optimization); give it with --model, "
+			"and the ds_config.json with --deepspeed",
+			ds->name);
+	else
+		tfs_say(err, errlen,
+			"%s: not a DeepSpeed config: none of its keys is one "
+			"DeepSpeed reads (zero_optimization, "
+			"train_batch_size, fp16, bf16, aio, ...); give the "
+			"ds_config.json",
+			ds->name);
+	return -EINVAL;
+}
+
 /* Read the parsed ds_config.json root (an object) into ds. */
 static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
 		     size_t errlen)
 {
-	json_t *zero = zero_section(ds, root);
+	json_t *zero;
 
-	if (zero)
-		read_zero(ds, zero);
+	if (is_deepspeed(ds, root, err, errlen))
+		return -EINVAL;
+	zero = zero_section(ds, root);
+	if (zero && read_zero(ds, zero, err, errlen))
+		return -EINVAL;
 	read_aio(ds, root);
 	return read_dtype(ds, root, err, errlen);
 }

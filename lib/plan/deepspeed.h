@@ -49,7 +49,9 @@ struct tfs_deepspeed {
  * filled; keys are set in *ds->c and problems added to ds->p.  Returns 0
  * (problems of the values are in ds->p, not in the return), -EINVAL if it
  * is not JSON or its top level not an object (err says where, as
- * "name:line:column: ..."), or another -errno for a bug (err says what).
+ * "name:line:column: ..."), not a DeepSpeed config (an object with keys,
+ * none of them DeepSpeed's) or has a stage other than 0 to 3, or another
+ * -errno for a bug (err says what).
  * Notes are appended after ds->nnotes (0 in a zeroed ds); past
  * TFS_DEEPSPEED_MAX_NOTES they are dropped.  Not thread-safe on the same
  * ds, c or p.

@@ -25,6 +25,9 @@ MKFS="$TFS_BIN/mkfs.tensorfs"
 TENSORFS="$TFS_BIN/tensorfs"
 FSCK="$TFS_BIN/tensorfs-fsck"
 TEST_NAME=$(basename "$0" .sh)
+# the daemon reads /etc/tensorfs/tensorfs.ini without -c: not in tests,
+# whatever this machine's holds (test-config sets it where it tests it)
+export TENSORFS_CONFIG=/nonexistent/tensorfs.ini
 
 WORK=""
 IMG=""

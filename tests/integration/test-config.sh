@@ -13,6 +13,23 @@ got=$("$TENSORFS" -c "$SHIPPED" -o commit_interval_ms=250 --print-config |
 	awk -F' = ' '$1 == "commit_interval_ms" {print $2}')
 [ "$got" = 250 ] || tfs_fail "-o commit_interval_ms=250 over -c: expected 250, got '$got'"
 
+# without -c, the default file if it exists (TENSORFS_CONFIG here, as
+# /etc/tensorfs/tensorfs.ini on an installed machine); -c wins over it
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tfs-$TEST_NAME.XXXXXX")
+printf '[mount]\ncommit_interval_ms = 777\n' >"$WORK/default.ini"
+got=$(TENSORFS_CONFIG="$WORK/default.ini" "$TENSORFS" --print-config |
+	awk -F' = ' '$1 == "commit_interval_ms" {print $2}')
+[ "$got" = 777 ] || tfs_fail "the default config file was not read: commit_interval_ms '$got'"
+got=$(TENSORFS_CONFIG="$WORK/default.ini" "$TENSORFS" -c "$SHIPPED" --print-config |
+	awk -F' = ' '$1 == "commit_interval_ms" {print $2}')
+[ "$got" = 5000 ] || tfs_fail "-c did not replace the default config file: commit_interval_ms '$got'"
+printf '[mount]\ncommit_intervl_ms = 1\n' >"$WORK/bad.ini"
+TENSORFS_CONFIG="$WORK/bad.ini" "$TENSORFS" --print-config >/dev/null 2>"$WORK/err" &&
+	tfs_fail "a bad default config file was accepted"
+grep -q "bad.ini:2" "$WORK/err" || tfs_fail "a bad default config file: expected its name and line, got $(cat "$WORK/err")"
+rm -rf "$WORK"
+WORK=""
+
 tfs_mkimg 256M
 
 # -c with a directory or a file that is not text: exit 2 naming it, never
@@ -33,6 +50,19 @@ tfs_expect_words "tensorfs -c /dev/zero" "$WORK/err" "/dev/zero:1:" "NUL byte"
 rc=$?
 [ "$rc" = 2 ] || tfs_fail "-o with a misspelt setting: expected exit 2, got $rc"
 mountpoint -q "$MNT" && tfs_fail "-o with a misspelt setting: expected no mount"
+grep -q "unknown setting 'max_threds'; did you mean 'max_threads'?" "$WORK/err" ||
+	tfs_fail "-o max_threds=4: expected the nearest setting named, got: $(cat "$WORK/err")"
+
+# --print-config refuses the same typo, with the same suggestion
+"$TENSORFS" -o offload_param.buffer_cont=4 --print-config >"$WORK/out" 2>"$WORK/err"
+rc=$?
+[ "$rc" = 2 ] || tfs_fail "--print-config -o with a misspelt setting: expected exit 2, got $rc"
+grep -q "did you mean 'buffer_count'" "$WORK/err" ||
+	tfs_fail "--print-config -o buffer_cont=4: expected the nearest setting named, got: $(cat "$WORK/err")"
+# FUSE's own key=value options and x-systemd.* ones are not taken for typos
+"$TENSORFS" -o max_read=131072,fsname=x,x-systemd.after=y.service,commit_interval_ms=300 \
+	--print-config >"$WORK/out" 2>"$WORK/err" ||
+	tfs_fail "FUSE options taken for misspelt settings: $(cat "$WORK/err")"
 
 "$TENSORFS" -f -o max_threads=0 "$IMG" "$MNT" 2>"$WORK/err"
 rc=$?

@@ -154,6 +154,24 @@ tfs_expect_words "key in the wrong section" "$WORK/err" "wrong.ini:2:" \
 	"it belongs in [offload_param]"
 printf '{"hidden_size": 4096}\n' >"$WORK/model.json"
 tfs_expect_exit 65 "config.json without sizes" "$PLAN" --model "$WORK/model.json"
+# the wrong kind of input: a directory, a model's config.json given as
+# the DeepSpeed config, a stage in words; input errors (65/66), no plan
+mkdir "$WORK/dsdir"
+tfs_expect_exit 66 "directory as ds_config" "$PLAN" --params 7e9 --deepspeed "$WORK/dsdir"
+tfs_expect_words "directory as ds_config" "$WORK/err" "dsdir" "is a directory"
+tfs_expect_exit 66 "directory as ini" "$PLAN" --params 7e9 -c "$WORK/dsdir"
+tfs_expect_words "directory as ini" "$WORK/err" "dsdir" "is a directory"
+tfs_expect_exit 66 "directory as --model" "$PLAN" --model "$WORK/dsdir"
+tfs_expect_words "directory as --model" "$WORK/err" "is a directory"
+tfs_expect_exit 65 "model config.json as ds_config" "$PLAN" --params 7e9 \
+	--deepspeed "$DATA/llama-2-7b-config.json"
+tfs_expect_words "model config.json as ds_config" "$WORK/err" \
+	"Hugging Face model config.json" "--model"
+[ -s "$WORK/out" ] && tfs_fail "model config.json as ds_config: a plan was printed"
+printf '{"zero_optimization": {"stage": "three"}}\n' >"$WORK/three.json"
+tfs_expect_exit 65 "stage three" "$PLAN" --params 7e9 --deepspeed "$WORK/three.json"
+tfs_expect_words "stage three" "$WORK/err" "three.json" '"three" is not 0, 1, 2 or 3'
+grep -q "stage 0" "$WORK/out" "$WORK/err" && tfs_fail "stage three: still planned for stage 0"
 tfs_expect_exit 0 "--help" "$PLAN" --help
 tfs_expect_words "--help" "$WORK/out" "Exit status" "64" "65" "66" "--deepspeed"
 tfs_expect_exit 0 "-V" "$PLAN" -V

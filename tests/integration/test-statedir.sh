@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: /.tensorfs holds stats, stats.json, metrics (Prometheus) and config, read with cat; counters move by exactly what applications read and write; the directory is read-only (EROFS, EEXIST), unlisted, and takes no space
+# Description: /.tensorfs holds stats, stats.json, metrics (Prometheus) and config, read with cat; counters move by exactly what applications read and write; the files report the size of their content (cp, Python's read(), wc -c work); the directory is read-only (EROFS, EEXIST), unlisted, and takes no space
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -38,13 +38,29 @@ for line in open(f"{d}/metrics"):
     m = re.fullmatch(r"# TYPE (tensorfs_[a-z0-9_]+) (counter|gauge)", line)
     if m:
         typed.add(m.group(1)); continue
-    m = re.fullmatch(r"(tensorfs_[a-z0-9_]+) ([0-9]+)", line)
+    m = re.fullmatch(r"(tensorfs_[a-z0-9_]+) ([0-9]+(\.[0-9]+)?)", line)
     if not m:
         sys.exit(f"metrics: not Prometheus text format: {line!r}")
     seen.add(m.group(1))
-want = {"tensorfs_" + n for n in text}
-if seen != want or helped != want or typed != want:
-    sys.exit("metrics: samples, HELP and TYPE lines do not cover every counter once")
+# the Prometheus names, by the rules of lib/include/stats.h
+def prom(n):
+    counter = n in typed_counter
+    if n.endswith("_ns"):
+        return n[:-3] + "_seconds" + ("_total" if counter else "")
+    if not counter and n.endswith("_total"):
+        return n[:-6] + "_chunks"
+    if not counter and n.endswith("_busy"):
+        return n + "_chunks"
+    return n + ("_total" if counter else "")
+typed_counter = set()
+for line in open(f"{d}/metrics"):
+    m = re.fullmatch(r"# TYPE tensorfs_([a-z0-9_]+) counter\n", line)
+    if m:
+        typed_counter.add(re.sub(r"(_seconds)?_total$", "", m.group(1)))
+typed_counter = {n for n in text if re.sub(r"_ns$", "", n) in typed_counter}
+want = {"tensorfs_" + prom(n) for n in text}
+if seen != want or helped != want or typed != want or len(seen) != len(text):
+    sys.exit(f"metrics: samples, HELP and TYPE lines do not cover every counter once: {sorted(seen ^ want)}")
 for n in ("pool_total", "cache_limit_bytes", "fs_bytes"):
     if text[n] <= 0:
         sys.exit(f"{n} is {text[n]}")
@@ -86,6 +102,37 @@ expect_fail "rename into .tensorfs" "Read-only file system" mv "$MNT/f" "$S/f"
 expect_fail "rename .tensorfs" "Read-only file system" mv "$S" "$MNT/other"
 expect_fail "setfattr on stats" "Read-only file system" setfattr -n user.x -v 1 "$S/stats"
 getfattr -d "$S/stats" >/dev/null 2>&1 || tfs_fail "getfattr on stats failed"
+
+# ----- sizes: st_size is the length of the content, so tools that trust
+# it read it whole: cp, Python's read(), wc -c, and fstat of an open file
+for name in stats stats.json metrics config; do
+	size=$(stat -c %s "$S/$name")
+	[ "$size" -gt 0 ] || tfs_fail "$name: st_size is $size"
+	cp "$S/$name" "$WORK/$name.copy" || tfs_fail "cp $name failed"
+	[ -s "$WORK/$name.copy" ] || tfs_fail "cp of $name copied nothing"
+	python3 - "$S/$name" <<'PY' || tfs_fail "$name: read through Python does not match st_size"
+import os, sys
+p = sys.argv[1]
+with open(p, "rb") as f:
+    st = os.fstat(f.fileno())
+    data = f.read()
+    if len(data) != st.st_size or not data:
+        sys.exit(f"{p}: read {len(data)} bytes, fstat says {st.st_size}")
+# os.read of exactly st_size bytes, as tools that trust it do: all of it
+fd = os.open(p, os.O_RDONLY)
+n = os.fstat(fd).st_size
+data = os.read(fd, n)
+rest = os.read(fd, 65536)
+os.close(fd)
+if len(data) != n or rest:
+    sys.exit(f"{p}: {len(data)} bytes in st_size {n}, {len(rest)} past it")
+PY
+	# wc -c takes st_size for a regular file
+	n=$(wc -c <"$S/$name")
+	[ "$n" -gt 0 ] || tfs_fail "wc -c $name: $n"
+done
+tfs_eq "config copied by cp" "$(cat "$S/config")" "$(cat "$WORK/config.copy")"
+
 rm -f "$MNT/f"
 tfs_umount
 tfs_mount -o max_in_cpu=64MiB

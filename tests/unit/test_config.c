@@ -124,6 +124,18 @@ static void test_config_missing_file_is_an_error(void **state)
 	assert_non_null(strstr(err, "/nonexistent/x.ini: cannot open"));
 }
 
+/* The nearest setting to a misspelt -o key, with or without section. */
+static void test_config_nearest(void **state)
+{
+	(void)state;
+	assert_string_equal(tfs_config_nearest("commit_intervl_ms"),
+			    "commit_interval_ms");
+	assert_string_equal(tfs_config_nearest("aio.queue_dept"),
+			    "queue_depth");
+	assert_null(tfs_config_nearest("fsname"));
+	assert_null(tfs_config_nearest("allow_other"));
+}
+
 /* fopen() opens a directory and reading it fails: that was read as an
  * empty file, the defaults */
 static void test_config_directory_is_refused(void **state)
@@ -715,6 +727,7 @@ int main(void)
 		cmocka_unit_test(test_config_missing_file_is_an_error),
 		cmocka_unit_test(test_config_directory_is_refused),
 		cmocka_unit_test(test_config_character_devices_read_as_text),
+		cmocka_unit_test(test_config_nearest),
 		cmocka_unit_test(test_config_set_overrides_by_name_or_section),
 		cmocka_unit_test(test_config_deepspeed_keys_default_to_deepspeed),
 		cmocka_unit_test(test_config_reads_every_deepspeed_key),

@@ -3,9 +3,8 @@
  * Description: published DeepSpeed and Hugging Face configs read into the
  * same settings as tensorfs-plan prints; malformed JSON, wrong types and
  * "auto" values become errors, problems or notes as the tool reports
- * them.  Some cases pin behaviour that is questionable but current (a
- * Hugging Face config.json or "stage": "three" read without an error);
- * their comments say so.
+ * them; a file that is not a DeepSpeed config (a model's config.json, a
+ * JSON object of other keys) and a stage that is not 0 to 3 are errors.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -440,45 +439,63 @@ static void test_deepspeed_unknown_key_suggests_nearest(void **state)
 	assert_int_equal(pr->severity, TFS_PLAN_WARN);
 }
 
-static void test_deepspeed_stage_out_of_range_fails(void **state)
+/* A stage out of range is an error of the input, not a plan for stage 0. */
+static void test_deepspeed_stage_out_of_range_is_an_error(void **state)
 {
 	struct fixture *x = *state;
-	const struct tfs_plan_problem *pr;
 
 	assert_int_equal(read_str(x, "{\"zero_optimization\": {\"stage\": 4}}"),
-			 0);
-	pr = problem(x, "zero_optimization.stage");
-	assert_non_null(pr);
-	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
-	assert_int_equal(x->ds.stage, 0);
+			 -EINVAL);
+	assert_non_null(strstr(x->err, "zero_optimization.stage = 4 is not "
+				       "0, 1, 2 or 3"));
 }
 
-/* Current behaviour: a stage written as a word is a failure of the plan,
- * not an error of the reader, and the stage read is 0. */
-static void test_deepspeed_stage_three_as_word_fails_plan(void **state)
+static void test_deepspeed_stage_three_as_word_is_an_error(void **state)
 {
 	struct fixture *x = *state;
-	const struct tfs_plan_problem *pr;
 
 	assert_int_equal(
-	    read_str(x, "{\"zero_optimization\": {\"stage\": \"three\"}}"), 0);
-	pr = problem(x, "zero_optimization.stage");
-	assert_non_null(pr);
-	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
-	assert_non_null(strstr(pr->text, "stage = three is not 0, 1, 2 or 3"));
-	assert_int_equal(x->ds.stage, 0);
+	    read_str(x, "{\"zero_optimization\": {\"stage\": \"three\"}}"),
+	    -EINVAL);
+	assert_non_null(strstr(x->err, "stage = \"three\" is not 0, 1, 2 "
+				       "or 3"));
+	assert_int_equal(
+	    read_str(x, "{\"zero_optimization\": {\"stage\": [3]}}"),
+	    -EINVAL);
+	assert_non_null(strstr(x->err, "stage is not a number"));
 }
 
-/* Current behaviour: a Hugging Face model config.json is a JSON object
- * without zero_optimization, so it reads as ZeRO off, no problem. */
-static void test_deepspeed_model_config_json_is_read_silently(void **state)
+/* The stage as a string of digits is read as the number. */
+static void test_deepspeed_stage_as_string_number(void **state)
 {
 	struct fixture *x = *state;
 
-	assert_int_equal(read_path(x, DATA "llama-2-7b-config.json"), 0);
-	assert_int_equal(x->ds.stage, 0);
-	assert_int_equal(x->p.nproblems, 0);
-	assert_int_equal(x->ds.nnotes, 0);
+	assert_int_equal(
+	    read_str(x, "{\"zero_optimization\": {\"stage\": \"2\"}}"), 0);
+	assert_int_equal(x->ds.stage, 2);
+}
+
+/* A Hugging Face model config.json passed as the DeepSpeed config is
+ * refused, and the message says where it belongs. */
+static void test_deepspeed_model_config_json_is_refused(void **state)
+{
+	struct fixture *x = *state;
+
+	assert_int_equal(read_path(x, DATA "llama-2-7b-config.json"), -EINVAL);
+	assert_non_null(strstr(x->err, "Hugging Face model config.json"));
+	assert_non_null(strstr(x->err, "--model"));
+}
+
+/* Any other object with none of DeepSpeed's keys: refused; an empty one
+ * is DeepSpeed's defaults. */
+static void test_deepspeed_foreign_json_is_refused(void **state)
+{
+	struct fixture *x = *state;
+
+	assert_int_equal(read_str(x, "{\"name\": \"x\", \"zero\": 3}"),
+			 -EINVAL);
+	assert_non_null(strstr(x->err, "not a DeepSpeed config"));
+	assert_int_equal(read_str(x, "{\"train_batch_size\": 8}"), 0);
 }
 
 /* ===== "auto" ===== */
@@ -606,9 +623,11 @@ int main(void)
 	    T(test_deepspeed_bad_value_fails_with_config_message),
 	    T(test_deepspeed_quoted_number_warns),
 	    T(test_deepspeed_unknown_key_suggests_nearest),
-	    T(test_deepspeed_stage_out_of_range_fails),
-	    T(test_deepspeed_stage_three_as_word_fails_plan),
-	    T(test_deepspeed_model_config_json_is_read_silently),
+	    T(test_deepspeed_stage_out_of_range_is_an_error),
+	    T(test_deepspeed_stage_three_as_word_is_an_error),
+	    T(test_deepspeed_stage_as_string_number),
+	    T(test_deepspeed_foreign_json_is_refused),
+	    T(test_deepspeed_model_config_json_is_refused),
 	    T(test_deepspeed_stage_auto_is_0_with_note),
 	    T(test_deepspeed_offload_auto_keeps_default),
 	    T(test_deepspeed_aio_auto_fails),

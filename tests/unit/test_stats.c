@@ -40,6 +40,9 @@ static void test_stats_renderings_carry_every_counter(void **state)
 	memset(&s, 0, sizeof(s));
 	s.cache_hits = 7;
 	s.dirty_bytes = 123456789012ull;
+	s.dev_latency_ns = 1500000000ull;
+	s.dev_latency_max_ns = 250000ull;
+	s.pool_total = 5;
 #define X(name, type, help) n++;
 	TFS_STATS
 #undef X
@@ -64,9 +67,26 @@ static void test_stats_renderings_carry_every_counter(void **state)
 	/* Prometheus: HELP, TYPE and a sample for each */
 	assert_int_equal(count(prom, "# HELP tensorfs_"), n);
 	assert_int_equal(count(prom, "# TYPE tensorfs_"), n);
-	assert_non_null(strstr(prom, "# TYPE tensorfs_cache_hits counter\n"
-				     "tensorfs_cache_hits 7\n"));
+	assert_non_null(strstr(prom, "# TYPE tensorfs_cache_hits_total counter\n"
+				     "tensorfs_cache_hits_total 7\n"));
 	assert_non_null(strstr(prom, "# TYPE tensorfs_dirty_bytes gauge\n"));
+	/* base units: seconds, not nanoseconds */
+	assert_non_null(strstr(prom, "tensorfs_dev_latency_seconds_total "
+				     "1.500000000\n"));
+	assert_non_null(strstr(prom, "# TYPE tensorfs_dev_latency_max_seconds "
+				     "gauge\ntensorfs_dev_latency_max_seconds "
+				     "0.000250000\n"));
+	/* a gauge is never named *_total */
+	assert_non_null(strstr(prom, "# TYPE tensorfs_pool_chunks gauge\n"
+				     "tensorfs_pool_chunks 5\n"));
+	assert_null(strstr(prom, "_ns"));
+	for (const char *t = strstr(prom, "# TYPE "); t;
+	     t = strstr(t + 1, "# TYPE ")) {
+		const char *sp = strchr(t + 7, ' ');
+		int total = sp - t - 7 > 6 && !strncmp(sp - 6, "_total", 6);
+
+		assert_int_equal(total, !strncmp(sp + 1, "counter\n", 8));
+	}
 	free(text);
 	free(json);
 	free(prom);

@@ -1,0 +1,66 @@
+#!/bin/bash
+# Description: the boot-time route of README's "Running it for real": its fstab lines pass findmnt --verify and mount(8) reads them (mount -T on a copy, --fake); fsck(8) reaches tensorfs-fsck as fsck.tensorfs (-t tensorfs) and fsck.fuse.tensorfs (the fstab type, also with -a as at boot), passing its exit status through; the installed tree has the links, the pages and the config
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+tfs_need findmnt fsck mount
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tfs_mkimg 128M
+mkdir -p "$MNT"
+export PATH="$TFS_BIN:$PATH"
+
+# ----- README's fstab lines, on a copy, pointing at this test's image -----
+awk '/^## Running it for real/ {s = 1} s && /fuse\.tensorfs/ && !/`/' "$top/README.md" >"$WORK/lines"
+[ "$(wc -l <"$WORK/lines")" = 2 ] || tfs_fail "expected two fstab lines in README's 'Running it for real', got: $(cat "$WORK/lines")"
+grep -q '^/dev/nvme0n1 .* 0  *2$' "$WORK/lines" || tfs_fail "README's device line has no fsck pass 2"
+grep "^/var/lib/tensorfs/nvme.img " "$WORK/lines" | tr -s " " |
+	sed "s|^/var/lib/tensorfs/nvme.img  */local_nvme |$IMG $MNT |; s|=/var/lib/tensorfs|=$WORK|; s| 0  *0\$| 0 2|" >"$WORK/fstab"
+grep -q "^$IMG $MNT fuse.tensorfs defaults,nofail," "$WORK/fstab" || tfs_fail "README's image line: $(cat "$WORK/lines")"
+findmnt --verify --tab-file "$WORK/fstab" >"$WORK/verify" 2>&1 ||
+	{ cat "$WORK/verify" >&2; tfs_fail "findmnt --verify finds errors in README's fstab line"; }
+grep -q "0 parse errors, 0 errors" "$WORK/verify" || { cat "$WORK/verify" >&2; tfs_fail "findmnt --verify: no clean summary"; }
+# mount(8) finds the line by mount point and by source; -i: no helper
+# (mount.fuse3 would mount for real even with --fake)
+for what in "$MNT" "$IMG"; do
+	mount -T "$WORK/fstab" --fake -i -v "$what" >"$WORK/out" 2>&1 ||
+		{ cat "$WORK/out" >&2; tfs_fail "mount -T fstab --fake $what failed"; }
+	grep -q "$IMG mounted on $MNT" "$WORK/out" || tfs_fail "mount -T fstab --fake $what: $(cat "$WORK/out")"
+done
+tfs_mounted "$MNT" && tfs_fail "--fake mounted something"
+
+# ----- fsck(8) reaches tensorfs-fsck -----
+expect_clean() {	# WHAT COMMAND...
+	local what=$1
+	shift
+	"$@" >"$WORK/out" 2>&1
+	rc=$?
+	[ "$rc" = 0 ] || { cat "$WORK/out" >&2; tfs_fail "$what: exit $rc"; }
+	grep -q "^$IMG: clean, 1 files, 0/[0-9]* blocks\$" "$WORK/out" || tfs_fail "$what: no clean line: $(cat "$WORK/out")"
+}
+expect_clean "fsck -t tensorfs" fsck -t tensorfs "$IMG"
+expect_clean "fsck -t fuse.tensorfs -a" fsck -t fuse.tensorfs -a "$IMG"
+# by the fstab's type, as at boot (fsck -T DEVICE looks the device up)
+FSTAB_FILE="$WORK/fstab" expect_clean "fsck by the fstab line" fsck -V -T "$IMG"
+grep -q "fsck.fuse.tensorfs" "$WORK/out" || tfs_fail "fsck by the fstab line did not run fsck.fuse.tensorfs: $(cat "$WORK/out")"
+# an error passes through: exit 8 for a file that is not tensorfs
+head -c 64M /dev/zero >"$WORK/zero.img"
+fsck -t tensorfs "$WORK/zero.img" >"$WORK/out" 2>&1
+tfs_eq "fsck -t tensorfs on zeros" 8 "$?"
+
+# ----- the installed tree -----
+cmake --install "$TFS_BIN/.." --prefix "$WORK/inst" >"$WORK/install.log" 2>&1 ||
+	{ cat "$WORK/install.log" >&2; tfs_fail "cmake --install failed"; }
+for f in sbin/fsck.tensorfs sbin/fsck.fuse.tensorfs; do
+	[ "$(readlink "$WORK/inst/$f")" = tensorfs-fsck ] || tfs_fail "$f is not a link to tensorfs-fsck"
+done
+"$WORK/inst/sbin/fsck.tensorfs" -V | grep -q '^tensorfs-fsck ' || tfs_fail "installed fsck.tensorfs -V"
+for p in man8/tensorfs.8 man8/mkfs.tensorfs.8 man8/tensorfs-fsck.8 man8/fsck.tensorfs.8 \
+	man1/tensorfs-plan.1 man1/tensorfs-cat.1 man1/tensorfs-stat.1 man5/tensorfs.ini.5; do
+	[ -s "$WORK/inst/share/man/$p" ] || tfs_fail "$p not installed"
+done
+if command -v man >/dev/null 2>&1; then
+	MANPATH="$WORK/inst/share/man" man -w fsck.tensorfs >/dev/null 2>&1 ||
+		tfs_fail "man -w fsck.tensorfs finds nothing"
+fi
+cmp "$WORK/inst/share/tensorfs/tensorfs.ini" "$top/conf/tensorfs.ini" || tfs_fail "conf/tensorfs.ini not installed"
+tfs_pass
