@@ -144,7 +144,7 @@ void tfs_io_thread_exit(void)
 
 #ifdef TFS_TEST_HOOKS
 static int fault_from_env(struct tfs_dev *d, const char *env);
-static void fault_free(struct fault_state *s);
+static void fault_close(struct tfs_dev *d);
 
 /* At open: no faults, or those the environment asks for. */
 static int faults_init(struct tfs_dev *d)
@@ -162,7 +162,7 @@ static int faults_init(struct tfs_dev *d)
 
 static void faults_release(struct tfs_dev *d)
 {
-	fault_free(d->fault);
+	fault_close(d);
 }
 
 void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n)
@@ -618,6 +618,7 @@ struct fault_state {
 	struct tfs_fault f;
 	uint64_t n[3];		/* operations of each kind since set */
 	uint64_t failed;
+	unsigned int hit_kind;	/* of the first failed or cut operation */
 	int fail_hit;		/* the fail_nth operation has failed */
 	uint64_t flushes_after_fail;
 	int dead;		/* the power is off */
@@ -778,6 +779,14 @@ static void fault_free(struct fault_state *s)
 	free(s);
 }
 
+/* At tfs_dev_close(): the counters to at_close, then free. */
+static void fault_close(struct tfs_dev *d)
+{
+	if (d->fault && d->fault->f.at_close)
+		tfs_dev_fault_ops(d, d->fault->f.at_close);
+	fault_free(d->fault);
+}
+
 int tfs_dev_fault_set(struct tfs_dev *d, const struct tfs_fault *f)
 {
 	struct fault_state *s = d->fault;
@@ -811,6 +820,7 @@ int tfs_dev_fault_set(struct tfs_dev *d, const struct tfs_fault *f)
 		s->f.cut_kinds = TFS_FAULT_ANY;
 	memset(s->n, 0, sizeof(s->n));
 	s->failed = 0;
+	s->hit_kind = 0;
 	s->fail_hit = 0;
 	s->flushes_after_fail = 0;
 	s->dead = 0;
@@ -832,6 +842,7 @@ void tfs_dev_fault_ops(struct tfs_dev *d, struct tfs_fault_ops *ops)
 	ops->flushes = s->n[2];
 	ops->total = s->n[0] + s->n[1] + s->n[2];
 	ops->failed = s->failed;
+	ops->hit_kind = s->hit_kind;
 	ops->unflushed = s->nlog;
 	ops->cut = s->dead;
 	pthread_mutex_unlock(&s->mu);
@@ -918,11 +929,15 @@ static int fault_op(struct tfs_dev *d, unsigned int kind)
 		uint64_t c = ops_of(s, f->fail_kinds);
 
 		if (c == f->fail_nth || (f->fail_persist && c > f->fail_nth)) {
+			if (!s->hit_kind)
+				s->hit_kind = kind;
 			rc = -f->fail_err;
 			s->failed++;
 			s->fail_hit = 1;
 		}
 	}
+	if (cut && !s->hit_kind)
+		s->hit_kind = kind;
 out:
 	pthread_mutex_unlock(&s->mu);
 	if (cut) {

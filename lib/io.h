@@ -174,6 +174,15 @@ void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
 /* The exit status of a process whose device lost power (cut_exit). */
 #define TFS_FAULT_CUT_STATUS 86
 
+/* Operations counted since the last tfs_dev_fault_set() or open. */
+struct tfs_fault_ops {
+	uint64_t reads, writes, flushes, total;
+	uint64_t failed;		/* injected failures so far */
+	unsigned int hit_kind;		/* of the first one failed or cut */
+	uint64_t unflushed;		/* blocks in the undo log now */
+	int cut;			/* the power is off */
+};
+
 struct tfs_fault {
 	int volatile_cache;		/* keep an undo log of unflushed writes */
 	unsigned int fail_kinds;	/* kinds counted for fail_nth; 0: none */
@@ -188,15 +197,10 @@ struct tfs_fault {
 					   the injected failure; 0: no */
 	uint64_t seed;			/* for the cut */
 	int cut_exit;			/* a cut ends the process */
+	struct tfs_fault_ops *at_close;	/* borrowed: gets the counters when
+					   the device is closed (may be NULL) */
 };
 
-/* Operations counted since the last tfs_dev_fault_set() or open. */
-struct tfs_fault_ops {
-	uint64_t reads, writes, flushes, total;
-	uint64_t failed;		/* injected failures so far */
-	uint64_t unflushed;		/* blocks in the undo log now */
-	int cut;			/* the power is off */
-};
 
 /*
  * Replace the fault settings of d (NULL: none) and zero the operation

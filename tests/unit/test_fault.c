@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -115,6 +116,15 @@ static void test_fault_counts_operations_by_kind(void **state)
 	set(f, &none);
 	tfs_dev_fault_ops(f->d, &o);
 	assert_int_equal(o.total, 0);
+	/* at_close gets the last counters, for what a close issues */
+	none.at_close = &o;
+	set(f, &none);
+	assert_int_equal(tfs_dev_flush(f->d), 0);
+	tfs_dev_close(f->d);
+	f->d = NULL;
+	assert_int_equal(o.flushes, 1);
+	assert_int_equal(o.total, 1);
+	assert_int_equal(tfs_dev_open(f->path, 0, &f->d), 0);
 }
 
 static void test_fault_nth_write_fails_once(void **state)
@@ -278,6 +288,7 @@ static void test_fault_cut_at_nth_operation(void **state)
 	assert_int_equal(put(f, 3, 1, 3), -EIO);
 	tfs_dev_fault_ops(f->d, &o);
 	assert_int_equal(o.cut, 1);
+	assert_int_equal(o.hit_kind, TFS_FAULT_WRITE);
 	assert_int_equal(on_image(f, 1), 1);
 	assert_int_equal(on_image(f, 2), 0);
 	assert_int_equal(on_image(f, 3), 0);
@@ -315,6 +326,7 @@ static void test_fault_cut_at_kth_flush_after_failure(void **state)
 	tfs_dev_fault_ops(f->d, &o);
 	assert_int_equal(o.cut, 1);
 	assert_int_equal(o.failed, 1);
+	assert_int_equal(o.hit_kind, TFS_FAULT_FLUSH);
 	assert_int_equal(on_image(f, 2), 2);
 	assert_int_equal(on_image(f, 3), 3);
 	assert_int_equal(on_image(f, 4), 0);
@@ -324,15 +336,21 @@ static void test_fault_cut_after_time(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_fault fl = { .volatile_cache = 1, .cut_after_ms = 50 };
+	struct timespec t0, t1;
 	int rc, n = 0;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	set(f, &fl);
-	while ((rc = put(f, 1, 1, 1)) == 0 && n < 1000) {
+	while ((rc = put(f, 1, 1, 1)) == 0 && n < 10000) {
 		usleep(1000);
 		n++;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	assert_int_equal(rc, -EIO);
-	assert_true(n >= 20);
+	/* not before the time, and then at the next operation */
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000000000L +
+		    (t1.tv_nsec - t0.tv_nsec) >= 50000000L);
+	assert_true(n >= 1);
 	assert_int_equal(on_image(f, 1), 0);
 }
 
