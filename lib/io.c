@@ -609,7 +609,7 @@ static int dev_flush_io(struct tfs_dev *d);
 /* One 4 KiB block written since the last flush, with its old contents. */
 struct undo {
 	uint64_t blk;
-	uint8_t *old;		/* TFS_BLOCK_SIZE bytes, aligned */
+	uint8_t *old;		/* TFS_BLOCK_SIZE bytes, in a slab */
 };
 
 struct fault_state {
@@ -625,6 +625,9 @@ struct fault_state {
 	uint64_t t0_ns;		/* when the settings were made */
 	struct undo *log;	/* the undo log */
 	size_t nlog, caplog;
+	uint8_t **slab;		/* the old contents, UNDO_SLAB blocks each, */
+	size_t nslab, capslab;	/* kept for reuse until closed */
+	size_t slab_cur, slab_used;	/* the slab in use, its blocks used */
 	size_t *idx;		/* hash of blk: index into log + 1, 0 empty */
 	size_t capidx;		/* a power of two, at least twice nlog */
 };
@@ -684,7 +687,7 @@ static void undo_index(struct fault_state *s, size_t at)
 	s->idx[i] = at + 1;
 }
 
-/* Add blk with its old contents (takes ownership of old): 0 or -ENOMEM. */
+/* Add blk with its old contents (from undo_block()): 0 or -ENOMEM. */
 static int undo_add(struct fault_state *s, uint64_t blk, uint8_t *old)
 {
 	if (s->nlog == s->caplog) {
@@ -714,14 +717,67 @@ static int undo_add(struct fault_state *s, uint64_t blk, uint8_t *old)
 	return 0;
 }
 
+#define UNDO_SLAB 64u	/* blocks per allocation */
+
+/* Room for one block's old contents: NULL when out of memory. */
+static uint8_t *undo_block(struct fault_state *s)
+{
+	if (s->slab_used == UNDO_SLAB) {
+		s->slab_cur++;
+		s->slab_used = 0;
+	}
+	if (s->slab_cur == s->nslab) {
+		uint8_t *p;
+
+		if (s->nslab == s->capslab) {
+			size_t nc = s->capslab ? s->capslab * 2 : 16;
+			uint8_t **ns = realloc(s->slab, nc * sizeof(*ns));
+
+			if (!ns)
+				return NULL;
+			s->slab = ns;
+			s->capslab = nc;
+		}
+		p = malloc(UNDO_SLAB * TFS_BLOCK_SIZE);
+		if (!p)
+			return NULL;
+		s->slab[s->nslab++] = p;
+	}
+	return s->slab[s->slab_cur] + s->slab_used++ * TFS_BLOCK_SIZE;
+}
+
+/* Empty the log; its memory stays for the next writes. */
 static void undo_clear(struct fault_state *s)
 {
-	for (size_t i = 0; i < s->nlog; i++)
-		tfs_io_free(s->log[i].old);
+	s->slab_cur = 0;
+	s->slab_used = 0;
 	s->nlog = 0;
 	if (s->idx)
 		memset(s->idx, 0, s->capidx * sizeof(*s->idx));
 }
+
+/* Read blocks [b, b + n) of the image into buf (zeros past its end). */
+static int undo_read(struct tfs_dev *d, uint8_t *buf, uint64_t b, size_t n)
+{
+	size_t len = n * TFS_BLOCK_SIZE, done = 0;
+
+	while (done < len) {
+		ssize_t got = pread(d->fd, buf + done, len - done,
+				    (off_t)(b * TFS_BLOCK_SIZE + done));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			break;
+		done += (size_t)got;
+	}
+	memset(buf + done, 0, len - done);
+	return 0;
+}
+
+#define UNDO_RUN 256u	/* blocks read at once */
 
 /*
  * Save the old contents of every block of the batch not yet in the undo
@@ -731,38 +787,46 @@ static void undo_clear(struct fault_state *s)
 static int undo_capture(struct tfs_dev *d, struct fault_state *s,
 			const struct tfs_iov *v, int n)
 {
-	for (int i = 0; i < n; i++) {
-		uint64_t first, end;
+	uint8_t *run = NULL;
+	int rc = 0;
+
+	for (int i = 0; i < n && !rc; i++) {
+		uint64_t b, end;
 
 		if (v[i].len > d->size || v[i].off > d->size - v[i].len)
 			continue;
-		first = v[i].off / TFS_BLOCK_SIZE;
+		b = v[i].off / TFS_BLOCK_SIZE;
 		end = (v[i].off + v[i].len + TFS_BLOCK_SIZE - 1) /
 		      TFS_BLOCK_SIZE;
-		for (uint64_t b = first; b < end; b++) {
-			uint8_t *old;
-			ssize_t got;
+		while (b < end && !rc) {
+			size_t k = 0;
 
-			if (undo_find(s, b))
+			if (undo_find(s, b)) {
+				b++;
 				continue;
-			old = tfs_io_alloc(TFS_BLOCK_SIZE);
-			if (!old)
-				return -ENOMEM;
-			got = pread(d->fd, old, TFS_BLOCK_SIZE,
-				    (off_t)(b * TFS_BLOCK_SIZE));
-			if (got < 0) {
-				tfs_io_free(old);
-				return -errno;
 			}
-			/* past the end of the image file: zeros */
-			memset(old + got, 0, TFS_BLOCK_SIZE - (size_t)got);
-			if (undo_add(s, b, old)) {
-				tfs_io_free(old);
-				return -ENOMEM;
+			/* a run of blocks not yet saved, read in one go */
+			while (b + k < end && k < UNDO_RUN &&
+			       !undo_find(s, b + k))
+				k++;
+			if (!run)
+				run = tfs_io_alloc(UNDO_RUN * TFS_BLOCK_SIZE);
+			rc = run ? undo_read(d, run, b, k) : -ENOMEM;
+			for (size_t j = 0; j < k && !rc; j++) {
+				uint8_t *old = undo_block(s);
+
+				if (!old || undo_add(s, b + j, old)) {
+					rc = -ENOMEM;
+					break;
+				}
+				memcpy(old, run + j * TFS_BLOCK_SIZE,
+				       TFS_BLOCK_SIZE);
 			}
+			b += k;
 		}
 	}
-	return 0;
+	tfs_io_free(run);
+	return rc;
 }
 
 /* ----- settings ----- */
@@ -771,7 +835,9 @@ static void fault_free(struct fault_state *s)
 {
 	if (!s)
 		return;
-	undo_clear(s);
+	for (size_t i = 0; i < s->nslab; i++)
+		free(s->slab[i]);
+	free(s->slab);
 	free(s->log);
 	free(s->idx);
 	pthread_rwlock_destroy(&s->rw);
@@ -856,20 +922,27 @@ static int cut_locked(struct tfs_dev *d, struct fault_state *s, uint64_t seed)
 	uint64_t x = seed;
 	unsigned int mix = (unsigned int)(seed % 4);
 	int rc = 0, restored = 0;
+	uint8_t *bounce;
 
 	if (s->dead)
 		return 0;
-	for (size_t i = 0; i < s->nlog; i++) {
+	/* aligned, for an image opened with O_DIRECT */
+	bounce = tfs_io_alloc(TFS_BLOCK_SIZE);
+	if (!bounce)
+		rc = -ENOMEM;
+	for (size_t i = 0; i < s->nlog && bounce; i++) {
 		int lost = mix == 0 ? 1 : mix == 1 ? 0 : (int)(splitmix(&x) & 1);
 		struct undo *u = &s->log[i];
 
 		if (!lost)
 			continue;
-		if (pwrite(d->fd, u->old, TFS_BLOCK_SIZE,
+		memcpy(bounce, u->old, TFS_BLOCK_SIZE);
+		if (pwrite(d->fd, bounce, TFS_BLOCK_SIZE,
 			   (off_t)(u->blk * TFS_BLOCK_SIZE)) != TFS_BLOCK_SIZE)
 			rc = rc ? rc : -EIO;
 		restored++;
 	}
+	tfs_io_free(bounce);
 	undo_clear(s);
 	s->dead = 1;
 	if (s->f.cut_exit)
