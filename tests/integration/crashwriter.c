@@ -12,7 +12,8 @@
  * followed by more steps on the open file); rewrite part of an older file;
  * truncate one shorter or longer; append to one, or write past its end
  * leaving a hole; fsync an older file through a new descriptor; delete an
- * older file.  A thread keeps at most CW_BUDGET bytes in CW_MAX_FILES files
+ * older file.  A thread keeps at most CW_BUDGET bytes (or
+ * $CRASHWRITER_BUDGET_MIB MiB) in CW_MAX_FILES files
  * and deletes its oldest files beyond that, files left by earlier runs
  * first, so that a loop of runs does not fill the device.
  *
@@ -524,6 +525,7 @@ struct cw_thread {
 static const char *g_dir;
 static int g_dirfd = -1;
 static int g_all_ops;		/* --all-ops */
+static uint64_t g_budget = CW_BUDGET;	/* bytes per thread */
 static int g_no_direct;		/* the file system refuses O_DIRECT */
 static int g_manifest = -1;
 static pthread_mutex_t g_manifest_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1070,7 +1072,7 @@ static void *writer(void *arg)
 		else
 			op_delete(t, (size_t)rnd_below(t, t->nfiles));
 		while (t->nfiles &&
-		       (t->live > CW_BUDGET || t->nfiles > CW_MAX_FILES))
+		       (t->live > g_budget || t->nfiles > CW_MAX_FILES))
 			op_delete(t, 0);
 	}
 	return NULL;
@@ -1123,6 +1125,13 @@ static void write_main(const char *dir, const char *manifest,
 	int rc, fd;
 
 	g_dir = dir;
+	if (getenv("CRASHWRITER_BUDGET_MIB")) {
+		uint64_t mib = strtoull(getenv("CRASHWRITER_BUDGET_MIB"), NULL,
+					10);
+
+		if (mib >= 1 && mib <= 4096)
+			g_budget = mib << 20;
+	}
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		setup_failed("mkdir", dir, errno);
 	g_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
