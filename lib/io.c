@@ -609,6 +609,7 @@ static int dev_flush_io(struct tfs_dev *d);
 /* One 4 KiB block written since the last flush, with its old contents. */
 struct undo {
 	uint64_t blk;
+	uint64_t failed;	/* injected failures before it was written */
 	uint8_t *old;		/* TFS_BLOCK_SIZE bytes, in a slab */
 };
 
@@ -712,6 +713,7 @@ static int undo_add(struct fault_state *s, uint64_t blk, uint8_t *old)
 			undo_index(s, i);
 	}
 	s->log[s->nlog].blk = blk;
+	s->log[s->nlog].failed = s->failed;
 	s->log[s->nlog].old = old;
 	undo_index(s, s->nlog++);
 	return 0;
@@ -931,8 +933,10 @@ static int cut_locked(struct tfs_dev *d, struct fault_state *s, uint64_t seed)
 	if (!bounce)
 		rc = -ENOMEM;
 	for (size_t i = 0; i < s->nlog && bounce; i++) {
-		int lost = mix == 0 ? 1 : mix == 1 ? 0 : (int)(splitmix(&x) & 1);
 		struct undo *u = &s->log[i];
+		int lost = mix == 0 ? 1 : mix == 1 ? 0 :
+			   mix == 3 && u->failed < s->failed ? 1 :
+			   (int)(splitmix(&x) & 1);
 
 		if (!lost)
 			continue;

@@ -141,7 +141,9 @@ void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
  * contents) or did not (gets its old contents back): unflushed writes
  * may be lost, any of them may have landed early, and a multi-block
  * write may be torn.  seed % 4 picks the mix: 0 every block is lost,
- * 1 every block landed, 2 and 3 each block on a coin toss.  After the
+ * 1 every block landed, 2 each block on a coin toss, 3 the blocks written
+ * before the last injected failure are lost (what a failed flush should
+ * have covered never reached the medium) and the others on a coin toss.  After the
  * cut every operation fails with -EIO and nothing more reaches the
  * image; with cut_exit the process ends at once instead, with
  * _exit(TFS_FAULT_CUT_STATUS), as a machine losing power does.  A cut

@@ -4,7 +4,8 @@
  * the nth operation fails once (transient) or from then on (persistent)
  * with the errno asked for; with the volatile cache a power cut loses
  * the writes no flush covered, keeps or loses each block on a seeded
- * coin (so multi-block writes tear), and never touches flushed ones;
+ * coin (so multi-block writes tear), or loses what a failed flush should
+ * have covered, and never touches flushed ones;
  * a failed flush covers nothing; after a cut every operation is -EIO;
  * cuts triggered by the nth operation, by time and by the kth flush after
  * a failure; concurrent writers and flushes; the settings from the
@@ -274,6 +275,26 @@ static void test_fault_failed_flush_covers_nothing(void **state)
 	assert_int_equal(on_image(f, 7), 0);
 }
 
+static void test_fault_cut_loses_what_a_failed_flush_covered(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_fault fl = { .volatile_cache = 1,
+				.fail_kinds = TFS_FAULT_FLUSH, .fail_nth = 1 };
+	unsigned int kept = 0;
+
+	set(f, &fl);
+	assert_int_equal(put(f, 100, 4, 0x11), 0);
+	assert_int_equal(tfs_dev_flush(f->d), -EIO);
+	assert_int_equal(put(f, 0, 64, 0x22), 0);
+	/* seed % 4 == 3: before the failure lost, after it a coin */
+	assert_true(tfs_dev_powercut(f->d, 7) >= 4);
+	for (unsigned int i = 0; i < 4; i++)
+		assert_int_equal(on_image(f, 100 + i), 0);
+	for (unsigned int i = 0; i < 64; i++)
+		kept += on_image(f, i) == 0x22;
+	assert_true(kept > 0 && kept < 64);
+}
+
 static void test_fault_cut_at_nth_operation(void **state)
 {
 	struct fix *f = *state;
@@ -495,6 +516,7 @@ int main(void)
 		T(test_fault_powercut_may_keep_unflushed_writes),
 		T(test_fault_powercut_tears_multiblock_writes),
 		T(test_fault_failed_flush_covers_nothing),
+		T(test_fault_cut_loses_what_a_failed_flush_covered),
 		T(test_fault_cut_at_nth_operation),
 		T(test_fault_cut_at_kth_flush_after_failure),
 		T(test_fault_cut_after_time),

@@ -14,7 +14,9 @@
  *                   the power is cut at the next flush
  *   cut             the power is cut at the nth operation
  *   eio-once-cut    the nth fails with EIO once; the power is cut at the
- *                   next flush after it (a failed flush, then a crash)
+ *                   next flush after it (a failed flush, then a crash):
+ *                   what was written before the failure is lost, what
+ *                   came after on a coin per block
  *   enospc-once     the nth write fails with ENOSPC, once
  * with the volatile cache (lib/io.h: unflushed writes are lost or kept
  * block by block at a cut).  The workload goes on through errors, as an
@@ -36,8 +38,9 @@
  *
  * Every failing run is reported (mode, n, the kind of operation hit and
  * the workload step it hit during, what broke); the test fails at the end
- * if any did.  TFS_IOERR_WIDE=1 adds seeds for every mix of a cut, cuts
- * at the 2nd and 3rd flush after a failure, and persistent ENOSPC;
+ * if any did.  TFS_IOERR_WIDE=1 adds seeds (other mixes of a cut, other
+ * coins), cuts at the 2nd and 3rd flush after a failure, and persistent
+ * ENOSPC;
  * TFS_IOERR_ONLY=MODE:N runs one case (to debug it).
  *
  * Needs a build with -DTFS_TEST_HOOKS=ON (registered as a skip without).
@@ -860,9 +863,15 @@ static unsigned int sweep(struct ctx *c, enum mode md, uint64_t count)
 		for (uint64_t s = 0; s < seeds; s++) {
 			for (uint64_t k = 1; k <= ks; k++) {
 				struct tfs_fault_ops ops;
-				/* a coin per block where it matters most */
+				/*
+				 * After a failure: what it should have
+				 * covered is lost, the rest on a coin
+				 * (io.h: seed % 4 == 3); wider, the plain
+				 * coin and other coins too.
+				 */
 				uint64_t seed = md == EIO_ONCE_CUT ?
-							4 * n + 2 + (s % 2) :
+							4 * (n + 1000 * (s / 2)) +
+								3 - (s % 2) :
 							n + s;
 				char label[96];
 
