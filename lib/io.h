@@ -114,6 +114,112 @@ void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
  * -EIO without flushing (a disk whose cache flush failed).  Not thread
  * safe: set it while no other thread flushes. */
 void tfs_dev_fail_flushes(struct tfs_dev *d, uint64_t skip, uint64_t n);
+
+/*
+ * The fault device: a disk with a volatile write cache, a power switch
+ * and operations that fail on demand.
+ *
+ * Operations.  Each call of tfs_dev_read(), _readv(), _write(), _writev()
+ * or _flush() is one operation of its kind (TFS_FAULT_READ, _WRITE,
+ * _FLUSH), however many pieces it is cut into.  They are counted from the
+ * last tfs_dev_fault_set() (or from open), failed ones included, so a
+ * test can first run a workload to count what it issues, then fail each
+ * of those operations in turn.
+ *
+ * Volatile cache.  With volatile_cache set, a write that no flush has
+ * covered yet is not on the medium: the device keeps the previous
+ * contents of every 4 KiB block written since the last successful flush
+ * (an undo log, in memory bounded by what is written between flushes).
+ * A successful tfs_dev_flush() empties the log; it does not fdatasync
+ * the image file, since the host does not lose power, only the simulated
+ * disk does.  Reads see the newest contents, as from a disk's cache.
+ * Writes and flushes do not overlap: a flush waits for the writes in
+ * flight and covers exactly those that completed before it.
+ *
+ * Power cut.  At a cut (tfs_dev_powercut(), or cut_nth, cut_after_ms,
+ * cut_flush_after_fail below) each block in the undo log, chosen with a
+ * PRNG seeded by seed, either reached the medium (keeps its new
+ * contents) or did not (gets its old contents back): unflushed writes
+ * may be lost, any of them may have landed early, and a multi-block
+ * write may be torn.  seed % 4 picks the mix: 0 every block is lost,
+ * 1 every block landed, 2 each block on a coin toss, 3 the blocks written
+ * before the last injected failure are lost (what a failed flush should
+ * have covered never reached the medium) and the others on a coin toss.  After the
+ * cut every operation fails with -EIO and nothing more reaches the
+ * image; with cut_exit the process ends at once instead, with
+ * _exit(TFS_FAULT_CUT_STATUS), as a machine losing power does.  A cut
+ * triggered by an operation happens instead of that operation.
+ *
+ * Failures.  The fail_nth operation counted over fail_kinds fails with
+ * -fail_err (EIO, ENOSPC, ...) before anything is issued; with
+ * fail_persist every later one of those kinds fails too (SQLite's
+ * "transient" and "persistent" I/O errors).  A failed flush keeps the
+ * undo log: what it should have covered may still be lost at a cut.
+ *
+ * The environment sets the same at open, for the daemon:
+ *   TFS_FAULT="volatile,seed=S,cut=[KINDS:]N,cut_ms=T,cut_after_fail=K,
+ *              fail=KINDS:N[:ERR][:persist]"
+ * any subset, comma separated; KINDS is read, write, flush or any, or
+ * several joined with '+' (write+flush); ERR is EIO (the default),
+ * ENOSPC or a number; cut= counts any kind by default.  A cut set from
+ * the environment always ends the process (cut_exit).  A value that does
+ * not parse makes tfs_dev_open() fail with -EINVAL.
+ * Examples: "volatile,cut=500,seed=7" loses power at the 500th operation;
+ * "fail=flush:1" fails the first flush once (set through the API after
+ * open: struct tfs_fault f = { .fail_kinds = TFS_FAULT_FLUSH,
+ * .fail_nth = 1, .fail_err = EIO }).
+ */
+#define TFS_FAULT_READ	0x1u
+#define TFS_FAULT_WRITE	0x2u
+#define TFS_FAULT_FLUSH	0x4u
+#define TFS_FAULT_ANY	0x7u
+
+/* The exit status of a process whose device lost power (cut_exit). */
+#define TFS_FAULT_CUT_STATUS 86
+
+/* Operations counted since the last tfs_dev_fault_set() or open. */
+struct tfs_fault_ops {
+	uint64_t reads, writes, flushes, total;
+	uint64_t failed;		/* injected failures so far */
+	unsigned int hit_kind;		/* of the first one failed or cut */
+	uint64_t unflushed;		/* blocks in the undo log now */
+	int cut;			/* the power is off */
+};
+
+struct tfs_fault {
+	int volatile_cache;		/* keep an undo log of unflushed writes */
+	unsigned int fail_kinds;	/* kinds counted for fail_nth; 0: none */
+	uint64_t fail_nth;		/* 1-based; 0: no failure */
+	int fail_err;			/* positive errno; 0 means EIO */
+	int fail_persist;		/* and every later one of fail_kinds */
+	unsigned int cut_kinds;		/* kinds counted for cut_nth; 0: any */
+	uint64_t cut_nth;		/* power cut instead of this op; 0: no */
+	uint64_t cut_after_ms;		/* cut at the first op this long after
+					   tfs_dev_fault_set(); 0: no */
+	uint64_t cut_flush_after_fail;	/* cut instead of the kth flush after
+					   the injected failure; 0: no */
+	uint64_t seed;			/* for the cut */
+	int cut_exit;			/* a cut ends the process */
+	struct tfs_fault_ops *at_close;	/* borrowed: gets the counters when
+					   the device is closed (may be NULL) */
+};
+
+
+/*
+ * Replace the fault settings of d (NULL: none) and zero the operation
+ * counters; the power comes back on if it was cut.  Turning the volatile
+ * cache off counts what it held as landed.  Returns 0 or -ENOMEM.  Not
+ * to be called while other threads use d.
+ */
+int tfs_dev_fault_set(struct tfs_dev *d, const struct tfs_fault *f);
+/* The counters (any thread). */
+void tfs_dev_fault_ops(struct tfs_dev *d, struct tfs_fault_ops *ops);
+/*
+ * Cut the power now (see above; seed picks what of the undo log landed).
+ * Waits for writes in flight.  Returns the number of blocks whose old
+ * contents were put back, or -errno if putting one back failed.
+ */
+int tfs_dev_powercut(struct tfs_dev *d, uint64_t seed);
 #endif
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * crashwriter.c: writers for crash tests, and the checker that runs after.
  *
- *   crashwriter DIR MANIFEST NTHREADS SEED         write until killed
- *   crashwriter --verify [--strict] DIR MANIFEST    check what survived
+ *   crashwriter [--all-ops] DIR MANIFEST NTHREADS SEED   write until killed
+ *   crashwriter --verify [--strict] DIR MANIFEST          check what survived
  *
  * Write mode runs NTHREADS threads until the process is killed.  Thread T
  * owns the files DIR/tT-N; N counts up and is never reused (a new run
@@ -12,9 +12,18 @@
  * followed by more steps on the open file); rewrite part of an older file;
  * truncate one shorter or longer; append to one, or write past its end
  * leaving a hole; fsync an older file through a new descriptor; delete an
- * older file.  A thread keeps at most CW_BUDGET bytes in CW_MAX_FILES files
+ * older file.  A thread keeps at most CW_BUDGET bytes (or
+ * $CRASHWRITER_BUDGET_MIB MiB) in CW_MAX_FILES files
  * and deletes its oldest files beyond that, files left by earlier runs
  * first, so that a loop of runs does not fill the device.
+ *
+ * --all-ops adds: O_DIRECT writes of whole blocks (a new file, or a part
+ * of an older one whose size is whole blocks); writes through a shared
+ * mmap of an older file (msync'd or not); a rename to a new name (tT-N
+ * becomes tT-N.rM); and an atomic replace (the new contents written and
+ * fsync'd under tT-N.nM, then renamed over the file).  A file keeps its
+ * pattern across renames: the pattern's NAME is the name up to its first
+ * '.', so tT-N, tT-N.rM and tT-N.nM share it.
  *
  * The pattern.  Every byte ever written to file NAME at offset X is
  * pattern(NAME, X): byte X % 8, little-endian, of the 64-bit word
@@ -46,7 +55,8 @@
  * right, because a retraction is durable before the change it announces.
  *
  * The rule --verify checks, for every entry of DIR:
- *  1. it is a regular file named tT-N: nothing else may appear in DIR;
+ *  1. it is a regular file named tT-N or tT-N.SUFFIX (SUFFIX letters and
+ *     digits): nothing else may appear in DIR;
  *  2. its whole st_size reads back, with no error and no short read;
  *  3. each of its 4 KiB blocks is the file's own pattern, or all zeros, or
  *     mixed: every byte either pattern(NAME, offset) or zero.  A byte that is
@@ -78,6 +88,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -118,6 +129,19 @@ static uint64_t mix64(uint64_t z)
 static uint64_t pattern_word(uint64_t namehash, uint64_t word)
 {
 	return mix64(namehash + (word + 1) * 0x9e3779b97f4a7c15ull);
+}
+
+/* The pattern's key of a file name: the name up to its first '.'. */
+static uint64_t name_hash(const char *name)
+{
+	char base[64];
+	size_t n = strcspn(name, ".");
+
+	if (n >= sizeof(base))
+		n = sizeof(base) - 1;
+	memcpy(base, name, n);
+	base[n] = '\0';
+	return fnv1a64(base);
 }
 
 /* buf[0 .. len) = pattern(name, off ..) */
@@ -385,7 +409,7 @@ static int model_clean(const struct cw_file *f, uint64_t *bad)
 
 /* ===== names ===== */
 
-/* parse "tT-N"; 1 on success */
+/* parse "tT-N" or "tT-N.SUFFIX"; 1 on success */
 static int parse_name(const char *s, unsigned int *tid, uint64_t *n)
 {
 	char *end;
@@ -399,7 +423,13 @@ static int parse_name(const char *s, unsigned int *tid, uint64_t *n)
 	if (errno || *end != '-' || t > 1000 || end[1] < '0' || end[1] > '9')
 		return 0;
 	v = strtoull(end + 1, &end, 10);
-	if (errno || *end)
+	if (errno)
+		return 0;
+	if (*end == '.' && end[1] &&
+	    strspn(end + 1, "abcdefghijklmnopqrstuvwxyz0123456789") ==
+		    strlen(end + 1))
+		end += strlen(end);
+	if (*end)
 		return 0;
 	*tid = (unsigned int)t;
 	*n = v;
@@ -494,6 +524,9 @@ struct cw_thread {
 
 static const char *g_dir;
 static int g_dirfd = -1;
+static int g_all_ops;		/* --all-ops */
+static uint64_t g_budget = CW_BUDGET;	/* bytes per thread */
+static int g_no_direct;		/* the file system refuses O_DIRECT */
 static int g_manifest = -1;
 static pthread_mutex_t g_manifest_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -567,7 +600,7 @@ static struct cw_file *file_new(const char *name, int known)
 	size_t n = strnlen(name, sizeof(f->name) - 1);
 
 	memcpy(f->name, name, n);
-	f->hash = fnv1a64(f->name);
+	f->hash = name_hash(f->name);
 	f->known = known ? 1 : 0;
 	return f;
 }
@@ -830,6 +863,196 @@ static void op_delete(struct cw_thread *t, size_t i)
 	free(f);
 }
 
+/* ===== --all-ops ===== */
+
+/* write pattern [a, b) with O_DIRECT: a, b and every piece whole blocks */
+static void put_direct(struct cw_thread *t, int fd, struct cw_file *f,
+		       uint64_t a, uint64_t b)
+{
+	while (a < b) {
+		size_t piece = (size_t)ceil_blk(rnd_log(t, CW_MAX_PIECE));
+		ssize_t n;
+
+		if (piece > b - a)
+			piece = (size_t)(b - a);
+		pattern_fill(f->hash, a, t->buf, piece);
+		n = pwrite(fd, t->buf, piece, (off_t)a);
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			die_errno(t, "O_DIRECT write", f->name);
+		}
+		/* a short O_DIRECT write still ends on a block */
+		model_write(f, a, a + (uint64_t)n);
+		a += (uint64_t)n;
+	}
+}
+
+/* O_DIRECT: a new file of whole blocks, or whole blocks of an older one */
+static void op_direct(struct cw_thread *t)
+{
+	struct cw_file *f = pick_known(t, 0);
+	uint64_t before, a, len;
+	char name[48];
+	int fd;
+
+	if (g_no_direct)
+		return;
+	if (f && (f->size % CW_BLOCK || !f->size || f->size >= CW_MAX_SIZE ||
+		  rnd_below(t, 2)))
+		f = NULL;
+	if (f) {
+		if (f->recorded) {
+			manifest_append(t, "%s modified\n", f->name);
+			f->recorded = 0;
+		}
+		fd = openat(g_dirfd, f->name, O_WRONLY | O_DIRECT | O_CLOEXEC);
+		a = floor_blk(rnd_below(t, f->size));
+		len = ceil_blk(rnd_log(t, CW_MAX_PIECE * 2));
+	} else {
+		snprintf(name, sizeof(name), "t%u-%" PRIu64, t->tid,
+			 t->next_n++);
+		fd = openat(g_dirfd, name,
+			    O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC,
+			    0644);
+		if (fd >= 0) {
+			f = file_new(name, 1);
+			thread_add(t, f);
+		}
+		a = 0;
+		len = ceil_blk(rnd_log(t, CW_MAX_LEN));
+	}
+	if (fd < 0 && errno == EINVAL) {
+		g_no_direct = 1;	/* not supported: skip from now on */
+		return;
+	}
+	if (fd < 0)
+		die_errno(t, "open O_DIRECT", f ? f->name : name);
+	before = f->size;
+	put_direct(t, fd, f, a, a + len);
+	t->live += f->size - before;
+	check_clean(f);
+	if (rnd_below(t, 2))
+		step_record(t, fd, f);
+	if (close(fd))
+		die_errno(t, "close", f->name);
+}
+
+/* write through a shared mapping of an older file, inside its size */
+static void op_mmap(struct cw_thread *t)
+{
+	struct cw_file *f = pick_known(t, 0);
+	uint64_t a, b;
+	unsigned char *p;
+	int fd;
+
+	if (!f || !f->size)
+		return;
+	if (f->recorded) {
+		manifest_append(t, "%s modified\n", f->name);
+		f->recorded = 0;
+	}
+	fd = openat(g_dirfd, f->name, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		die_errno(t, "open", f->name);
+	p = mmap(NULL, (size_t)f->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	if (p == MAP_FAILED)
+		die_errno(t, "mmap MAP_SHARED", f->name);
+	/* whole blocks, or up to the end of the file: blocks stay clean */
+	a = floor_blk(rnd_below(t, f->size));
+	b = ceil_blk(a + rnd_log(t, CW_MAX_PIECE));
+	if (b > f->size)
+		b = f->size;
+	pattern_fill(f->hash, a, p + a, (size_t)(b - a));
+	model_write(f, a, b);
+	check_clean(f);
+	if (rnd_below(t, 2) && msync(p, (size_t)f->size, MS_SYNC))
+		die_errno(t, "msync", f->name);
+	if (munmap(p, (size_t)f->size))
+		die_errno(t, "munmap", f->name);
+	if (rnd_below(t, 2))
+		step_record(t, fd, f);
+	if (close(fd))
+		die_errno(t, "close", f->name);
+}
+
+/* "tT-N" (or "tT-N.x") as "tT-N.<tag><M>", M new */
+static void suffixed(struct cw_thread *t, const struct cw_file *f,
+		     const char *tag, char *out, size_t len)
+{
+	int n = (int)strcspn(f->name, ".");
+
+	snprintf(out, len, "%.*s.%s%" PRIu64, n, f->name, tag, t->next_n++);
+}
+
+/* rename an older file to a new name */
+static void op_rename(struct cw_thread *t)
+{
+	struct cw_file *f = pick_known(t, 0);
+	char name[48];
+	int fd;
+
+	if (!f)
+		return;
+	suffixed(t, f, "r", name, sizeof(name));
+	/* the old name goes away: retracted first */
+	if (f->recorded) {
+		manifest_append(t, "%s deleted\n", f->name);
+		f->recorded = 0;
+	}
+	if (renameat(g_dirfd, f->name, g_dirfd, name))
+		die_errno(t, "rename", f->name);
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	if (rnd_below(t, 2))
+		return;
+	fd = openat(g_dirfd, f->name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die_errno(t, "open", f->name);
+	step_record(t, fd, f);
+	if (close(fd))
+		die_errno(t, "close", f->name);
+}
+
+/* new contents under a temporary name, fsync'd, renamed over the file */
+static void op_replace(struct cw_thread *t)
+{
+	struct cw_file *f = pick_known(t, 0), *tmp;
+	char name[48];
+	int fd;
+
+	if (!f)
+		return;
+	suffixed(t, f, "n", name, sizeof(name));
+	fd = openat(g_dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0644);
+	if (fd < 0)
+		die_errno(t, "create", name);
+	tmp = file_new(name, 1);
+	put_pattern(t, fd, tmp, 0, rnd_log(t, CW_MAX_LEN / 4), 1);
+	check_clean(tmp);
+	if (fsync(fd))
+		die_errno(t, "fsync", tmp->name);
+	if (f->recorded) {
+		manifest_append(t, "%s modified\n", f->name);
+		f->recorded = 0;
+	}
+	if (renameat(g_dirfd, tmp->name, g_dirfd, f->name))
+		die_errno(t, "rename over", f->name);
+	/* f now has tmp's contents (the same pattern: one NAME) */
+	t->live = t->live - f->size + tmp->size;
+	free(f->r);
+	f->r = tmp->r;
+	f->nr = tmp->nr;
+	f->cap = tmp->cap;
+	f->size = tmp->size;
+	free(tmp);
+	if (rnd_below(t, 2))
+		step_record(t, fd, f);
+	if (close(fd))
+		die_errno(t, "close", f->name);
+}
+
 static void *writer(void *arg)
 {
 	struct cw_thread *t = arg;
@@ -837,7 +1060,10 @@ static void *writer(void *arg)
 	for (;;) {
 		uint64_t r = rnd_below(t, 100);
 
-		if (r < 45 || t->nfiles == 0)
+		if (g_all_ops && r < 28 && t->nfiles)
+			r < 8 ? op_direct(t) : r < 16 ? op_mmap(t)
+			: r < 22 ? op_rename(t) : op_replace(t);
+		else if (r < 45 || t->nfiles == 0)
 			op_create(t);
 		else if (r < 70)
 			op_modify(t);
@@ -846,7 +1072,7 @@ static void *writer(void *arg)
 		else
 			op_delete(t, (size_t)rnd_below(t, t->nfiles));
 		while (t->nfiles &&
-		       (t->live > CW_BUDGET || t->nfiles > CW_MAX_FILES))
+		       (t->live > g_budget || t->nfiles > CW_MAX_FILES))
 			op_delete(t, 0);
 	}
 	return NULL;
@@ -899,6 +1125,13 @@ static void write_main(const char *dir, const char *manifest,
 	int rc, fd;
 
 	g_dir = dir;
+	if (getenv("CRASHWRITER_BUDGET_MIB")) {
+		uint64_t mib = strtoull(getenv("CRASHWRITER_BUDGET_MIB"), NULL,
+					10);
+
+		if (mib >= 1 && mib <= 4096)
+			g_budget = mib << 20;
+	}
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		setup_failed("mkdir", dir, errno);
 	g_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -915,7 +1148,9 @@ static void write_main(const char *dir, const char *manifest,
 	for (i = 0; i < nthreads; i++) {
 		threads[i].tid = i;
 		threads[i].rng = mix64((uint64_t)seed * 1000003u + i);
-		threads[i].buf = xcalloc(1, CW_BUF);
+		/* aligned, for O_DIRECT */
+		if (posix_memalign((void **)&threads[i].buf, CW_BLOCK, CW_BUF))
+			setup_failed("allocate a buffer for", dir, ENOMEM);
 	}
 	sc.threads = threads;
 	sc.nthreads = nthreads;
@@ -1047,7 +1282,7 @@ static void verify_file(struct verify *v, int dfd, const char *name)
 	struct sha256 s;
 	struct stat st;
 	unsigned int tid;
-	uint64_t n, off, hash = fnv1a64(name), size;
+	uint64_t n, off, hash = name_hash(name), size;
 	int fd, failed = 0;
 	char hex[65];
 
@@ -1057,7 +1292,8 @@ static void verify_file(struct verify *v, int dfd, const char *name)
 	}
 	if (!S_ISREG(st.st_mode) || !parse_name(name, &tid, &n)) {
 		vfail(v, "'%s': unexpected entry (mode %o): only files tT-N "
-			 "belong here", name, (unsigned int)st.st_mode);
+			 "and tT-N.SUFFIX belong here", name,
+		      (unsigned int)st.st_mode);
 		return;
 	}
 	if (e->name[0])
@@ -1226,7 +1462,8 @@ out_free:
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: crashwriter DIR MANIFEST NTHREADS SEED\n"
+	fprintf(fp, "usage: crashwriter [--all-ops] DIR MANIFEST NTHREADS "
+		    "SEED\n"
 		    "       crashwriter --verify [--strict] DIR MANIFEST\n");
 }
 
@@ -1247,6 +1484,11 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		return verify_main(argv[2 + strict], argv[3 + strict], strict);
+	}
+	if (argc >= 2 && !strcmp(argv[1], "--all-ops")) {
+		g_all_ops = 1;
+		argv++;
+		argc--;
 	}
 	if (argc != 5) {
 		usage(stderr);

@@ -389,3 +389,26 @@ tfs_wait_unlocked() {
 	done
 	return 1
 }
+
+# ----- helpers for the crash tests (crashwriter.c) -----
+
+# tfs_manifest_check MANIFEST DIR: the files a crashwriter manifest says
+# were fsync'd (its last line for them is "NAME SIZE SHA256"), checked in
+# DIR with stat and sha256sum.  Differences go to $WORK/manifest-check.bad,
+# one line each; returns 1 if there are any.
+tfs_manifest_check() {
+	local _m=$1 _d=$2 name size sha f got
+	# a last line without its newline does not count (as in crashwriter.c)
+	if [ -z "$(tail -c 1 "$_m")" ]; then cat "$_m"; else sed '$d' "$_m"; fi |
+		awk '$1 != "#" { if (NF == 3) st[$1] = $2 " " $3; else delete st[$1] }
+		     END { for (n in st) print n, st[n] }' >"$WORK/manifest-check.expected"
+	while read -r name size sha; do
+		f="$_d/$name"
+		[ -f "$f" ] || { echo "'$name': missing, but fsync'd with size $size"; continue; }
+		got=$(stat -c %s "$f")
+		[ "$got" = "$size" ] || { echo "'$name': size $got, but fsync'd with size $size"; continue; }
+		got=$(sha256sum <"$f" | cut -d' ' -f1)
+		[ "$got" = "$sha" ] || echo "'$name': sha256 $got, but fsync'd with $sha"
+	done <"$WORK/manifest-check.expected" >"$WORK/manifest-check.bad"
+	[ ! -s "$WORK/manifest-check.bad" ]
+}

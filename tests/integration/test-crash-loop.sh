@@ -52,23 +52,6 @@ keep_evidence() {
 }
 tfs_at_exit keep_evidence
 
-# verify_shell: the manifest's fsync'd files, checked with stat and sha256sum
-verify_shell() {
-	# a last line without its newline does not count (as in crashwriter.c)
-	if [ -z "$(tail -c 1 "$MANIFEST")" ]; then cat "$MANIFEST"; else sed '$d' "$MANIFEST"; fi |
-		awk '$1 != "#" { if (NF == 3) st[$1] = $2 " " $3; else delete st[$1] }
-		     END { for (n in st) print n, st[n] }' >"$WORK/expected"
-	while read -r name size sha; do
-		f="$MNT/cw/$name"
-		[ -f "$f" ] || { echo "'$name': missing, but fsync'd with size $size"; continue; }
-		got=$(stat -c %s "$f")
-		[ "$got" = "$size" ] || { echo "'$name': size $got, but fsync'd with size $size"; continue; }
-		got=$(sha256sum <"$f" | cut -d' ' -f1)
-		[ "$got" = "$sha" ] || echo "'$name': sha256 $got, but fsync'd with $sha"
-	done <"$WORK/expected" >"$WORK/shell-verify.bad"
-	[ ! -s "$WORK/shell-verify.bad" ]
-}
-
 tfs_mount
 free0=$(tfs_free_bytes)
 t_start=$(date +%s)
@@ -106,8 +89,8 @@ for i in $(seq "$ITERS"); do
 		cat "$WORK/verify.log" >&2
 		tfs_fail "iteration $i (slept $ms ms): crashwriter --verify: expected exit 0, got $rc"
 	}
-	verify_shell || {
-		head -20 "$WORK/shell-verify.bad" >&2
+	tfs_manifest_check "$MANIFEST" "$MNT/cw" || {
+		head -20 "$WORK/manifest-check.bad" >&2
 		tfs_fail "iteration $i: fsync'd files checked with sha256sum: expected all exact, got the differences above"
 	}
 	tfs_log "iteration $i: crash after $ms ms; lock gone after $TFS_UNLOCK_MS ms; fsck clean; $(tail -1 "$WORK/verify.log" | sed "s/^crashwriter: verify '[^']*': //")"
