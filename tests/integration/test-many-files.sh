@@ -11,8 +11,8 @@
 tfs_need awk find wc
 N=${TFS_MANY_FILES:-200000}
 PER_FILE=$(awk '$1 == "#define" && $2 == "TFS_META_BYTES_PER_FILE" {print $3 + 0}' \
-	"$(dirname "$0")/../../lib/meta.h")
-[ -n "$PER_FILE" ] || tfs_fail "cannot read TFS_META_BYTES_PER_FILE from lib/meta.h"
+	"$(dirname "$0")/../../lib/include/memcheck.h")
+[ -n "$PER_FILE" ] || tfs_fail "cannot read TFS_META_BYTES_PER_FILE from lib/include/memcheck.h"
 KiB=1024
 
 # kB value of a /proc/PID/status field
