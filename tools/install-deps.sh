@@ -12,7 +12,7 @@ set -eu
 PACKAGES="build-essential cmake pkg-config clang
 libfuse3-dev fuse3 liburing-dev libinih-dev libcmocka-dev libaio-dev libjansson-dev
 attr e2fsprogs xfsprogs fio python3 python3-numpy python3-torch util-linux procps
-groff-base bsdextrautils"
+groff-base bsdextrautils systemd"
 
 usage() {
 	sed -n '2,9s/^# \{0,1\}//p' "$0"

@@ -78,11 +78,13 @@ fi
 df -h "$mnt"
 echo "setup.sh: tensorfs is mounted on $mnt; set DeepSpeed's nvme_path to $mnt"
 echo "setup.sh: unmount with: fusermount3 -u $mnt"
-# systemd checks devices at boot (pass 2), not image files
+# systemd checks devices at boot (pass 2), not image files: an image's
+# line requires tensorfs-fsck@.service, whose instance is its escaped path
 if [ -n "$device" ]; then
 	deps="x-systemd.requires=$target  0  2"
 else
-	deps="x-systemd.requires-mounts-for=$(dirname "$target")  0  0"
+	unit=tensorfs-fsck@$(systemd-escape --path "$target").service
+	deps="x-systemd.requires-mounts-for=$(dirname "$target"),x-systemd.requires=$unit  0  0"
 fi
 echo "setup.sh: to mount it at boot, add to /etc/fstab:"
-echo "$target  $mnt  fuse.tensorfs  defaults,nofail,$deps"
+printf '%s\n' "$target  $mnt  fuse.tensorfs  defaults,nofail,$deps"

@@ -1,9 +1,9 @@
 #!/bin/bash
-# Description: the boot-time route of README's "Running it for real": its fstab lines pass findmnt --verify and mount(8) reads them (mount -T on a copy, --fake); fsck(8) reaches tensorfs-fsck as fsck.tensorfs (-t tensorfs) and fsck.fuse.tensorfs (the fstab type, also with -a as at boot), passing its exit status through; the installed tree has the links, the pages and the config
+# Description: the boot-time route of README's "Running it for real": its fstab lines pass findmnt --verify and mount(8) reads them (mount -T on a copy, --fake); systemd's fstab generator turns them into mount units that wait for the device's systemd-fsck and for the image's tensorfs-fsck@.service, which systemd-analyze verifies and whose command checks the image; fsck(8) reaches tensorfs-fsck as fsck.tensorfs (-t tensorfs) and fsck.fuse.tensorfs (the fstab type, also with -a as at boot), passing its exit status through; the installed tree has the links, the pages and the config
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-tfs_need findmnt fsck mount
+tfs_need findmnt fsck mount systemd-escape systemd-analyze
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tfs_mkimg 128M
 mkdir -p "$MNT"
@@ -14,7 +14,8 @@ awk '/^## Running it for real/ {s = 1} s && /fuse\.tensorfs/ && !/`/' "$top/READ
 [ "$(wc -l <"$WORK/lines")" = 2 ] || tfs_fail "expected two fstab lines in README's 'Running it for real', got: $(cat "$WORK/lines")"
 grep -q '^/dev/nvme0n1 .* 0  *2$' "$WORK/lines" || tfs_fail "README's device line has no fsck pass 2"
 grep "^/var/lib/tensorfs/nvme.img " "$WORK/lines" | tr -s " " |
-	sed "s|^/var/lib/tensorfs/nvme.img  */local_nvme |$IMG $MNT |; s|=/var/lib/tensorfs|=$WORK|; s| 0  *0\$| 0 2|" >"$WORK/fstab"
+	sed "s|^/var/lib/tensorfs/nvme.img  */local_nvme |$IMG $MNT |; s|=/var/lib/tensorfs,|=$WORK,|;
+		s|tensorfs-fsck@var-lib-tensorfs-nvme.img.service|tensorfs-fsck@$(systemd-escape --path "$IMG" | sed 's/\\/\\\\/g').service|" >"$WORK/fstab"
 grep -q "^$IMG $MNT fuse.tensorfs defaults,nofail," "$WORK/fstab" || tfs_fail "README's image line: $(cat "$WORK/lines")"
 findmnt --verify --tab-file "$WORK/fstab" >"$WORK/verify" 2>&1 ||
 	{ cat "$WORK/verify" >&2; tfs_fail "findmnt --verify finds errors in README's fstab line"; }
@@ -27,6 +28,35 @@ for what in "$MNT" "$IMG"; do
 	grep -q "$IMG mounted on $MNT" "$WORK/out" || tfs_fail "mount -T fstab --fake $what: $(cat "$WORK/out")"
 done
 tfs_mounted "$MNT" && tfs_fail "--fake mounted something"
+
+# ----- systemd at boot: README's lines as the fstab generator sees them -----
+gen=/lib/systemd/system-generators/systemd-fstab-generator
+[ -x "$gen" ] || tfs_fail "no $gen: is systemd installed (tools/install-deps.sh)?"
+inst=$(systemd-escape --path "$IMG")
+# gen NAME FSTAB: run the generator on FSTAB into $WORK/NAME, with
+# fsck.fuse.tensorfs found in PATH as at boot
+gen() {
+	mkdir -p "$WORK/$1"
+	SYSTEMD_FSTAB=$2 SYSTEMD_PROC_CMDLINE="" "$gen" "$WORK/$1" "$WORK/$1" "$WORK/$1" \
+		>"$WORK/$1.log" 2>&1 || { cat "$WORK/$1.log" >&2; tfs_fail "systemd-fstab-generator failed on $2"; }
+}
+gen img "$WORK/fstab"
+unit="$WORK/img/$(systemd-escape --path --suffix=mount "$MNT")"
+[ -f "$unit" ] || tfs_fail "the generator wrote no mount unit for the image's line: $(ls "$WORK/img")"
+for dep in Requires After; do
+	grep -Fqx "$dep=tensorfs-fsck@$inst.service" "$unit" ||
+		tfs_fail "the image's mount unit has no $dep=tensorfs-fsck@$inst.service: $(cat "$unit")"
+done
+grep -Fqx "RequiresMountsFor=$WORK" "$unit" || tfs_fail "the image's mount unit does not wait for $WORK: $(cat "$unit")"
+# the device's line: pass 2 makes systemd-fsck@ run fsck.fuse.tensorfs first
+grep "^/dev/nvme0n1 " "$WORK/lines" >"$WORK/fstab.dev"
+gen dev "$WORK/fstab.dev"
+unit="$WORK/dev/local_nvme.mount"
+[ -f "$unit" ] || tfs_fail "the generator wrote no mount unit for the device's line: $(ls "$WORK/dev")"
+for dep in Requires After; do
+	grep -Fqx "$dep=systemd-fsck@dev-nvme0n1.service" "$unit" ||
+		tfs_fail "the device's mount unit has no $dep=systemd-fsck@dev-nvme0n1.service: $(cat "$unit"; cat "$WORK/dev.log")"
+done
 
 # ----- fsck(8) reaches tensorfs-fsck -----
 expect_clean() {	# WHAT COMMAND...
@@ -63,4 +93,28 @@ if command -v man >/dev/null 2>&1; then
 		tfs_fail "man -w fsck.tensorfs finds nothing"
 fi
 cmp "$WORK/inst/share/tensorfs/tensorfs.ini" "$top/conf/tensorfs.ini" || tfs_fail "conf/tensorfs.ini not installed"
+
+# ----- the installed tensorfs-fsck@.service: verified, and its command checks -----
+u="$WORK/inst/lib/systemd/system/tensorfs-fsck@.service"
+[ -f "$u" ] || tfs_fail "tensorfs-fsck@.service not installed in PREFIX/lib/systemd/system"
+grep -q "^ExecStart=/usr/local/sbin/tensorfs-fsck -p %f\$" "$u" || tfs_fail "unit's ExecStart: $(grep ExecStart "$u")"
+# the same unit with this build's tensorfs-fsck, as an instance for the image
+mkdir -p "$WORK/units"
+sed "s|^ExecStart=/usr/local/sbin/|ExecStart=$TFS_BIN/|" "$u" >"$WORK/units/tensorfs-fsck@.service"
+(cd "$WORK/units" && systemd-analyze verify --man=no "$WORK/units/tensorfs-fsck@$inst.service") >"$WORK/verify" 2>&1 ||
+	{ cat "$WORK/verify" >&2; tfs_fail "systemd-analyze verify refuses tensorfs-fsck@.service"; }
+# verify exits 0 on unknown keys; it must print nothing about our unit
+grep "tensorfs-fsck@" "$WORK/verify" && tfs_fail "systemd-analyze verify warns about the unit"
+# run the instance's command as systemd would: %f is the unescaped path
+f=$(systemd-escape --unescape --path "$inst")
+tfs_eq "the instance's path" "$IMG" "$f"
+cmd=$(sed -n 's/^ExecStart=//p' "$WORK/units/tensorfs-fsck@.service" | sed "s|%f|$f|")
+# shellcheck disable=SC2086 # the command line is split as systemd splits it
+expect_clean "the unit's ExecStart" $cmd
+head -c 4096 /dev/zero | dd of="$IMG" bs=4096 seek=0 conv=notrunc status=none
+head -c 4096 /dev/zero | dd of="$IMG" bs=4096 seek=1 conv=notrunc status=none
+# shellcheck disable=SC2086
+$cmd >"$WORK/out" 2>&1
+rc=$?
+case $rc in 0|1) cat "$WORK/out" >&2; tfs_fail "the unit's command passed an image without superblocks (exit $rc), so the mount would go ahead" ;; esac
 tfs_pass
