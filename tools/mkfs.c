@@ -52,6 +52,24 @@ static void usage(FILE *f)
 /* The largest uid or gid: (uid_t)-1 means "no change" to chown(2). */
 #define ID_MAX 4294967294UL
 
+/* A decimal id, 0 to ID_MAX (no sign, no blanks, no wrapping), into *id:
+ * 0, -ERANGE or -EINVAL; prints nothing. */
+static int parse_num(const char *s, unsigned long *id)
+{
+	const char *p;
+	unsigned long v = 0;
+
+	for (p = s; *p >= '0' && *p <= '9'; p++) {
+		if (v > (ID_MAX - (unsigned long)(*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (p == s || *p)
+		return -EINVAL;
+	*id = v;
+	return 0;
+}
+
 /*
  * One id of -u: a name that getpwnam()/getgrnam() (lookup) knows, or a
  * decimal number from 0 to ID_MAX: no sign, no blanks, no wrapping.
@@ -60,32 +78,26 @@ static void usage(FILE *f)
  */
 static int parse_id(const char *s, const char *what, unsigned long *id)
 {
-	const char *p;
-	unsigned long v = 0;
+	int r;
 
 	if (!*s) {
 		fprintf(stderr, "mkfs.tensorfs: empty %s in -u; give "
 			"USER[:GROUP] or UID[:GID]\n", what);
 		return -1;
 	}
-	for (p = s; *p; p++) {
-		if (*p < '0' || *p > '9')
-			break;
-		if (v > (ID_MAX - (unsigned long)(*p - '0')) / 10) {
-			fprintf(stderr, "mkfs.tensorfs: %s id '%s' is out of "
-				"range; give a number from 0 to %lu\n", what,
-				s, ID_MAX);
-			return -1;
-		}
-		v = v * 10 + (unsigned long)(*p - '0');
+	r = parse_num(s, id);
+	if (r == -ERANGE) {
+		fprintf(stderr, "mkfs.tensorfs: %s id '%s' is out of "
+			"range; give a number from 0 to %lu\n", what,
+			s, ID_MAX);
+		return -1;
 	}
-	if (*p) {
+	if (r) {
 		fprintf(stderr, "mkfs.tensorfs: unknown %s '%s'; give a %s "
 			"name or a number from 0 to %lu\n", what, s, what,
 			ID_MAX);
 		return -1;
 	}
-	*id = v;
 	return 0;
 }
 
@@ -132,14 +144,26 @@ static int owner(const char *spec, uid_t *uid, gid_t *gid)
 /* The root directory's default owner: the user, or the one who ran sudo. */
 static void default_owner(uid_t *uid, gid_t *gid)
 {
+	unsigned long id;
 	const char *s;
 
 	*uid = getuid();
 	*gid = getgid();
-	if (*uid == 0 && (s = getenv("SUDO_UID")) && *s) {
-		*uid = (uid_t)strtoul(s, NULL, 10);
-		if ((s = getenv("SUDO_GID")) && *s)
-			*gid = (gid_t)strtoul(s, NULL, 10);
+	if (*uid != 0 || !(s = getenv("SUDO_UID")) || !*s)
+		return;
+	if (parse_num(s, &id)) {
+		fprintf(stderr, "mkfs.tensorfs: warning: ignoring SUDO_UID='%.40s', "
+			"which is not a user id; the root directory belongs to "
+			"root (give -u USER to choose)\n", s);
+		return;
+	}
+	*uid = (uid_t)id;
+	if ((s = getenv("SUDO_GID")) && *s) {
+		if (parse_num(s, &id))
+			fprintf(stderr, "mkfs.tensorfs: warning: ignoring "
+				"SUDO_GID='%.40s', which is not a group id\n", s);
+		else
+			*gid = (gid_t)id;
 	}
 }
 

@@ -241,6 +241,30 @@ tfs_umount
 IMG=$SAVED_IMG
 rm -f "$U"
 
+# run through sudo, the root belongs to SUDO_UID:SUDO_GID; values that are
+# not ids are ignored with a warning (root keeps it), never wrapped
+if [ "$(id -u)" = 0 ]; then
+	IMG=$U
+	for env in "1234 5678 1234:5678" "99999999999 5678 0:0" "1234 -1 1234:0" "12x 7 0:0"; do
+		# shellcheck disable=SC2086 # three words
+		set -- $env
+		rm -f "$U"
+		SUDO_UID=$1 SUDO_GID=$2 "$MKFS" -q -s 100M "$U" 2>"$WORK/err" ||
+			tfs_fail "mkfs.tensorfs with SUDO_UID=$1 SUDO_GID=$2 failed: $(cat "$WORK/err")"
+		case $3 in
+		0:0) grep -q "warning: ignoring SUDO_UID='$1'" "$WORK/err" ||
+			tfs_fail "SUDO_UID=$1: no warning: $(cat "$WORK/err")" ;;
+		*:0) grep -q "warning: ignoring SUDO_GID='$2'" "$WORK/err" ||
+			tfs_fail "SUDO_GID=$2: no warning: $(cat "$WORK/err")" ;;
+		esac
+		tfs_mount
+		tfs_eq "owner of the root with SUDO_UID=$1 SUDO_GID=$2" "$3" "$(stat -c %u:%g "$MNT")"
+		tfs_umount
+	done
+	IMG=$SAVED_IMG
+	rm -f "$U"
+fi
+
 tfs_expect_exit 0 "mkfs.tensorfs --help" "$MKFS" --help
 tfs_expect_words "mkfs.tensorfs --help" "$WORK/out" usage mkfs.tensorfs -s -f
 
