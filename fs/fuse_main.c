@@ -142,6 +142,45 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 	return 0;
 }
 
+/*
+ * The atime policy the -o list asks for (lib's TFS_ATIME_*).  These are
+ * the kernel's mount flags: they also go on to FUSE, so the mount shows
+ * them, but FUSE inodes are S_NOATIME in the kernel, which leaves atime
+ * to us.  As the kernel reads them: relatime unless noatime, strictatime
+ * over both, and a read-only mount writes no atime at all.
+ */
+static int atime_policy(const char *opts)
+{
+	int noatime = 0, strict = 0, ro = 0;
+	const char *p = opts;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+
+#define IS(word) (n == sizeof(word) - 1 && !strncmp(p, word, n))
+		if (IS("noatime"))
+			noatime = 1;
+		else if (IS("atime"))
+			noatime = 0;
+		else if (IS("strictatime"))
+			strict = 1;
+		else if (IS("nostrictatime") || IS("relatime") ||
+			 IS("norelatime"))
+			strict = 0;
+		else if (IS("ro"))
+			ro = 1;
+		else if (IS("rw"))
+			ro = 0;
+#undef IS
+		p += n + (p[n] == ',');
+	}
+	if (ro)
+		return TFS_ATIME_NOATIME;
+	if (strict)
+		return TFS_ATIME_STRICT;
+	return noatime ? TFS_ATIME_NOATIME : TFS_ATIME_RELATIME;
+}
+
 static void usage(FILE *f)
 {
 	fputs(
@@ -159,7 +198,8 @@ static void usage(FILE *f)
 "  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
 "               overrides the file (-o commit_interval_ms=1000); others go\n"
 "               to FUSE: allow_other (the default when run as root), ro, and\n"
-"               the rest of mount.fuse3(8)\n"
+"               the rest of mount.fuse3(8).  Reads update atime as relatime\n"
+"               (the default), noatime or strictatime say\n"
 "  --print-config  print the effective configuration (defaults, -c, -o) as\n"
 "               an INI file and exit\n"
 "  -f           stay in the foreground; log to stderr instead of syslog\n"
@@ -307,6 +347,7 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 		return 2;
 	}
 	dm->attr_timeout = (double)dm->cfg.mount_attr_timeout_ms / 1000.0;
+	dm->atime = atime_policy(cl->fuseopts);
 	return GO_ON;
 }
 
@@ -417,6 +458,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 	struct stat root;
 
 	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
+	fo.atime = dm->atime;
 	if (data_path_opts(&dm->cfg, &fo, &lim))
 		return 1;
 	/*
