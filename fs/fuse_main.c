@@ -100,54 +100,22 @@ static int fuse_value_opt(const char *key)
 	return 0;
 }
 
-/*
- * Take the settings (key=value with a known key) out of a -o list into
- * cfg and leave the FUSE options in *opts (NULL if none are left).  A
- * key=value that is neither a setting nor a FUSE option but near a
- * setting's name is a typo: an error naming the nearest setting, as the
- * INI parser gives, rather than libfuse's bare "unknown option".
- */
-static int split_options(struct tfs_config *cfg, char **opts, char *err,
-			 size_t errlen)
+/* An atime option libfuse 3.14 does not take: atime_policy() reads it,
+ * FUSE never sees it. */
+static int is_own_atime_opt(const char *tok)
 {
-	char *rest = malloc(strlen(*opts) + 1), *tok, *save = NULL;
-	size_t pos = 0;
-	int rc = 0;
-
-	if (!rest)
-		return -ENOMEM;
-	for (tok = strtok_r(*opts, ",", &save); tok && !rc;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-
-		if (eq) {
-			*eq = '\0';
-			if (tfs_config_is_key(tok) ||
-			    (!fuse_value_opt(tok) && tfs_config_nearest(tok))) {
-				rc = tfs_config_set(cfg, tok, eq + 1, err,
-						    errlen);
-				continue;
-			}
-			*eq = '=';
-		}
-		pos += (size_t)sprintf(rest + pos, "%s%s", pos ? "," : "", tok);
-	}
-	free(*opts);
-	if (rc || pos == 0) {
-		free(rest);
-		*opts = NULL;
-		return rc;
-	}
-	*opts = rest;
-	return 0;
+	return !strcmp(tok, "relatime") || !strcmp(tok, "norelatime") ||
+	       !strcmp(tok, "strictatime") || !strcmp(tok, "nostrictatime");
 }
 
 /*
- * The atime policy the -o list asks for (lib's TFS_ATIME_*).  These are
- * the kernel's mount flags: they also go on to FUSE, so the mount shows
- * them, but FUSE inodes are S_NOATIME in the kernel, which leaves atime
- * to us.  As the kernel reads them: relatime unless noatime, strictatime
- * over both, and a read-only mount writes no atime at all.
+ * The atime policy the -o list asks for (lib's TFS_ATIME_*).  FUSE
+ * inodes are S_NOATIME in the kernel, which leaves atime to us.  As the
+ * kernel reads these options: relatime unless noatime, strictatime over
+ * both, and a read-only mount writes no atime at all.  atime, noatime,
+ * ro and rw go on to FUSE as well (the mount shows them); libfuse 3.14
+ * refuses the others, so they are ours only (is_own_atime_opt()) and the
+ * mount's own flags say relatime whatever we do.
  */
 static int atime_policy(const char *opts)
 {
@@ -179,6 +147,50 @@ static int atime_policy(const char *opts)
 	if (strict)
 		return TFS_ATIME_STRICT;
 	return noatime ? TFS_ATIME_NOATIME : TFS_ATIME_RELATIME;
+}
+
+/*
+ * Take the settings (key=value with a known key) out of a -o list into
+ * cfg and leave the FUSE options in *opts (NULL if none are left).  A
+ * key=value that is neither a setting nor a FUSE option but near a
+ * setting's name is a typo: an error naming the nearest setting, as the
+ * INI parser gives, rather than libfuse's bare "unknown option".
+ */
+static int split_options(struct tfs_config *cfg, char **opts, char *err,
+			 size_t errlen)
+{
+	char *rest = malloc(strlen(*opts) + 1), *tok, *save = NULL;
+	size_t pos = 0;
+	int rc = 0;
+
+	if (!rest)
+		return -ENOMEM;
+	for (tok = strtok_r(*opts, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (is_own_atime_opt(tok))
+			continue;	/* atime_policy() read it */
+		if (eq) {
+			*eq = '\0';
+			if (tfs_config_is_key(tok) ||
+			    (!fuse_value_opt(tok) && tfs_config_nearest(tok))) {
+				rc = tfs_config_set(cfg, tok, eq + 1, err,
+						    errlen);
+				continue;
+			}
+			*eq = '=';
+		}
+		pos += (size_t)sprintf(rest + pos, "%s%s", pos ? "," : "", tok);
+	}
+	free(*opts);
+	if (rc || pos == 0) {
+		free(rest);
+		*opts = NULL;
+		return rc;
+	}
+	*opts = rest;
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -334,6 +346,7 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 2;
 	}
+	dm->atime = atime_policy(cl->fuseopts);
 	if (cl->fuseopts &&
 	    split_options(&dm->cfg, &cl->fuseopts, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: -o %s\n", err);
@@ -347,7 +360,6 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 		return 2;
 	}
 	dm->attr_timeout = (double)dm->cfg.mount_attr_timeout_ms / 1000.0;
-	dm->atime = atime_policy(cl->fuseopts);
 	return GO_ON;
 }
 
