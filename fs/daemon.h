@@ -25,6 +25,7 @@ struct tfs_daemon {
 	double attr_timeout;		/* [mount] attr_timeout_ms, in s */
 	struct tfs_statedir statedir;	/* /.tensorfs */
 	int direct_io_allow_mmap;	/* INIT negotiated it (libfuse 3.17+) */
+	int atime;			/* TFS_ATIME_*, from -o */
 };
 
 /* The request handlers, for fuse_session_new() with a struct tfs_daemon

@@ -100,6 +100,55 @@ static int fuse_value_opt(const char *key)
 	return 0;
 }
 
+/* An atime option libfuse 3.14 does not take: atime_policy() reads it,
+ * FUSE never sees it. */
+static int is_own_atime_opt(const char *tok)
+{
+	return !strcmp(tok, "relatime") || !strcmp(tok, "norelatime") ||
+	       !strcmp(tok, "strictatime") || !strcmp(tok, "nostrictatime");
+}
+
+/*
+ * The atime policy the -o list asks for (lib's TFS_ATIME_*).  FUSE
+ * inodes are S_NOATIME in the kernel, which leaves atime to us.  As the
+ * kernel reads these options: relatime unless noatime, strictatime over
+ * both, and a read-only mount writes no atime at all.  atime, noatime,
+ * ro and rw go on to FUSE as well (the mount shows them); libfuse 3.14
+ * refuses the others, so they are ours only (is_own_atime_opt()) and the
+ * mount's own flags say relatime whatever we do.
+ */
+static int atime_policy(const char *opts)
+{
+	int noatime = 0, strict = 0, ro = 0;
+	const char *p = opts;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+
+#define IS(word) (n == sizeof(word) - 1 && !strncmp(p, word, n))
+		if (IS("noatime"))
+			noatime = 1;
+		else if (IS("atime"))
+			noatime = 0;
+		else if (IS("strictatime"))
+			strict = 1;
+		else if (IS("nostrictatime") || IS("relatime") ||
+			 IS("norelatime"))
+			strict = 0;
+		else if (IS("ro"))
+			ro = 1;
+		else if (IS("rw"))
+			ro = 0;
+#undef IS
+		p += n + (p[n] == ',');
+	}
+	if (ro)
+		return TFS_ATIME_NOATIME;
+	if (strict)
+		return TFS_ATIME_STRICT;
+	return noatime ? TFS_ATIME_NOATIME : TFS_ATIME_RELATIME;
+}
+
 /*
  * Take the settings (key=value with a known key) out of a -o list into
  * cfg and leave the FUSE options in *opts (NULL if none are left).  A
@@ -120,6 +169,8 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 
+		if (is_own_atime_opt(tok))
+			continue;	/* atime_policy() read it */
 		if (eq) {
 			*eq = '\0';
 			if (tfs_config_is_key(tok) ||
@@ -159,7 +210,8 @@ static void usage(FILE *f)
 "  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
 "               overrides the file (-o commit_interval_ms=1000); others go\n"
 "               to FUSE: allow_other (the default when run as root), ro, and\n"
-"               the rest of mount.fuse3(8)\n"
+"               the rest of mount.fuse3(8).  Reads update atime as relatime\n"
+"               (the default), noatime or strictatime say\n"
 "  --print-config  print the effective configuration (defaults, -c, -o) as\n"
 "               an INI file and exit\n"
 "  -f           stay in the foreground; log to stderr instead of syslog\n"
@@ -294,6 +346,7 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 2;
 	}
+	dm->atime = atime_policy(cl->fuseopts);
 	if (cl->fuseopts &&
 	    split_options(&dm->cfg, &cl->fuseopts, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: -o %s\n", err);
@@ -417,6 +470,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 	struct stat root;
 
 	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
+	fo.atime = dm->atime;
 	if (data_path_opts(&dm->cfg, &fo, &lim))
 		return 1;
 	/*

@@ -30,12 +30,28 @@
 
 /* ===== replies ===== */
 
-static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
+/*
+ * Every reply that gives the kernel an entry of the file system comes
+ * here: lookup, mknod, mkdir, symlink, link, and create (fi not NULL,
+ * the file opened).  Each takes one lookup reference (tfs_lookup_ref()),
+ * which the kernel gives back with FORGET (op_forget()): an inode that
+ * loses its last name lives while the kernel knows it.  The reference is
+ * taken before the reply, so a FORGET cannot come first, and dropped
+ * again if the kernel did not take the reply (an interrupted request).
+ * rc != 0 replies the error; an inode freed between the lookup and here
+ * replies ENOENT, as a lookup just after the unlink would have.
+ */
+static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
+			struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct fuse_entry_param e;
 
+	if (!rc)
+		rc = tfs_lookup_ref(dm->fs, st->st_ino);
 	if (rc) {
+		if (fi)
+			tfs_release(dm->fs, st->st_ino);
 		fuse_reply_err(req, -rc);
 		return;
 	}
@@ -44,7 +60,16 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 	e.attr = *st;
 	e.attr_timeout = dm->attr_timeout;
 	e.entry_timeout = dm->attr_timeout;
-	fuse_reply_entry(req, &e);
+	if (fi)
+		rc = fuse_reply_create(req, &e, fi);
+	else
+		rc = fuse_reply_entry(req, &e);
+	if (rc == -ENOENT) {
+		/* the caller was interrupted: the kernel has nothing */
+		tfs_forget(dm->fs, st->st_ino, 1);
+		if (fi)
+			tfs_release(dm->fs, st->st_ino);
+	}
 }
 
 /*
@@ -171,13 +196,37 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	reply_entry(req, rc, &st);
+	reply_entry(req, rc, &st, NULL);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	(void)ino;
-	(void)nlookup;
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
+	if (!tfs_statedir_is(ino))
+		tfs_forget(dm->fs, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct tfs_forget_one v[64];
+	size_t n = 0;
+
+	/* one lock per batch of up to 64 (the kernel sends up to 16) */
+	for (size_t i = 0; i < count; i++) {
+		if (tfs_statedir_is(forgets[i].ino))
+			continue;
+		v[n].ino = forgets[i].ino;
+		v[n].nlookup = forgets[i].nlookup;
+		if (++n == sizeof(v) / sizeof(v[0])) {
+			tfs_forget_many(dm->fs, v, n);
+			n = 0;
+		}
+	}
+	tfs_forget_many(dm->fs, v, n);
 	fuse_reply_none(req);
 }
 
@@ -269,7 +318,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	DENY_STATEDIR(req, parent, name, 1);
 	rc = tfs_mknod(dm->fs, parent, name, mode, rdev, c->uid, c->gid, &st);
 
-	reply_entry(req, rc, &st);
+	reply_entry(req, rc, &st, NULL);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -283,7 +332,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	DENY_STATEDIR(req, parent, name, 1);
 	rc = tfs_mkdir(dm->fs, parent, name, mode, c->uid, c->gid, &st);
 
-	reply_entry(req, rc, &st);
+	reply_entry(req, rc, &st, NULL);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -313,7 +362,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	DENY_STATEDIR(req, parent, name, 1);
 	rc = tfs_symlink(dm->fs, parent, name, link, c->uid, c->gid, &st);
 
-	reply_entry(req, rc, &st);
+	reply_entry(req, rc, &st, NULL);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -321,6 +370,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      unsigned int flags)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
 	unsigned int f = 0;
 
 	DENY_STATEDIR(req, parent, name, 0);
@@ -329,12 +379,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		f |= TFS_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		f |= TFS_RENAME_EXCHANGE;
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+	if (flags & RENAME_WHITEOUT)
+		f |= TFS_RENAME_WHITEOUT;
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE |
+				RENAME_WHITEOUT)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	fuse_reply_err(req, -tfs_rename(dm->fs, parent, name, newparent,
-					newname, f));
+	/* the whiteout is the caller's, as a mknod's node would be */
+	fuse_reply_err(req, -tfs_rename2(dm->fs, parent, name, newparent,
+					 newname, f, c->uid, c->gid));
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
@@ -348,7 +402,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	DENY_STATEDIR(req, newparent, newname, 1);
 	rc = tfs_link(dm->fs, ino, newparent, newname, &st);
 
-	reply_entry(req, rc, &st);
+	reply_entry(req, rc, &st, NULL);
 }
 
 /* A /.tensorfs file opened: its content rendered now, kept in fi->fh. */
@@ -420,7 +474,6 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
-	struct fuse_entry_param e;
 	struct stat st;
 	int rc;
 
@@ -443,14 +496,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	memset(&e, 0, sizeof(e));
-	e.ino = st.st_ino;
-	e.attr = st;
-	e.attr_timeout = dm->attr_timeout;
-	e.entry_timeout = dm->attr_timeout;
 	set_open_flags(dm, fi);
-	if (fuse_reply_create(req, &e, fi) == -ENOENT)
-		tfs_release(dm->fs, st.st_ino);
+	reply_entry(req, 0, &st, fi);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -473,6 +520,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	n = tfs_read_ref(dm->fs, ino, size, (uint64_t)off, &data);
+	tfs_file_note_read(dm->fs, ino, n);	/* before a stat can see it */
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -547,7 +595,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
-	int rc = tfs_statedir_is(ino) ? 0 : tfs_opendir(dm->fs, ino);
+	/* a reference, as an open file has: a directory removed while open
+	 * lives until releasedir */
+	int rc = tfs_statedir_is(ino) ?
+			 0 : tfs_open(dm->fs, ino, O_RDONLY | O_DIRECTORY);
 
 	if (!rc && tfs_statedir_is(ino)) {
 		struct stat st;
@@ -557,8 +608,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	if (rc)
 		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_open(req, fi);
+	else if (fuse_reply_open(req, fi) == -ENOENT &&
+		 !tfs_statedir_is(ino))
+		tfs_release(dm->fs, ino); /* the caller was interrupted */
 }
 
 struct dirbuf {
@@ -614,9 +666,11 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+
 	(void)fi;
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 :
+						   -tfs_release(dm->fs, ino));
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -724,6 +778,7 @@ const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.destroy = op_destroy,
 	.lookup = op_lookup,
 	.forget = op_forget,
+	.forget_multi = op_forget_multi,
 	.getattr = op_getattr,
 	.setattr = op_setattr,
 	.readlink = op_readlink,

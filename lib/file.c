@@ -25,10 +25,19 @@
  * truncate zeroes the tail of the new last block.  So growing a file
  * (truncate, a write further on) never uncovers old bytes.
  *
- * Inode lifetime: an inode is freed when its link count and open count
- * are both zero (tfs_inode_maybe_free()); its blocks go to the pending
- * list and its cached chunks are forgotten.  After a crash, inodes with
- * no links (open but unlinked at the time) are freed at mount (fs.c).
+ * Inode lifetime: an inode lives while it has a link, an open handle
+ * (tfs_open(), tfs_inode_hold()) or a lookup reference of the kernel
+ * (ip->nlookup: tfs_lookup_ref() for each entry the kernel was given,
+ * tfs_forget() when it drops them); it is freed when all three are zero
+ * (tfs_inode_maybe_free()): its blocks go to the pending list and its
+ * cached chunks are forgotten.  So a file or directory that lost its
+ * last name keeps working through the kernel's inode (fstat of an open
+ * descriptor, an O_PATH one, a directory's cwd) until the kernel forgets
+ * it.  nlookup is 31 bits; a count that would pass that sticks at the
+ * maximum and the inode then lives until unmount: never freed early.
+ * At close nobody holds lookups any more: tfs_inode_forget_all() frees
+ * what only they kept.  After a crash, inodes with no links (open or
+ * looked up but unlinked at the time) are freed at mount (fs.c).
  */
 #include "fs_internal.h"
 
@@ -65,8 +74,69 @@ void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
 	/* a file system opened for inspection changes nothing */
 	if (fs->opts.readonly || fs->opts.no_recover)
 		return;
-	if (ip->a.nlink == 0 && ip->opens == 0)
+	if (ip->a.nlink == 0 && ip->opens == 0 && ip->nlookup == 0 &&
+	    ip->a.ino != TFS_ROOT_INO)
 		free_inode(fs, ip);
+}
+
+#define NLOOKUP_MAX	0x7fffffffu	/* ip->nlookup's 31 bits: sticky */
+
+int tfs_lookup_ref(struct tfs_fs *fs, uint64_t ino)
+{
+	struct tfs_inode *ip;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (!ip)
+		rc = -ENOENT;	/* freed since it was looked up */
+	else if (ip->nlookup < NLOOKUP_MAX)
+		ip->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+static void forget_locked(struct tfs_fs *fs, uint64_t ino, uint64_t n)
+{
+	struct tfs_inode *ip = tfs_meta_get(fs->m, ino);
+
+	if (!ip || ip->nlookup == NLOOKUP_MAX)
+		return;		/* gone already, or sticky */
+	ip->nlookup = n < ip->nlookup ? ip->nlookup - (uint32_t)n : 0;
+	tfs_inode_maybe_free(fs, ip);
+}
+
+void tfs_forget(struct tfs_fs *fs, uint64_t ino, uint64_t n)
+{
+	pthread_mutex_lock(&fs->lock);
+	forget_locked(fs, ino, n);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void tfs_forget_many(struct tfs_fs *fs, const struct tfs_forget_one *v,
+		     size_t n)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < n; i++)
+		forget_locked(fs, v[i].ino, v[i].nlookup);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static int forget_one(struct tfs_inode *ip, void *arg)
+{
+	struct tfs_fs *fs = arg;
+
+	ip->nlookup = 0;
+	/* removing the inode the walk is at is allowed (meta.h) */
+	tfs_inode_maybe_free(fs, ip);
+	return 0;
+}
+
+void tfs_inode_forget_all(struct tfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	tfs_meta_each(fs->m, forget_one, fs);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /*
@@ -150,6 +220,55 @@ void tfs_inode_unhold(struct tfs_fs *fs, struct tfs_inode *ip)
 {
 	pthread_mutex_lock(&fs->lock);
 	ref_put(fs, ip);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* ===== atime ===== */
+
+static int ts_before_eq(struct tfs_timespec a, struct tfs_timespec b)
+{
+	return a.sec < b.sec || (a.sec == b.sec && a.nsec <= b.nsec);
+}
+
+/* Does a read at 'now' move ip's atime?  As the kernel's
+ * atime_needs_update() and relatime_need_update(). */
+static int atime_due(int policy, const struct tfs_inode *ip,
+		     struct tfs_timespec now)
+{
+	const struct tfs_attr *a = &ip->a;
+
+	if (a->atime.sec == now.sec && a->atime.nsec == now.nsec)
+		return 0;
+	if (policy == TFS_ATIME_STRICT)
+		return 1;
+	return ts_before_eq(a->atime, a->mtime) ||
+	       ts_before_eq(a->atime, a->ctime) ||
+	       now.sec - a->atime.sec >= 24 * 60 * 60;
+}
+
+void tfs_fs_set_atime(struct tfs_fs *fs, int atime)
+{
+	__atomic_store_n(&fs->opts.atime, atime, __ATOMIC_RELAXED);
+}
+
+void tfs_file_note_read(struct tfs_fs *fs, uint64_t ino, ssize_t n)
+{
+	int policy = __atomic_load_n(&fs->opts.atime, __ATOMIC_RELAXED);
+	struct tfs_timespec now;
+	struct tfs_inode *ip;
+
+	if (n < 0 || policy == TFS_ATIME_NOATIME || fs->opts.readonly ||
+	    tfs_fs_failed(fs))
+		return;
+	now = tfs_fs_now();
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip && atime_due(policy, ip, now)) {
+		/* no ctime change, no record now: the inode is written
+		 * with the next commit, whenever that is */
+		ip->a.atime = now;
+		tfs_txn_mark_dirty(fs, ip);
+	}
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -892,6 +1011,8 @@ int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags)
 		rc = -ENOENT;
 	} else if (S_ISDIR(ip->a.mode) && (flags & O_ACCMODE) != O_RDONLY) {
 		rc = -EISDIR;
+	} else if (!S_ISDIR(ip->a.mode) && (flags & O_DIRECTORY)) {
+		rc = -ENOTDIR;
 	} else {
 		rc = ref_get(ip);
 	}

@@ -373,6 +373,10 @@ int tfs_fs_close(struct tfs_fs *fs)
 		pthread_mutex_unlock(&fs->lock);
 		pthread_join(fs->thr, NULL);
 	}
+	/* the kernel's lookups died with the mount: what only they kept
+	 * (names removed while looked up) goes with this final commit */
+	if (!fs->opts.readonly && !tfs_fs_failed(fs))
+		tfs_inode_forget_all(fs);
 	if (!fs->opts.readonly && !tfs_fs_failed(fs)) {
 		pthread_mutex_lock(&fs->jlock);
 		/*

@@ -157,6 +157,9 @@ pthread_rwlock_t *tfs_inode_io_lock(struct tfs_inode *ip);
 /* Free the data path's state of every inode (close, with files still
  * open). */
 void tfs_inode_drop_all(struct tfs_fs *fs);
+/* Drop every lookup reference and free the inodes only they kept (close:
+ * the kernel is gone).  Takes fs->lock. */
+void tfs_inode_forget_all(struct tfs_fs *fs);
 int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen);
 int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size);
 

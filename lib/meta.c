@@ -26,8 +26,10 @@
  * after the last cookie it returned; the array is compacted when holes
  * outnumber entries.  Lookup by name goes through 'idx', open addressing
  * of 32-bit positions in 'order' (+1; 0 is empty), rebuilt whenever the
- * array is compacted.  Cookies are not stored: a mount assigns them
- * afresh.
+ * array is compacted.  A rename within the directory keeps the entry's
+ * cookie (tfs_dir_rename()), so a readdir that runs while entries are
+ * renamed in place ends, and returns no entry twice.  Cookies are not
+ * stored: a mount assigns them afresh.
  *
  * Accounting: 'bytes' is what tfs_meta_write_records() would produce,
  * kept exact by every mutator here, so the file system can refuse a
@@ -586,6 +588,54 @@ int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
 	d->idx[i] = ++d->olen;
 	d->count++;
 	m->bytes += tfs_rec_size_link(len);
+	return 0;
+}
+
+int tfs_dir_rename(struct tfs_meta *m, struct tfs_inode *dir,
+		   const char *name, size_t len, const char *newname,
+		   size_t newlen)
+{
+	struct tfs_dir *d = dir->dir;
+	struct tfs_dirent *e, *ne;
+	size_t i, j, mask;
+	uint32_t k;
+
+	if (!d)
+		return -ENOTDIR;
+	if (tfs_dir_lookup(dir, newname, newlen))
+		return -EEXIST;
+	if (newlen > TFS_NAME_MAX || dirent_size(newlen) > POOL_MAX)
+		return -ENAMETOOLONG;
+	if (!tfs_dir_lookup(dir, name, len))
+		return -ENOENT;
+	/* the old name's slot becomes a tombstone: room for it first */
+	if (((uint64_t)d->count + d->itombs + 1) * 4 > (uint64_t)d->icap * 3 &&
+	    dir_reindex(m, d, d->icap))
+		return -ENOMEM;
+	ne = pool_alloc(m, dirent_size(newlen));
+	if (!ne)
+		return -ENOMEM;
+	i = dir_find(d, name, len);
+	k = d->idx[i] - 1;
+	e = (struct tfs_dirent *)d->order[k];
+	ne->ino = e->ino;
+	ne->cookie = e->cookie;		/* same place in the readdir order */
+	ne->len = newlen;
+	memcpy(ne->name, newname, newlen);
+	ne->name[newlen] = '\0';
+	d->idx[i] = TOMB_IDX;
+	d->itombs++;
+	d->order[k] = (uintptr_t)ne;
+	mask = d->icap - 1;
+	j = hash_name(newname, newlen) & mask;
+	while (d->idx[j] && d->idx[j] != TOMB_IDX)
+		j = (j + 1) & mask;
+	if (d->idx[j] == TOMB_IDX)
+		d->itombs--;
+	d->idx[j] = k + 1;
+	m->bytes += tfs_rec_size_link(newlen);
+	m->bytes -= tfs_rec_size_link(len);
+	pool_free(m, e, dirent_size(len));
 	return 0;
 }
 

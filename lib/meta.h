@@ -55,6 +55,9 @@ struct tfs_inode {
 	uint32_t opens;			/* open file handles */
 	int32_t wb_err;			/* a failed write-back, to report */
 	uint32_t dirty : 1;		/* attrs changed since last commit */
+	uint32_t nlookup : 31;		/* the kernel's lookup references
+					   (FUSE nlookup); sticky at its
+					   maximum (file.c) */
 };
 
 /*
@@ -111,6 +114,12 @@ struct tfs_dirent *tfs_dir_lookup(const struct tfs_inode *dir,
 /* Add an entry; -EEXIST if taken, -ENOMEM. */
 int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
 		size_t len, uint64_t ino);
+/* Rename the entry name to newname, keeping its inode and its readdir
+ * cookie: -ENOENT if name is absent, -EEXIST if newname is taken,
+ * -ENAMETOOLONG, -ENOMEM (dir unchanged on every error). */
+int tfs_dir_rename(struct tfs_meta *m, struct tfs_inode *dir,
+		   const char *name, size_t len, const char *newname,
+		   size_t newlen);
 /* Remove an entry; -ENOENT if absent. */
 int tfs_dir_remove(struct tfs_meta *m, struct tfs_inode *dir,
 		   const char *name, size_t len);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 
 #define MAX_LINKS	65000u
 
@@ -493,6 +494,17 @@ static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
 	}
 	if (d->ip)
 		drop_entry(fs, d->dp, d->name, d->len, d->ip);
+	if (s->dp == d->dp) {
+		/* in place: the entry keeps its readdir cookie, so a scan
+		 * that runs meanwhile neither sees it twice nor never ends */
+		rc = tfs_dir_rename(fs->m, s->dp, s->name, s->len, d->name,
+				    d->len);
+		if (rc)
+			return rc;
+		tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, parent, s->name,
+						   s->len));
+		goto linked;
+	}
 	tfs_dir_remove(fs->m, s->dp, s->name, s->len);
 	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, parent, s->name, s->len));
 	rc = tfs_dir_add(fs->m, d->dp, d->name, d->len, ino);
@@ -504,6 +516,7 @@ static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
 							 s->name, s->len));
 		return rc;
 	}
+linked:
 	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino, d->name,
 					 d->len));
 	reparent(fs, s->ip, s->dp, d->dp);
@@ -516,11 +529,20 @@ static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
 int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 	       uint64_t newparent, const char *newname, unsigned int flags)
 {
+	return tfs_rename2(fs, parent, name, newparent, newname, flags, 0, 0);
+}
+
+int tfs_rename2(struct tfs_fs *fs, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, unsigned int flags,
+		uid_t uid, gid_t gid)
+{
 	struct side s = { .name = name }, d = { .name = newname };
 	int rc;
 
-	if (flags & ~(TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE) ||
-	    (flags & TFS_RENAME_NOREPLACE && flags & TFS_RENAME_EXCHANGE))
+	if (flags & ~(TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE |
+		      TFS_RENAME_WHITEOUT) ||
+	    (flags & TFS_RENAME_EXCHANGE &&
+	     flags & (TFS_RENAME_NOREPLACE | TFS_RENAME_WHITEOUT)))
 		return -EINVAL;
 	rc = check_name(name, &s.len);
 	if (!rc)
@@ -547,10 +569,21 @@ int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 		rc = -EINVAL;
 		goto out;
 	}
+	/* the whiteout must fit, or the rename would happen without it */
+	if (flags & TFS_RENAME_WHITEOUT) {
+		rc = tfs_txn_room(fs, TFS_REC_SIZE_INODE +
+					      tfs_rec_size_link(s.len) +
+					      tfs_rec_size_link(d.len));
+		if (rc)
+			goto out;
+	}
 	if (flags & TFS_RENAME_EXCHANGE)
 		rc = rename_exchange(fs, &s, &d);
 	else
 		rc = rename_move(fs, &s, &d);
+	if (!rc && flags & TFS_RENAME_WHITEOUT)
+		rc = make_inode(fs, parent, name, S_IFCHR | 0, makedev(0, 0),
+				uid, gid, NULL, NULL);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return rc;

@@ -39,6 +39,8 @@ struct tfs_fs_opts {
 	int no_lock;				/* do not flock the device */
 	int no_recover;				/* load only: no orphan cleanup,
 						   no checkpoint (fsck -n) */
+	int atime;				/* TFS_ATIME_*: when reads
+						   update atime */
 
 	/* the data path (config.h's [offload_param] and [aio]) */
 	uint64_t cache_bytes;		/* clean data in RAM; 0: none */
@@ -53,6 +55,20 @@ struct tfs_fs_opts {
 	 * Called from any thread. */
 	void (*log)(const char *msg);
 };
+
+/*
+ * Access times, as the mount options of the same names: a read moves a
+ * file's atime (tfs_file_note_read())
+ *   TFS_ATIME_RELATIME  (0, the default) only when atime is not after
+ *                       mtime or ctime, or is a day old: atime still says
+ *                       whether a file was read since it last changed,
+ *                       for about one metadata update a day per file
+ *   TFS_ATIME_NOATIME   never
+ *   TFS_ATIME_STRICT    on every read
+ */
+#define TFS_ATIME_RELATIME	0
+#define TFS_ATIME_NOATIME	1
+#define TFS_ATIME_STRICT	2
 
 /*
  * Open the file system on the device at path: load and, after a crash,
@@ -111,6 +127,29 @@ uint64_t tfs_fs_replayed(const struct tfs_fs *fs);
 
 int tfs_lookup(struct tfs_fs *fs, uint64_t parent, const char *name,
 	       struct stat *st);
+
+/*
+ * The kernel's lookup references (FUSE's nlookup).  An inode that lost
+ * its last name lives while it is open or the kernel holds a lookup
+ * reference to it, so fstat() of an open descriptor, an O_PATH one or a
+ * removed current directory keeps working; it is freed, with its
+ * blocks, when the last of both goes.  A FUSE daemon calls
+ * tfs_lookup_ref() once for every reply that gives the kernel an entry
+ * (lookup, create, mknod, mkdir, symlink, link; also of "." and ".."),
+ * before the reply, and tfs_forget() with the count of each forget (or
+ * tfs_forget_many() for a batch), and again for a reply the kernel did
+ * not take.  tfs_lookup_ref() returns -ENOENT when ino is gone (freed
+ * since it was looked up: reply ENOENT).  tfs_forget() of an unknown
+ * inode, or with more than it holds, drops what there is.  Callers that
+ * never call tfs_lookup_ref() (tools) need not call tfs_forget().
+ */
+int tfs_lookup_ref(struct tfs_fs *fs, uint64_t ino);
+void tfs_forget(struct tfs_fs *fs, uint64_t ino, uint64_t nlookup);
+struct tfs_forget_one {
+	uint64_t ino, nlookup;
+};
+void tfs_forget_many(struct tfs_fs *fs, const struct tfs_forget_one *v,
+		     size_t n);
 int tfs_getattr(struct tfs_fs *fs, uint64_t ino, struct stat *st);
 
 #define TFS_SET_MODE		0x01
@@ -145,8 +184,19 @@ int tfs_rmdir(struct tfs_fs *fs, uint64_t parent, const char *name);
 
 #define TFS_RENAME_NOREPLACE	0x1	/* RENAME_NOREPLACE */
 #define TFS_RENAME_EXCHANGE	0x2	/* RENAME_EXCHANGE */
+#define TFS_RENAME_WHITEOUT	0x4	/* RENAME_WHITEOUT */
+/*
+ * rename(2) with renameat2()'s flags.  A rename within one directory
+ * keeps the entry's place in the readdir order.  TFS_RENAME_WHITEOUT
+ * (overlayfs's upper layer) leaves at the old name, in the same change, a
+ * whiteout: a character device 0:0, mode 0, owned by uid:gid (tfs_rename():
+ * 0:0); not with TFS_RENAME_EXCHANGE (-EINVAL).
+ */
 int tfs_rename(struct tfs_fs *fs, uint64_t parent, const char *name,
 	       uint64_t newparent, const char *newname, unsigned int flags);
+int tfs_rename2(struct tfs_fs *fs, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, unsigned int flags,
+		uid_t uid, gid_t gid);
 
 /*
  * readdir: call fill for the entries after 'cookie' (0: from the start;
@@ -165,9 +215,10 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *sv);
 
 /* ===== file data ===== */
 
-/* Open ino (flags as open(2): O_TRUNC truncates).  Every successful
- * tfs_open() is paired with one tfs_release(); an unlinked file's data
- * lives until its last release. */
+/* Open ino (flags as open(2): O_TRUNC truncates; O_DIRECTORY: -ENOTDIR
+ * unless a directory, which is how a directory is opened).  Every
+ * successful tfs_open() is paired with one tfs_release(); an unlinked
+ * file's data lives until its last release (and lookup reference). */
 int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags);
 int tfs_release(struct tfs_fs *fs, uint64_t ino);
 
@@ -189,6 +240,18 @@ ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
  * thread, valid until its next call into this library. */
 ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
 		     uint64_t off, const void **data);
+/*
+ * A read of ino returned n (bytes, 0 at end of file, or -errno: then
+ * nothing happens): move its atime as opts.atime says.  The change rides
+ * with the next commit: no I/O, one short hold of the metadata lock,
+ * nothing in the error state or on a read-only file system.  Leaves the
+ * calling thread's tfs_read_ref() buffer valid.
+ */
+void tfs_file_note_read(struct tfs_fs *fs, uint64_t ino, ssize_t n);
+/* Change the atime policy (TFS_ATIME_*) of a mounted file system, as a
+ * remount would; any thread. */
+void tfs_fs_set_atime(struct tfs_fs *fs, int atime);
+
 /* Write len bytes at off: returns len (never a short write) or -errno
  * (-ENOSPC, -EFBIG, -EIO ...). */
 ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,

@@ -568,7 +568,7 @@ static void test_fs_rename_errors(void **state)
 				    "other", TFS_RENAME_NOREPLACE |
 					     TFS_RENAME_EXCHANGE), -EINVAL);
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO,
-				    "other", 0x4), -EINVAL);
+				    "other", 0x8), -EINVAL);
 	assert_int_equal(tfs_rename(f->fs, file, "x", TFS_ROOT_INO, "y", 0),
 			 -ENOTDIR);
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", file, "y", 0),
@@ -1041,6 +1041,286 @@ static void test_fs_subdirectory_limit_is_emlink(void **state)
 	assert_int_equal(st_of(f->fs, d).st_nlink, 65000);
 }
 
+/* ===== lookup references, in-place renames, whiteouts, atime ===== */
+
+static uint64_t orphans(struct tfs_fs *fs)
+{
+	struct tfs_check_result res;
+	FILE *out = fopen("/dev/null", "w");
+
+	assert_non_null(out);
+	assert_int_equal(tfs_check(fs, 0, out, &res), 0);
+	fclose(out);
+	return res.orphans;
+}
+
+static void test_fs_lookup_ref_keeps_unlinked_file_and_dir(void **state)
+{
+	struct fx *f = *state;
+	uint64_t file = mk(f->fs, TFS_ROOT_INO, "f");
+	uint64_t d = mkd(f->fs, TFS_ROOT_INO, "d");
+	uint64_t free0;
+	struct stat st;
+	struct ents e;
+
+	wr_pat(f->fs, file, 1 << 20, 0, 5);
+	assert_int_equal(tfs_fsync(f->fs, file, 0), 0);
+	free0 = bfree(f->fs);
+	/* the kernel looked both up twice */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(tfs_lookup_ref(f->fs, file), 0);
+		assert_int_equal(tfs_lookup_ref(f->fs, d), 0);
+	}
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "f"), 0);
+	assert_int_equal(tfs_rmdir(f->fs, TFS_ROOT_INO, "d"), 0);
+	assert_int_equal(tfs_getattr(f->fs, file, &st), 0);
+	assert_int_equal(st.st_nlink, 0);
+	assert_int_equal(st.st_size, 1 << 20);
+	assert_pat(f->fs, file, 1 << 20, 0, 5);
+	assert_int_equal(tfs_getattr(f->fs, d, &st), 0);
+	assert_int_equal(st.st_nlink, 0);
+	assert_true(S_ISDIR(st.st_mode));
+	list(f->fs, d, 0, &e);
+	assert_int_equal(e.n, 2);		/* "." and ".." */
+	ents_free(&e);
+	assert_int_equal(tfs_mknod(f->fs, d, "x", 0644, 0, 0, 0, &st),
+			 -ENOENT);
+	assert_true(bfree(f->fs) < free0 + 256);
+	/* one of two forgotten: still there */
+	tfs_forget(f->fs, file, 1);
+	tfs_forget(f->fs, d, 1);
+	assert_int_equal(tfs_getattr(f->fs, file, &st), 0);
+	assert_int_equal(tfs_getattr(f->fs, d, &st), 0);
+	/* an open outlives the last lookup, and the other way round */
+	assert_int_equal(tfs_open(f->fs, file, O_RDONLY), 0);
+	tfs_forget(f->fs, file, 1);
+	assert_int_equal(tfs_getattr(f->fs, file, &st), 0);
+	assert_int_equal(tfs_release(f->fs, file), 0);
+	assert_int_equal(tfs_getattr(f->fs, file, &st), -ENOENT);
+	assert_int_equal(tfs_open(f->fs, d, O_RDONLY | O_DIRECTORY), 0);
+	tfs_forget(f->fs, d, 5);		/* more than it has: all */
+	assert_int_equal(tfs_getattr(f->fs, d, &st), 0);
+	assert_int_equal(tfs_release(f->fs, d), 0);
+	assert_int_equal(tfs_getattr(f->fs, d, &st), -ENOENT);
+	/* gone for good: no new references, forgets change nothing */
+	assert_int_equal(tfs_lookup_ref(f->fs, file), -ENOENT);
+	tfs_forget(f->fs, file, 1);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	assert_true(bfree(f->fs) >= free0 + (1 << 20) / 4096);
+	assert_int_equal(orphans(f->fs), 0);
+	assert_fsck_clean(f->fs);
+}
+
+static void test_fs_linked_inode_outlives_its_lookups(void **state)
+{
+	struct fx *f = *state;
+	uint64_t file = mk(f->fs, TFS_ROOT_INO, "f");
+	struct tfs_forget_one v[2] = { { file, 3 }, { 999999, 1 } };
+	struct stat st;
+
+	assert_int_equal(tfs_link(f->fs, file, TFS_ROOT_INO, "g", &st), 0);
+	assert_int_equal(tfs_lookup_ref(f->fs, file), 0);
+	assert_int_equal(tfs_lookup_ref(f->fs, file), 0);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "f"), 0);
+	tfs_forget_many(f->fs, v, 2);	/* an unknown inode is ignored */
+	assert_int_equal(tfs_getattr(f->fs, file, &st), 0);
+	assert_int_equal(st.st_nlink, 1);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "g"), 0);
+	assert_int_equal(tfs_getattr(f->fs, file, &st), -ENOENT);
+	/* the root is never freed, whatever the kernel forgets */
+	tfs_forget(f->fs, TFS_ROOT_INO, 1);
+	assert_int_equal(tfs_getattr(f->fs, TFS_ROOT_INO, &st), 0);
+}
+
+static void test_fs_close_frees_what_only_lookups_kept(void **state)
+{
+	struct fx *f = *state;
+	uint64_t file = mk(f->fs, TFS_ROOT_INO, "f");
+	uint64_t d = mkd(f->fs, TFS_ROOT_INO, "d");
+	struct stat st;
+
+	wr_pat(f->fs, file, 65536, 0, 9);
+	assert_int_equal(tfs_lookup_ref(f->fs, file), 0);
+	assert_int_equal(tfs_lookup_ref(f->fs, d), 0);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "f"), 0);
+	assert_int_equal(tfs_rmdir(f->fs, TFS_ROOT_INO, "d"), 0);
+	/* a crash now: the next mount frees both */
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	assert_int_equal(tfs_getattr(crash(f), file, &st), -ENOENT);
+	assert_int_equal(tfs_getattr(f->fs2, d, &st), -ENOENT);
+	assert_int_equal(orphans(f->fs2), 0);
+	assert_fsck_clean(f->fs2);
+	/* a clean close frees them before its checkpoint */
+	reopen(f);
+	assert_int_equal(tfs_getattr(f->fs, file, &st), -ENOENT);
+	assert_int_equal(tfs_getattr(f->fs, d, &st), -ENOENT);
+	assert_int_equal(tfs_fs_replayed(f->fs), 0);
+	assert_int_equal(orphans(f->fs), 0);
+	assert_fsck_clean(f->fs);
+}
+
+static void test_fs_rename_in_place_keeps_readdir_position(void **state)
+{
+	struct fx *f = *state;
+	uint64_t d = mkd(f->fs, TFS_ROOT_INO, "d");
+	struct ents e, e2;
+	char name[32];
+	size_t n = 0;
+
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "f%02d", i);
+		mk(f->fs, d, name);
+	}
+	list(f->fs, d, 0, &e);
+	/* a scan, a page of one at a time, renaming each entry it gets to
+	 * a longer name and back, and every third one away for good */
+	memset(&e2, 0, sizeof(e2));
+	e2.limit = 1;
+	for (uint64_t cookie = 0;;) {
+		size_t before = e2.n;
+		char *nm;
+
+		e2.got = 0;
+		assert_int_equal(tfs_readdir(f->fs, d, cookie, fill, &e2), 0);
+		if (e2.n == before)
+			break;
+		assert_true(++n < 200);		/* it ends */
+		cookie = e2.v[e2.n - 1].cookie;
+		nm = e2.v[e2.n - 1].name;
+		if (nm[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), "%s.renamed-with-a-long-name", nm);
+		assert_int_equal(tfs_rename(f->fs, d, nm, d, name, 0), 0);
+		if (atoi(nm + 1) % 3)
+			assert_int_equal(tfs_rename(f->fs, d, name, d, nm, 0),
+					 0);
+	}
+	assert_int_equal(e2.n, 52);
+	for (size_t i = 0; i < e.n; i++) {
+		assert_int_equal(e2.v[i].cookie, e.v[i].cookie);
+		assert_int_equal(e2.v[i].ino, e.v[i].ino);
+	}
+	ents_free(&e);
+	ents_free(&e2);
+	/* lookups find the new names, and the tree is sound */
+	assert_true(exists(f->fs, d, "f01"));
+	assert_false(exists(f->fs, d, "f03"));
+	assert_true(exists(f->fs, d, "f03.renamed-with-a-long-name"));
+	assert_fsck_clean(f->fs);
+	reopen(f);
+	list(f->fs, d, 0, &e);
+	assert_int_equal(e.n, 52);
+	ents_free(&e);
+	assert_fsck_clean(f->fs);
+}
+
+static void test_fs_rename_whiteout(void **state)
+{
+	struct fx *f = *state;
+	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a");
+	uint64_t d = mkd(f->fs, TFS_ROOT_INO, "d");
+	struct stat st;
+
+	assert_int_equal(tfs_rename2(f->fs, TFS_ROOT_INO, "a", d, "b",
+				     TFS_RENAME_WHITEOUT, 1234, 5678), 0);
+	assert_int_equal(ino_of(f->fs, d, "b"), a);
+	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, "a", &st), 0);
+	assert_int_equal(st.st_mode, S_IFCHR);
+	assert_int_equal(st.st_rdev, 0);
+	assert_int_equal(st.st_uid, 1234);
+	assert_int_equal(st.st_gid, 5678);
+	assert_int_equal(st.st_nlink, 1);
+	assert_int_equal(tfs_rename2(f->fs, d, "b", TFS_ROOT_INO, "x",
+				     TFS_RENAME_WHITEOUT |
+					     TFS_RENAME_EXCHANGE,
+				     0, 0), -EINVAL);
+	assert_int_equal(tfs_rename2(f->fs, d, "b", TFS_ROOT_INO, "a",
+				     TFS_RENAME_WHITEOUT |
+					     TFS_RENAME_NOREPLACE,
+				     0, 0), -EEXIST);
+	assert_int_equal(tfs_rename2(f->fs, d, "nope", TFS_ROOT_INO, "y",
+				     TFS_RENAME_WHITEOUT, 0, 0), -ENOENT);
+	assert_false(exists(f->fs, d, "nope"));
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	assert_fsck_clean(crash(f));
+	assert_int_equal(tfs_lookup(f->fs2, TFS_ROOT_INO, "a", &st), 0);
+	assert_int_equal(st.st_mode, S_IFCHR);
+}
+
+static struct timespec ago(time_t s)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec -= s;
+	return ts;
+}
+
+/* Set ip's atime, mtime and ctime to that many seconds ago. */
+static void set_times(struct tfs_fs *fs, uint64_t ino, time_t a, time_t m,
+		      time_t c)
+{
+	struct stat in = { 0 };
+
+	in.st_atim = ago(a);
+	in.st_mtim = ago(m);
+	in.st_ctim = ago(c);
+	assert_int_equal(tfs_setattr(fs, ino, &in,
+				     TFS_SET_ATIME | TFS_SET_MTIME |
+					     TFS_SET_CTIME,
+				     NULL), 0);
+}
+
+static int atime_moves(struct tfs_fs *fs, uint64_t ino)
+{
+	struct stat before = st_of(fs, ino), after;
+
+	tfs_file_note_read(fs, ino, 1);
+	after = st_of(fs, ino);
+	return before.st_atim.tv_sec != after.st_atim.tv_sec ||
+	       before.st_atim.tv_nsec != after.st_atim.tv_nsec;
+}
+
+static void test_fs_reads_move_atime_as_relatime(void **state)
+{
+	struct fx *f = *state;
+	uint64_t file = mk(f->fs, TFS_ROOT_INO, "f");
+
+	/* relatime, the default */
+	set_times(f->fs, file, 3600, 7200, 7200);	/* read since changed */
+	assert_false(atime_moves(f->fs, file));
+	set_times(f->fs, file, 7200, 3600, 7200);	/* mtime newer */
+	assert_true(atime_moves(f->fs, file));
+	set_times(f->fs, file, 7200, 7200, 3600);	/* ctime newer */
+	assert_true(atime_moves(f->fs, file));
+	set_times(f->fs, file, 2 * 86400, 3 * 86400, 3 * 86400);
+	assert_true(atime_moves(f->fs, file));		/* a day old */
+	/* a failed read moves nothing */
+	set_times(f->fs, file, 7200, 3600, 3600);
+	tfs_file_note_read(f->fs, file, -EIO);
+	assert_int_equal(st_of(f->fs, file).st_atim.tv_sec,
+			 ago(7200).tv_sec);
+	/* noatime, strictatime */
+	tfs_fs_set_atime(f->fs, TFS_ATIME_NOATIME);
+	assert_false(atime_moves(f->fs, file));
+	tfs_fs_set_atime(f->fs, TFS_ATIME_STRICT);
+	set_times(f->fs, file, 3600, 7200, 7200);
+	assert_true(atime_moves(f->fs, file));
+	tfs_file_note_read(f->fs, 999999, 1);		/* unknown: nothing */
+	/* committed with the rest, without its own commit */
+	tfs_fs_set_atime(f->fs, TFS_ATIME_RELATIME);
+	set_times(f->fs, file, 7200, 3600, 3600);
+	assert_true(atime_moves(f->fs, file));
+	{
+		struct stat want = st_of(f->fs, file), got;
+
+		assert_int_equal(tfs_fs_sync(f->fs), 0);
+		got = st_of(crash(f), file);
+		assert_int_equal(got.st_atim.tv_sec, want.st_atim.tv_sec);
+		assert_int_equal(got.st_atim.tv_nsec, want.st_atim.tv_nsec);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1072,6 +1352,12 @@ int main(void)
 		T(test_fs_rename_into_removed_directory_is_enoent),
 		T(test_fs_link_count_limit_is_emlink),
 		TB(test_fs_subdirectory_limit_is_emlink),
+		T(test_fs_lookup_ref_keeps_unlinked_file_and_dir),
+		T(test_fs_linked_inode_outlives_its_lookups),
+		T(test_fs_close_frees_what_only_lookups_kept),
+		T(test_fs_rename_in_place_keeps_readdir_position),
+		T(test_fs_rename_whiteout),
+		T(test_fs_reads_move_atime_as_relatime),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
