@@ -135,6 +135,9 @@ int tfs_fs_is_readonly(struct tfs_fs *fs);
 
 /* ===== names ===== */
 
+/* The entry name of directory parent: -ENOENT if there is none.  "."
+ * is parent itself, ".." its parent (the root's is the root): -ENOENT
+ * for a removed directory's. */
 int tfs_lookup(struct tfs_fs *fs, uint64_t parent, const char *name,
 	       struct stat *st);
 int tfs_getattr(struct tfs_fs *fs, uint64_t ino, struct stat *st);
