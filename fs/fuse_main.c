@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -721,11 +722,20 @@ out_session:
 	return 1;
 }
 
+/*
+ * Unmounted, the kernel has forgotten us (umount has returned) but the
+ * write-back pool may still hold data: from here to exit SIGTERM, SIGINT
+ * and SIGHUP are ignored, so that a shutdown's SIGTERM to the remaining
+ * processes does not end the final write (SIGKILL still does).
+ */
 static void unmount_session(struct fuse_session *se)
 {
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 }
 
 /* ===== kernel tuning ===== */
