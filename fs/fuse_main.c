@@ -15,7 +15,10 @@
  *
  * main() reads as those steps: parse_cmdline, read_config,
  * resolve_operands, open_fs, mount_session, start_daemon, serve, then
- * unmount_session and close_fs.
+ * unmount_session and close_fs.  With -o remount (mount -o remount,ro
+ * runs us so) there is no second mount: remount() tells the running
+ * daemon through an ioctl on its /.tensorfs and remounts the kernel's
+ * side, then exits.
  */
 #ifndef FUSE_USE_VERSION
 #define FUSE_USE_VERSION 312
@@ -164,7 +167,10 @@ static void usage(FILE *f)
 "  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
 "               overrides the file (-o commit_interval_ms=1000); others go\n"
 "               to FUSE: allow_other (the default when run as root), ro, and\n"
-"               the rest of mount.fuse3(8)\n"
+"               the rest of mount.fuse3(8).  ro opens DEVICE read-only;\n"
+"               remount,ro and remount,rw (mount -o remount,ro MOUNTPOINT)\n"
+"               switch the running mount, which writes everything back\n"
+"               first; see tensorfs(8)\n"
 "  --print-config  print the effective configuration (defaults, -c, -o) as\n"
 "               an INI file and exit\n"
 "  -f           stay in the foreground; log to stderr instead of syslog\n"
@@ -173,7 +179,9 @@ static void usage(FILE *f)
 "  -V, --version  print the version and exit\n"
 "\n"
 "Unmount with 'fusermount3 -u MOUNTPOINT' (or umount as root), or send the\n"
-"daemon SIGTERM: both write all data and leave a clean file system.\n"
+"daemon SIGTERM: both write all data and leave a clean file system; umount\n"
+"returns before the daemon has written it (it exits when done), remount,ro\n"
+"after.\n"
 "\n"
 "Exit status: 0 after a clean unmount, 1 on an error (the message says what\n"
 "to do), 2 on a usage or configuration error.\n", f);
