@@ -15,7 +15,10 @@
  *
  * main() reads as those steps: parse_cmdline, read_config,
  * resolve_operands, open_fs, mount_session, start_daemon, serve, then
- * unmount_session and close_fs.
+ * unmount_session and close_fs.  With -o remount (mount -o remount,ro
+ * runs us so) there is no second mount: remount() tells the running
+ * daemon through an ioctl on its /.tensorfs and remounts the kernel's
+ * side, then exits.
  */
 #ifndef FUSE_USE_VERSION
 #define FUSE_USE_VERSION 312
@@ -26,12 +29,17 @@
 #include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -211,7 +219,10 @@ static void usage(FILE *f)
 "               overrides the file (-o commit_interval_ms=1000); others go\n"
 "               to FUSE: allow_other (the default when run as root), ro, and\n"
 "               the rest of mount.fuse3(8).  Reads update atime as relatime\n"
-"               (the default), noatime or strictatime say\n"
+"               (the default), noatime or strictatime say.  ro opens\n"
+"               DEVICE read-only; remount,ro and remount,rw (mount -o\n"
+"               remount,ro MOUNTPOINT) switch the running mount, which\n"
+"               writes everything back first; see tensorfs(8)\n"
 "  --print-config  print the effective configuration (defaults, -c, -o) as\n"
 "               an INI file and exit\n"
 "  -f           stay in the foreground; log to stderr instead of syslog\n"
@@ -220,7 +231,9 @@ static void usage(FILE *f)
 "  -V, --version  print the version and exit\n"
 "\n"
 "Unmount with 'fusermount3 -u MOUNTPOINT' (or umount as root), or send the\n"
-"daemon SIGTERM: both write all data and leave a clean file system.\n"
+"daemon SIGTERM: both write all data and leave a clean file system; umount\n"
+"returns before the daemon has written it (it exits when done), remount,ro\n"
+"after.\n"
 "\n"
 "Exit status: 0 after a clean unmount, 1 on an error (the message says what\n"
 "to do), 2 on a usage or configuration error.\n", f);
@@ -242,6 +255,8 @@ struct cmdline {
 	int print_config;	/* --print-config */
 	char **operands;	/* DEVICE MOUNTPOINT, as given */
 	int noperands;
+	int ro;			/* -o ro (the last of ro and rw) */
+	int remount;		/* -o remount: tell the running mount */
 	char dev[PATH_MAX];	/* realpath of DEVICE */
 	char mnt[PATH_MAX];	/* realpath of MOUNTPOINT */
 };
@@ -262,6 +277,43 @@ static int add_fuseopts(struct cmdline *cl, const char *opts)
 	free(cl->fuseopts);
 	cl->fuseopts = n;
 	return 0;
+}
+
+/*
+ * The mount(8) flags of the -o list that tensorfs acts on: ro and rw
+ * (the last wins; both stay for FUSE, which mounts with MS_RDONLY or
+ * not) and remount, which is taken out (it is not a FUSE option: the
+ * running mount is told instead, see remount()).
+ */
+static void mount_flags(struct cmdline *cl)
+{
+	char *o = cl->fuseopts, *w = o, *tok = o;
+
+	if (!o)
+		return;
+	while (tok) {
+		char *comma = strchr(tok, ',');
+		size_t len = comma ? (size_t)(comma - tok) : strlen(tok);
+
+		if (len == 2 && !strncmp(tok, "ro", 2))
+			cl->ro = 1;
+		else if (len == 2 && !strncmp(tok, "rw", 2))
+			cl->ro = 0;
+		if (len == 7 && !strncmp(tok, "remount", 7)) {
+			cl->remount = 1;
+		} else if (len) {
+			if (w != o)
+				*w++ = ',';
+			memmove(w, tok, len);
+			w += len;
+		}
+		tok = comma ? comma + 1 : NULL;
+	}
+	*w = '\0';
+	if (w == o) {
+		free(cl->fuseopts);
+		cl->fuseopts = NULL;
+	}
 }
 
 /* The options; -h and -V are answered here. */
@@ -352,6 +404,7 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 		fprintf(stderr, "tensorfs: -o %s\n", err);
 		return 2;
 	}
+	mount_flags(cl);
 	if (dm->cfg.warnings[0])
 		fprintf(stderr, "tensorfs: %s", dm->cfg.warnings);
 	if (tfs_config_validate(&dm->cfg, err, sizeof(err))) {
@@ -379,9 +432,14 @@ static int resolve_operands(struct cmdline *cl)
 		return 2;
 	}
 	if (!realpath(cl->operands[0], cl->dev)) {
-		fprintf(stderr, "tensorfs: device '%s': %s\n", cl->operands[0],
-			strerror(errno));
-		return 1;
+		/* a remount tells the running mount: its device is not used */
+		if (cl->remount) {
+			snprintf(cl->dev, sizeof(cl->dev), "%s", cl->operands[0]);
+		} else {
+			fprintf(stderr, "tensorfs: device '%s': %s\n",
+				cl->operands[0], strerror(errno));
+			return 1;
+		}
 	}
 	mnt = cl->operands[1];
 	if (stat(mnt, &st) < 0) {
@@ -400,6 +458,152 @@ static int resolve_operands(struct cmdline *cl)
 		return 1;
 	}
 	return GO_ON;
+}
+
+/* ===== remount ===== */
+
+/* Whether the last mount on mnt (mountinfo's mount point, unescaped
+ * only as far as tune_bdi() does) is a tensorfs one: fuse.tensorfs. */
+static int is_tensorfs_mount(const char *mnt)
+{
+	char line[8192];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char m[4096], type[256];
+		const char *sep = strstr(line, " - ");
+
+		/* id parent major:minor root mountpoint ... - type source */
+		if (sep && sscanf(line, "%*s %*s %*s %*s %4095s", m) == 1 &&
+		    sscanf(sep + 3, "%255s", type) == 1 && !strcmp(m, mnt))
+			found = !strcmp(type, "fuse.tensorfs");
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The flags of the mount(2) call of a remount: MS_REMOUNT, MS_RDONLY for
+ * ro, and the mount's per-mount flags as they are (a remount clears the
+ * ones it is not given) or as the -o list changes them (mount -o
+ * remount,ro,noexec).
+ */
+static unsigned long remount_flags(const struct cmdline *cl,
+				   const struct statvfs *sv)
+{
+	static const struct {
+		const char *name;
+		unsigned long set, clear;
+	} opt[] = {
+		{ "nosuid", MS_NOSUID, 0 }, { "suid", 0, MS_NOSUID },
+		{ "nodev", MS_NODEV, 0 }, { "dev", 0, MS_NODEV },
+		{ "noexec", MS_NOEXEC, 0 }, { "exec", 0, MS_NOEXEC },
+		{ "noatime", MS_NOATIME, MS_RELATIME | MS_STRICTATIME },
+		{ "atime", 0, MS_NOATIME },
+		{ "relatime", MS_RELATIME, MS_NOATIME | MS_STRICTATIME },
+		{ "norelatime", 0, MS_RELATIME },
+		{ "strictatime", MS_STRICTATIME, MS_NOATIME | MS_RELATIME },
+		{ "nodiratime", MS_NODIRATIME, 0 },
+		{ "diratime", 0, MS_NODIRATIME },
+	};
+	unsigned long fl = MS_REMOUNT | (cl->ro ? MS_RDONLY : 0);
+	char *opts = cl->fuseopts ? strdup(cl->fuseopts) : NULL, *save = NULL;
+
+	if (sv->f_flag & ST_NOSUID)
+		fl |= MS_NOSUID;
+	if (sv->f_flag & ST_NODEV)
+		fl |= MS_NODEV;
+	if (sv->f_flag & ST_NOEXEC)
+		fl |= MS_NOEXEC;
+	if (sv->f_flag & ST_NOATIME)
+		fl |= MS_NOATIME;
+	if (sv->f_flag & ST_NODIRATIME)
+		fl |= MS_NODIRATIME;
+	if (sv->f_flag & ST_RELATIME)
+		fl |= MS_RELATIME;
+	for (char *t = opts ? strtok_r(opts, ",", &save) : NULL; t;
+	     t = strtok_r(NULL, ",", &save))
+		for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+			if (!strcmp(t, opt[i].name))
+				fl = (fl & ~opt[i].clear) | opt[i].set;
+	free(opts);
+	return fl;
+}
+
+/*
+ * -o remount (mount -o remount,ro|rw MOUNTPOINT runs us so, through
+ * mount.fuse3): no second daemon, the running one is told.  To ro: the
+ * kernel's mount first, which refuses (EBUSY) while a file is open for
+ * writing and writes mmap'd pages back, so no change reaches the daemon
+ * after it; then the daemon writes everything back and marks the device
+ * clean (TFS_IOC_SET_RO) before this returns.  To rw: the daemon first,
+ * which refuses if it opened the device read-only, then the kernel.
+ * Either way a failed second step undoes the first.
+ */
+static int remount(const struct cmdline *cl)
+{
+	const char *how = cl->ro ? "ro" : "rw";
+	char dir[PATH_MAX + 16];
+	struct statvfs sv;
+	unsigned long fl;
+	int fd, rc = 1;
+
+	if (!is_tensorfs_mount(cl->mnt)) {
+		fprintf(stderr, "tensorfs: remount,%s: '%s' is not a tensorfs "
+			"mount point; mount it first\n", how, cl->mnt);
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", cl->mnt, TFS_STATEDIR_NAME);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstatvfs(fd, &sv) < 0) {
+		fprintf(stderr, "tensorfs: remount,%s: cannot open '%s': %s "
+			"(is its daemon still running?)\n", how, dir,
+			strerror(errno));
+		goto out;
+	}
+	fl = remount_flags(cl, &sv);
+	if (cl->ro) {
+		if (mount(cl->dev, cl->mnt, NULL, fl, NULL) < 0) {
+			fprintf(stderr, "tensorfs: remount,ro of '%s': %s%s\n",
+				cl->mnt, strerror(errno), errno == EBUSY ?
+				"; files are open for writing there: close "
+				"them (fuser -vm MOUNTPOINT lists them) and "
+				"try again" : "");
+			goto out;
+		}
+		if (ioctl(fd, TFS_IOC_SET_RO) < 0) {
+			fprintf(stderr, "tensorfs: remount,ro of '%s': the "
+				"daemon could not write everything back: %s; "
+				"its log says more, and the mount stays "
+				"read-write\n", cl->mnt, strerror(errno));
+			(void)mount(cl->dev, cl->mnt, NULL, fl & ~MS_RDONLY,
+				    NULL);
+			goto out;
+		}
+	} else {
+		if (ioctl(fd, TFS_IOC_SET_RW) < 0) {
+			fprintf(stderr, "tensorfs: remount,rw of '%s': %s%s\n",
+				cl->mnt, strerror(errno), errno == EROFS ?
+				"; it was mounted with -o ro, which opens the "
+				"device read-only: unmount it and mount it "
+				"without ro" : "; its log says more");
+			goto out;
+		}
+		if (mount(cl->dev, cl->mnt, NULL, fl, NULL) < 0) {
+			fprintf(stderr, "tensorfs: remount,rw of '%s': %s\n",
+				cl->mnt, strerror(errno));
+			(void)ioctl(fd, TFS_IOC_SET_RO);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 /* ===== start-up ===== */
@@ -461,8 +665,13 @@ static int meta_fits(const struct tfs_daemon *dm, const struct tfs_fs_opts *fo,
 }
 
 
-/* Open and check the device (and replay its journal), before mounting. */
-static int open_fs(struct tfs_daemon *dm, const char *dev)
+/*
+ * Open and check the device (and replay its journal), before mounting.
+ * Read-only (-o ro): the device is opened O_RDONLY (an immutable image
+ * or a write-protected device works), nothing is replayed or written,
+ * and a file system that needs recovery is refused.
+ */
+static int open_fs(struct tfs_daemon *dm, const char *dev, int ro)
 {
 	struct tfs_fs_opts fo = { 0 };
 	struct tfs_mem_limits lim;
@@ -471,6 +680,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 
 	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
 	fo.atime = dm->atime;
+	fo.readonly = ro;
 	if (data_path_opts(&dm->cfg, &fo, &lim))
 		return 1;
 	/*
@@ -486,11 +696,16 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
 		return 1;
 	}
-	if (meta_fits(dm, &fo, &lim)) {
-		tfs_fs_close(dm->fs);
-		dm->fs = NULL;
-		return 1;
+	if (ro && tfs_fs_needs_recovery(dm->fs)) {
+		fprintf(stderr, "tensorfs: %s: was not unmounted cleanly and "
+			"needs recovery (its journal replayed), which a "
+			"read-only mount does not do; mount it read-write once, "
+			"or run 'tensorfs-fsck -y %s', then mount it read-only\n",
+			dev, dev);
+		goto out_close;
 	}
+	if (meta_fits(dm, &fo, &lim))
+		goto out_close;
 	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root))
 		root.st_uid = root.st_gid = 0;
 	tfs_statedir_init(&dm->statedir, dm->fs, &dm->cfg, root.st_uid,
@@ -500,6 +715,11 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 			       "transactions after an unclean shutdown", dev,
 			       (unsigned long long)tfs_fs_replayed(dm->fs));
 	return GO_ON;
+
+out_close:
+	tfs_fs_close(dm->fs);
+	dm->fs = NULL;
+	return 1;
 }
 
 /*
@@ -511,12 +731,25 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 static int mount_session(struct tfs_daemon *dm, const struct cmdline *cl,
 			 struct fuse_args *args, struct fuse_session **out)
 {
-	char fsname[PATH_MAX + 128];
+	char fsname[2 * PATH_MAX + 128];
 	struct fuse_session *se;
+	size_t n;
 
-	snprintf(fsname, sizeof(fsname),
-		 "fsname=tensorfs:%s,subtype=tensorfs,default_permissions%s",
-		 cl->dev, geteuid() == 0 ? ",allow_other" : "");
+	/*
+	 * The mount's source is the device as mount(8) gives other file
+	 * systems' (canonical: the real path), its type fuse.tensorfs:
+	 * then umount DEVICE finds it, and mount -a sees an fstab line
+	 * that is mounted already.  ',' and '\\' escaped for FUSE's -o.
+	 */
+	n = (size_t)snprintf(fsname, sizeof(fsname), "fsname=");
+	for (const char *p = cl->dev; *p; p++) {
+		if (*p == ',' || *p == '\\')
+			fsname[n++] = '\\';
+		fsname[n++] = *p;
+	}
+	snprintf(fsname + n, sizeof(fsname) - n,
+		 ",subtype=tensorfs,default_permissions%s",
+		 geteuid() == 0 ? ",allow_other" : "");
 	if (fuse_opt_add_arg(args, "tensorfs") ||
 	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, fsname) ||
 	    (cl->fuseopts && (fuse_opt_add_arg(args, "-o") ||
@@ -551,11 +784,20 @@ out_session:
 	return 1;
 }
 
+/*
+ * Unmounted, the kernel has forgotten us (umount has returned) but the
+ * write-back pool may still hold data: from here to exit SIGTERM, SIGINT
+ * and SIGHUP are ignored, so that a shutdown's SIGTERM to the remaining
+ * processes does not end the final write (SIGKILL still does).
+ */
 static void unmount_session(struct fuse_session *se)
 {
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 }
 
 /* ===== kernel tuning ===== */
@@ -687,7 +929,11 @@ int main(int argc, char **argv)
 	ret = resolve_operands(&cl);
 	if (ret != GO_ON)
 		goto out;
-	ret = open_fs(&dm, cl.dev);
+	if (cl.remount) {
+		ret = remount(&cl);
+		goto out;
+	}
+	ret = open_fs(&dm, cl.dev, cl.ro);
 	if (ret != GO_ON)
 		goto out;
 	ret = mount_session(&dm, &cl, &args, &se);

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "daemon.h"
@@ -55,6 +56,14 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	/*
+	 * e.generation stays 0 for every inode: the library never gives an
+	 * inode number out twice (it counts up, and the count is committed
+	 * with the inodes), so (number, 0) names one inode for good, and a
+	 * file handle (open_by_handle_at()) stays valid across remounts and
+	 * turns ESTALE once its file is gone.  The one exception is a
+	 * crash, which forgets numbers given to files it also forgets.
+	 */
 	memset(&e, 0, sizeof(e));
 	e.ino = st->st_ino;
 	e.attr = *st;
@@ -151,7 +160,8 @@ static void op_init(void *data, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC |
 				       FUSE_CAP_ASYNC_DIO |
 				       FUSE_CAP_PARALLEL_DIROPS |
-				       FUSE_CAP_ASYNC_READ);
+				       FUSE_CAP_ASYNC_READ |
+				       FUSE_CAP_EXPORT_SUPPORT);
 	/* the kernel clears setuid bits on write; we do not */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
@@ -170,12 +180,44 @@ static void op_destroy(void *data)
 	/* tfs_fs_close() after the loop does the final flush */
 }
 
+/*
+ * "." and ".." of ino, which the kernel asks for with export support
+ * (FUSE_CAP_EXPORT_SUPPORT): "." to find an inode it has forgotten by
+ * its number (open_by_handle_at(), an NFS export), ".." a directory's
+ * parent.  As tfs_statedir_lookup(): 1 with *st for a /.tensorfs inode,
+ * 0 with *st for the file system's, or -errno (-ESTALE: no such inode,
+ * what the kernel says of a handle of a deleted file).
+ */
+static int lookup_dots(struct tfs_daemon *dm, fuse_ino_t ino,
+		       const char *name, struct stat *st)
+{
+	int rc;
+
+	if (tfs_statedir_is(ino)) {
+		if (name[1] == '.')	/* "..": the root, for the directory */
+			return tfs_statedir_is_dir(ino) ?
+				       tfs_getattr(dm->fs, TFS_FS_ROOT, st) :
+				       -ENOTDIR;
+		rc = tfs_statedir_getattr(&dm->statedir, ino, st);
+		return rc ? rc : 1;
+	}
+	/* "." of any inode, not only a directory's: a handle names files */
+	rc = name[1] == '.' ? tfs_lookup(dm->fs, ino, name, st)
+			    : tfs_getattr(dm->fs, ino, st);
+	return rc == -ENOENT ? -ESTALE : rc;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int dots = !strcmp(name, ".") || !strcmp(name, "..");
 	struct stat st;
-	int rc = tfs_statedir_lookup(&dm->statedir, parent, name, &st);
+	int rc;
 
+	if (dots)
+		rc = lookup_dots(dm, parent, name, &st);
+	else
+		rc = tfs_statedir_lookup(&dm->statedir, parent, name, &st);
 	if (rc > 0) {
 		/* attributes not cached: a /.tensorfs file's size changes */
 		struct fuse_entry_param e = { .ino = st.st_ino, .attr = st };
@@ -184,7 +226,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	if (rc == 0)
+	if (rc == 0 && !dots)
 		rc = tfs_lookup(dm->fs, parent, name, &st);
 
 	if (rc == -ENOENT) {
@@ -196,6 +238,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
+	/* "." and ".." too, through the one reply of found entries: each
+	 * is a lookup the kernel will FORGET */
 	reply_entry(req, rc, &st, NULL);
 }
 
@@ -541,7 +585,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off);
 	if (n < 0) {
-		if (n != -ENOSPC)
+		if (n != -ENOSPC && n != -EROFS)
 			tfs_daemon_log(LOG_ERR,
 				       "write of inode %llu failed: %s",
 				       (unsigned long long)ino,
@@ -773,6 +817,63 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 					   (uint64_t)length));
 }
 
+/*
+ * tensorfs's own ioctls, on /.tensorfs (statedir.h): remount,ro and
+ * remount,rw.  Only root or the daemon's user may send them (an open of
+ * the directory needs only read permission).  Replies itself.
+ */
+static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	int rc, ro = cmd == TFS_IOC_SET_RO;
+
+	if (!tfs_statedir_is_dir(ino) ||
+	    (cmd != TFS_IOC_SET_RO && cmd != TFS_IOC_SET_RW)) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (c->uid != 0 && c->uid != geteuid()) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	rc = tfs_fs_set_readonly(dm->fs, ro);
+	if (rc)
+		tfs_daemon_log(LOG_ERR, "remount %s failed: %s", ro ? "ro" : "rw",
+			       strerror(-rc));
+	else
+		tfs_daemon_log(LOG_NOTICE, "remounted %s", ro ?
+			       "read-only: everything is written back and "
+			       "the file system is clean" : "read-write");
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
+#if FUSE_USE_VERSION < 35
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned int flags,
+		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+#else
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+		     void *arg, struct fuse_file_info *fi, unsigned int flags,
+		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+#endif
+{
+	(void)arg;
+	(void)fi;
+	(void)flags;
+	(void)in_buf;
+	(void)in_bufsz;
+	(void)out_bufsz;
+	if (tfs_statedir_is(ino)) {
+		state_ioctl(req, ino, (unsigned int)cmd);
+		return;
+	}
+	fuse_reply_err(req, ENOTTY);
+}
+
 const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.init = op_init,
 	.destroy = op_destroy,
@@ -806,4 +907,5 @@ const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.removexattr = op_removexattr,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.ioctl = op_ioctl,
 };

@@ -44,6 +44,11 @@ int tfs_statedir_is(uint64_t ino)
 	return ino >= STATEDIR_INO && ino <= STATEDIR_INO + NFILES;
 }
 
+int tfs_statedir_is_dir(uint64_t ino)
+{
+	return ino == STATEDIR_INO;
+}
+
 int tfs_statedir_getattr(const struct tfs_statedir *sd, uint64_t ino,
 			 struct stat *st)
 {

@@ -23,12 +23,27 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "fs.h"
 
 #define TFS_STATEDIR_NAME ".tensorfs"
+
+/*
+ * tensorfs's own ioctls, answered on the /.tensorfs directory only (an
+ * open of it, O_RDONLY, as root or the mount's owner).  No argument.
+ *
+ *   TFS_IOC_SET_RO  write everything back, mark the device clean, refuse
+ *                   every change from then on (tfs_fs_set_readonly())
+ *   TFS_IOC_SET_RW  take changes again
+ *
+ * "tensorfs -o remount,ro|rw" sends them around its mount(MS_REMOUNT).
+ */
+#define TFS_IOC_MAGIC	0xb5
+#define TFS_IOC_SET_RO	_IO(TFS_IOC_MAGIC, 1)
+#define TFS_IOC_SET_RW	_IO(TFS_IOC_MAGIC, 2)
 
 struct tfs_config;
 
@@ -50,6 +65,8 @@ void tfs_statedir_init(struct tfs_statedir *sd, struct tfs_fs *fs,
 		       const struct tfs_config *cfg, uid_t uid, gid_t gid);
 /* Whether ino is the directory or one of its files. */
 int tfs_statedir_is(uint64_t ino);
+/* Whether ino is the directory itself. */
+int tfs_statedir_is_dir(uint64_t ino);
 /* Lookup of name in parent: 1 with *st if it is the directory or one of
  * its files, -ENOENT for another name inside it, 0 if not ours. */
 int tfs_statedir_lookup(const struct tfs_statedir *sd, uint64_t parent,

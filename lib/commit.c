@@ -318,7 +318,11 @@ int tfs_txn_commit(struct tfs_fs *fs)
 	int rc;
 
 	pthread_mutex_lock(&fs->jlock);
-	rc = tfs_txn_commit_jlocked(fs);
+	/* read-only: tfs_fs_set_readonly() committed everything (under
+	 * jlock) when it turned so; what changes after (an unlinked file's
+	 * last close frees it) waits for read-write or tfs_fs_close() */
+	rc = __atomic_load_n(&fs->ro, __ATOMIC_ACQUIRE) ?
+		     0 : tfs_txn_commit_jlocked(fs);
 	pthread_mutex_unlock(&fs->jlock);
 	return rc;
 }

@@ -17,6 +17,12 @@
  * tfs_fs_close() writes everything back, commits, and writes a clean
  * checkpoint (TFS_SB_CLEAN), which the next open needs no replay after.
  *
+ * Read-only: opened so (opts.readonly: the device O_RDONLY, nothing
+ * recovered, nothing ever written), or turned so while mounted
+ * (tfs_fs_set_readonly(), a remount,ro: everything written back and
+ * checkpointed clean, then no change and no commit until turned
+ * writable again).  Either way changes fail with EROFS.
+ *
  * The error state (journal.c's J7), as ext4's errors=remount-ro: entered
  * once (tfs_fs_fail()) when the journal stops after a failed flush or
  * superblock write, or when the image file is found deleted or
@@ -45,7 +51,7 @@ _Static_assert(TFS_FS_ROOT == TFS_ROOT_INO, "fs.h and format.h disagree");
 
 int tfs_fs_sync(struct tfs_fs *fs)
 {
-	if (fs->opts.readonly)
+	if (tfs_fs_is_readonly(fs))
 		return 0;
 	if (tfs_fs_failed(fs))
 		return tfs_fs_failed(fs);
@@ -275,6 +281,7 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	if (rc)
 		goto fail_dev;
 	fs->replayed = fs->j.replayed;
+	fs->dirty_at_load = !(fs->j.sb.flags & TFS_SB_CLEAN);
 	if (fs->j.note[0] && fs->opts.log) {
 		char msg[600];
 
@@ -350,6 +357,63 @@ void tfs_fs_prepare_fork(void)
 uint64_t tfs_fs_replayed(const struct tfs_fs *fs)
 {
 	return fs->replayed;
+}
+
+int tfs_fs_needs_recovery(const struct tfs_fs *fs)
+{
+	return fs->dirty_at_load;
+}
+
+/* ===== read-only at run time ===== */
+
+int tfs_fs_is_readonly(struct tfs_fs *fs)
+{
+	return fs->opts.readonly || __atomic_load_n(&fs->ro, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * rw -> ro: ro is set first, so every change from then on fails with
+ * EROFS; then the write-back of everything, a commit and a checkpoint
+ * marked CLEAN, as tfs_fs_close() writes them, all under jlock, which
+ * tfs_txn_commit() takes before it looks at ro: no commit runs after.
+ * ro -> rw: the superblock loses CLEAN again (in use), as at open.
+ */
+int tfs_fs_set_readonly(struct tfs_fs *fs, int ro)
+{
+	uint64_t tag = NO_TAG;
+	int rc;
+
+	if (fs->opts.readonly)
+		return ro ? 0 : -EROFS;
+	pthread_mutex_lock(&fs->jlock);
+	if (!ro) {
+		rc = tfs_fs_failed(fs);
+		if (!rc && __atomic_load_n(&fs->ro, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_lock(&fs->lock);
+			rc = tfs_journal_set_flags(&fs->j, 0);
+			pthread_mutex_unlock(&fs->lock);
+		}
+		if (!rc)
+			__atomic_store_n(&fs->ro, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&fs->jlock);
+		return rc;
+	}
+	__atomic_store_n(&fs->ro, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&fs->jlock);
+	/* J7: in the error state nothing more is written */
+	if (tfs_fs_failed(fs))
+		return 0;
+	tfs_cache_sync_all(fs->cache);
+	pthread_mutex_lock(&fs->jlock);
+	rc = tfs_txn_commit_jlocked(fs);
+	if (!rc) {
+		pthread_mutex_lock(&fs->lock);
+		rc = tfs_txn_checkpoint_locked(fs, TFS_SB_CLEAN, &tag);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->jlock);
+	tfs_txn_release_pending(fs, tag);
+	return rc;
 }
 
 const char *tfs_fs_load_note(const struct tfs_fs *fs)

@@ -81,6 +81,15 @@ struct tfs_fs {
 	int error;
 	char errmsg[256];
 	int watch_fd;			/* the image (O_PATH) for fstat, or -1 */
+
+	/*
+	 * Read-only at run time (tfs_fs_set_readonly(), a remount,ro):
+	 * changes fail with EROFS and commits do nothing.  An atomic, set
+	 * and cleared under jlock.  opts.readonly is the other read-only:
+	 * the device itself opened O_RDONLY, for good.
+	 */
+	int ro;
+	int dirty_at_load;		/* the loaded superblock was not CLEAN */
 	char *path;			/* the device's path, for messages */
 
 	/* commit thread */
@@ -113,10 +122,14 @@ void tfs_fs_mark_changed(struct tfs_fs *fs);
 void tfs_fs_fail(struct tfs_fs *fs, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* 0, or -EROFS in the error state: every change starts with it. */
+/* 0, or -EROFS in the error state or read-only (opened so, or turned so
+ * by tfs_fs_set_readonly()): every change starts with it. */
 static inline int tfs_fs_may_change(struct tfs_fs *fs)
 {
-	return __atomic_load_n(&fs->error, __ATOMIC_ACQUIRE) ? -EROFS : 0;
+	if (__atomic_load_n(&fs->error, __ATOMIC_ACQUIRE) ||
+	    fs->opts.readonly || __atomic_load_n(&fs->ro, __ATOMIC_ACQUIRE))
+		return -EROFS;
+	return 0;
 }
 
 /* The error of the error state, 0 outside it (fsync, sync, close). */

@@ -89,16 +89,25 @@ int tfs_lookup(struct tfs_fs *fs, uint64_t parent, const char *name,
 	struct tfs_inode *dp, *ip;
 	struct tfs_dirent *e;
 	size_t len;
-	int rc = check_name(name, &len);
+	int rc = check_name(name, &len), dots = rc == -EEXIST;
 
-	if (rc)
+	if (rc && !dots)
 		return rc;
+	rc = 0;
 	pthread_mutex_lock(&fs->lock);
 	dp = get_dir(fs, parent, &rc);
 	if (!dp)
 		goto out;
-	e = tfs_dir_lookup(dp, name, len);
-	ip = e ? tfs_meta_get(fs->m, e->ino) : NULL;
+	/* "." and "..": what a file handle's directory is found by */
+	if (dots && len == 1) {
+		ip = dp;
+	} else if (dots) {
+		ip = tfs_meta_get(fs->m, dp->a.ino == TFS_ROOT_INO ?
+						 TFS_ROOT_INO : dp->a.parent);
+	} else {
+		e = tfs_dir_lookup(dp, name, len);
+		ip = e ? tfs_meta_get(fs->m, e->ino) : NULL;
+	}
 	if (!ip) {
 		rc = -ENOENT;
 		goto out;

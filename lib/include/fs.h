@@ -123,8 +123,37 @@ const char *tfs_fs_load_note(const struct tfs_fs *fs);
  * unmounted cleanly), and how many transactions. */
 uint64_t tfs_fs_replayed(const struct tfs_fs *fs);
 
+/* Whether the last load found the file system not unmounted cleanly
+ * (its superblock without CLEAN): a read-only open (opts.readonly) then
+ * shows the journal replayed in memory only, and its orphans unfreed;
+ * a read-only mount refuses it (recovery needs a read-write open). */
+int tfs_fs_needs_recovery(const struct tfs_fs *fs);
+
+/*
+ * Read-only at run time, as ext4's remount,ro.  tfs_fs_set_readonly(fs,
+ * 1) writes everything back, commits and writes a checkpoint marked
+ * clean (as tfs_fs_close() does), so the device holds a clean file
+ * system when it returns 0; from its start every change fails with
+ * -EROFS, and commits (the thread's, tfs_fsync(), tfs_fs_sync()) write
+ * nothing.  tfs_fs_set_readonly(fs, 0) makes it writable again: -EROFS
+ * if the device was opened read-only (opts.readonly), the error state's
+ * error in it.  In the error state turning read-only writes nothing and
+ * returns 0.  tfs_fs_close() of a read-only file system still writes a
+ * final clean checkpoint unless opened read-only.  Thread safe; the
+ * caller makes sure no change is in flight (the kernel does, for a
+ * remount: it refuses remount,ro while a file is open for writing).
+ *
+ * tfs_fs_is_readonly(): 1 if changes fail with -EROFS for being
+ * read-only (opened so or turned so), else 0.
+ */
+int tfs_fs_set_readonly(struct tfs_fs *fs, int ro);
+int tfs_fs_is_readonly(struct tfs_fs *fs);
+
 /* ===== names ===== */
 
+/* The entry name of directory parent: -ENOENT if there is none.  "."
+ * is parent itself, ".." its parent (the root's is the root): -ENOENT
+ * for a removed directory's. */
 int tfs_lookup(struct tfs_fs *fs, uint64_t parent, const char *name,
 	       struct stat *st);
 

@@ -412,3 +412,36 @@ tfs_manifest_check() {
 	done <"$WORK/manifest-check.expected" >"$WORK/manifest-check.bad"
 	[ ! -s "$WORK/manifest-check.bad" ]
 }
+
+# ----- helpers for the tests of mount(8) and umount(8) -----
+
+# tfs_mount8_ns "$@": rerun the calling test in a private mount namespace
+# (unshare -m), so that it may run mount(8) for real: mount(8) gives its
+# helpers a fixed PATH (login.defs' ENV_SUPATH, /usr/local/sbin first), so
+# mount.fuse3 finds "tensorfs" there, and tfs_mount8_path puts this
+# build's there, in the namespace only.  Skips without unshare.  Call it
+# first, before tfs_mkimg.
+tfs_mount8_ns() {
+	[ -n "${TFS_MOUNT8_NS:-}" ] && return 0
+	tfs_need unshare mount umount mount.fuse3 findmnt
+	unshare -m --propagation private true 2>/dev/null ||
+		tfs_skip "cannot make a mount namespace (unshare -m)"
+	TFS_MOUNT8_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+}
+
+# tfs_mount8_path: in the namespace of tfs_mount8_ns, /usr/local/sbin
+# holds only this build's tensorfs (after tfs_mkimg)
+tfs_mount8_path() {
+	[ -n "${TFS_MOUNT8_NS:-}" ] || tfs_fail "tfs_mount8_path outside tfs_mount8_ns"
+	[ -d /usr/local/sbin ] || tfs_skip "no /usr/local/sbin to put tensorfs in"
+	mkdir "$WORK/sbin" && ln -s "$TENSORFS" "$WORK/sbin/tensorfs" ||
+		tfs_fail "cannot make $WORK/sbin"
+	mount --bind "$WORK/sbin" /usr/local/sbin || tfs_skip "cannot bind-mount /usr/local/sbin"
+	tfs_at_exit "tfs_kill_strays; umount /usr/local/sbin 2>/dev/null"
+}
+
+# tfs_daemon_of DIR: the pid of the daemon serving the mount on DIR (one
+# started by mount(8), daemonised), or nothing
+tfs_daemon_of() {
+	pgrep -f -- "^tensorfs .* $1( |\$)" | head -1
+}

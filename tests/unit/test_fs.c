@@ -7,7 +7,9 @@
  * inodes left without links by a crash are freed at the next open (and
  * kept with no_recover); an image truncated or deleted under the open
  * file system puts it in the error state (journal.c's J7) at the next
- * commit.
+ * commit; turned read-only while open (a remount,ro), changes fail with
+ * EROFS, the device holds a clean file system and nothing is written
+ * until it is writable again.
  */
 
 #include "testfs.h"
@@ -252,6 +254,92 @@ static void test_fs_readonly_open_writes_nothing(void **state)
 	free(want);
 }
 
+static void test_fs_readonly_open_says_it_needs_recovery(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_fs_opts o = { 0 };
+	struct tfs_fs *ro;
+	struct stat st;
+
+	o.readonly = 1;
+	/* cleanly closed: no recovery needed */
+	tfs_fs_close(f->fs);
+	f->fs = NULL;
+	assert_int_equal(tfs_fs_open(f->path, &o, &ro, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(tfs_fs_needs_recovery(ro), 0);
+	assert_int_equal(tfs_fs_is_readonly(ro), 1);
+	assert_int_equal(tfs_mkdir(ro, TFS_ROOT_INO, "d", 0755, 0, 0, &st),
+			 -EROFS);
+	/* opened read-only, it cannot turn writable */
+	assert_int_equal(tfs_fs_set_readonly(ro, 0), -EROFS);
+	assert_int_equal(tfs_fs_close(ro), 0);
+	/* in use (not closed): a copy of it needs recovery */
+	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
+				     sizeof(f->err)), 0);
+	mk(f->fs, TFS_ROOT_INO, "f");
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	assert_int_equal(img_copy(f->path, f->copy), 0);
+	assert_int_equal(tfs_fs_open(f->copy, &o, &ro, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(tfs_fs_needs_recovery(ro), 1);
+	assert_int_equal(tfs_fs_close(ro), 0);
+}
+
+static void test_fs_set_readonly_commits_clean_and_refuses_changes(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
+	struct tfs_fs_opts o = { 0 };
+	struct tfs_fs *c;
+	struct stat st;
+	uint32_t crc;
+	char *want;
+
+	wr_pat(f->fs, ino, MiB, 0, 7);
+	want = snapshot(f->fs);
+	assert_int_equal(tfs_fs_is_readonly(f->fs), 0);
+	assert_int_equal(tfs_fs_set_readonly(f->fs, 1), 0);
+	assert_int_equal(tfs_fs_is_readonly(f->fs), 1);
+	/* every change fails, reads work */
+	assert_int_equal(tfs_write(f->fs, ino, "x", 1, 0), -EROFS);
+	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, "d", 0755, 0, 0, &st),
+			 -EROFS);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "f"), -EROFS);
+	assert_int_equal(tfs_open(f->fs, ino, O_RDWR | O_TRUNC), -EROFS);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.a", "b", 1, 0),
+			 -EROFS);
+	assert_same_tree(f->fs, want);
+	/* the device holds it all, clean: a copy needs no recovery */
+	assert_int_equal(img_copy(f->path, f->copy), 0);
+	o.readonly = 1;
+	assert_int_equal(tfs_fs_open(f->copy, &o, &c, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(tfs_fs_needs_recovery(c), 0);
+	assert_int_equal(tfs_fs_replayed(c), 0);
+	assert_same_tree(c, want);
+	assert_int_equal(tfs_fs_close(c), 0);
+	/* read-only, sync and fsync write nothing */
+	crc = file_crc(f->path);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(file_crc(f->path), crc);
+	/* writable again: in use, changes work and persist */
+	assert_int_equal(tfs_fs_set_readonly(f->fs, 0), 0);
+	assert_int_equal(tfs_fs_is_readonly(f->fs), 0);
+	mkd(f->fs, TFS_ROOT_INO, "d");
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	unlink(f->copy);
+	assert_int_equal(img_copy(f->path, f->copy), 0);
+	assert_int_equal(tfs_fs_open(f->copy, &o, &c, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(tfs_fs_needs_recovery(c), 1);
+	assert_int_equal(st_of(c, TFS_ROOT_INO).st_nlink, 3);
+	assert_int_equal(tfs_fs_close(c), 0);
+	free(want);
+}
+
 static void test_fs_no_recover_keeps_orphans(void **state)
 {
 	struct fx *f = *state;
@@ -368,6 +456,8 @@ int main(void)
 		T(test_fs_one_corrupt_superblock_still_opens),
 		T(test_fs_open_errors),
 		T(test_fs_readonly_open_writes_nothing),
+		T(test_fs_readonly_open_says_it_needs_recovery),
+		T(test_fs_set_readonly_commits_clean_and_refuses_changes),
 		T(test_fs_no_recover_keeps_orphans),
 		T(test_fs_removed_open_directory_is_freed_after_crash),
 		T(test_fs_image_truncated_while_open_is_the_error_state),

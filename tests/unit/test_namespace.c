@@ -150,6 +150,31 @@ static void test_fs_dot_and_dotdot_cannot_be_created(void **state)
 	assert_true(rc[4] == -EINVAL || rc[4] == -EBUSY || rc[4] == -EEXIST);
 }
 
+/* What open_by_handle_at() needs: a file handle's directory is found
+ * by looking up "." and ".." (FUSE sends them with export support). */
+static void test_fs_lookup_of_dot_and_dotdot(void **state)
+{
+	struct fx *f = *state;
+	uint64_t d = mkd(f->fs, TFS_ROOT_INO, "d");
+	uint64_t e = mkd(f->fs, d, "e");
+	uint64_t file = mk(f->fs, d, "file");
+	struct stat st;
+
+	assert_int_equal(tfs_lookup(f->fs, e, ".", &st), 0);
+	assert_int_equal(st.st_ino, e);
+	assert_int_equal(tfs_lookup(f->fs, e, "..", &st), 0);
+	assert_int_equal(st.st_ino, d);
+	assert_int_equal(tfs_lookup(f->fs, d, "..", &st), 0);
+	assert_int_equal(st.st_ino, TFS_ROOT_INO);
+	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, "..", &st), 0);
+	assert_int_equal(st.st_ino, TFS_ROOT_INO);
+	assert_int_equal(tfs_lookup(f->fs, file, ".", &st), -ENOTDIR);
+	/* moved: ".." follows */
+	assert_int_equal(tfs_rename(f->fs, d, "e", TFS_ROOT_INO, "e", 0), 0);
+	assert_int_equal(tfs_lookup(f->fs, e, "..", &st), 0);
+	assert_int_equal(st.st_ino, TFS_ROOT_INO);
+}
+
 static void test_fs_mknod_special_files(void **state)
 {
 	struct fx *f = *state;
@@ -1328,6 +1353,7 @@ int main(void)
 		T(test_fs_mknod_lookup_getattr),
 		T(test_fs_name_and_inode_errors),
 		T(test_fs_dot_and_dotdot_cannot_be_created),
+		T(test_fs_lookup_of_dot_and_dotdot),
 		T(test_fs_mknod_special_files),
 		T(test_fs_mkdir_rmdir_link_counts),
 		T(test_fs_rmdir_and_unlink_errors),
