@@ -120,6 +120,13 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 
+		/* discard and nodiscard, as ext4 takes them */
+		if (!strcmp(tok, "discard") || !strcmp(tok, "nodiscard")) {
+			rc = tfs_config_set(cfg, "discard",
+					    *tok == 'n' ? "false" : "true",
+					    err, errlen);
+			continue;
+		}
 		if (eq) {
 			*eq = '\0';
 			if (tfs_config_is_key(tok) ||
@@ -417,6 +424,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev)
 	struct stat root;
 
 	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
+	fo.discard = (int)dm->cfg.mount_discard;
 	if (data_path_opts(&dm->cfg, &fo, &lim))
 		return 1;
 	/*

@@ -16,12 +16,14 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "daemon.h"
@@ -719,6 +721,64 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 					   (uint64_t)length));
 }
 
+/*
+ * FITRIM, from fstrim(8): the kernel passes it on as an ioctl on the
+ * directory fstrim opened (FUSE_IOCTL_DIR), with struct fstrim_range in
+ * and out.  The whole file system is trimmed whatever the range says;
+ * range.len comes back as the bytes discarded.  As ext4 asks for
+ * CAP_SYS_ADMIN, only root or the user who mounted may ask.
+ */
+static void op_fitrim(fuse_req_t req, const void *in_buf, size_t in_bufsz,
+		      size_t out_bufsz)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fstrim_range r;
+	uint64_t bytes = 0;
+	int rc;
+
+	if (in_bufsz < sizeof(r) || out_bufsz < sizeof(r)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (ctx->uid != 0 && ctx->uid != getuid()) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	memcpy(&r, in_buf, sizeof(r));
+	rc = tfs_fs_trim(dm->fs, &bytes);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	tfs_daemon_log(LOG_INFO, "trimmed %llu bytes",
+		       (unsigned long long)bytes);
+	r.len = bytes;
+	fuse_reply_ioctl(req, 0, &r, sizeof(r));
+}
+
+/* The ioctl command's type changed with the API (fuse_lowlevel.h). */
+#if FUSE_USE_VERSION < 35
+typedef int ioctl_cmd;
+#else
+typedef unsigned int ioctl_cmd;
+#endif
+
+/* ioctls: FITRIM only; 32-bit callers on a 64-bit daemon get ENOTTY. */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, ioctl_cmd cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags,
+		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+	(void)ino;
+	(void)arg;
+	(void)fi;
+	if (!(flags & FUSE_IOCTL_COMPAT) && (unsigned int)cmd == FITRIM) {
+		op_fitrim(req, in_buf, in_bufsz, out_bufsz);
+		return;
+	}
+	fuse_reply_err(req, ENOTTY);
+}
+
 const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.init = op_init,
 	.destroy = op_destroy,
@@ -751,4 +811,5 @@ const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.removexattr = op_removexattr,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.ioctl = op_ioctl,
 };
