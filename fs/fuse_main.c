@@ -38,6 +38,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "fs.h"
+#include "log.h"
 #include "memcheck.h"
 #include "statedir.h"
 
@@ -47,26 +48,13 @@
 
 /* ===== logging ===== */
 
-/*
- * Where tfs_daemon_log() writes: stderr with -f or -d, else syslog.  A
- * file-level static rather than a field of struct tfs_daemon because
- * lib/ logs through tfs_fs_opts.log, a callback with no context argument.
- * Set once while the command line is read, before any thread starts.
- */
-static int log_foreground;
-
+/* Where it goes is log.c's business (log.h). */
 void tfs_daemon_log(int prio, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (log_foreground) {
-		fputs("tensorfs: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	} else {
-		vsyslog(prio, fmt, ap);
-	}
+	tfs_log_v(prio, fmt, ap);
 	va_end(ap);
 }
 
@@ -166,10 +154,15 @@ static void usage(FILE *f)
 "  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
 "               overrides the file (-o commit_interval_ms=1000); others go\n"
 "               to FUSE: allow_other (the default when run as root), ro, and\n"
-"               the rest of mount.fuse3(8)\n"
+"               the rest of mount.fuse3(8).  discard: discard freed blocks\n"
+"               (or run fstrim MOUNTPOINT).  log=FILE or log=syslog: where\n"
+"               the daemon logs; by default syslog if /dev/log accepts\n"
+"               messages, else /var/log/tensorfs/DEVICE.log (root) or\n"
+"               $XDG_STATE_HOME/tensorfs/DEVICE.log\n"
 "  --print-config  print the effective configuration (defaults, -c, -o) as\n"
 "               an INI file and exit\n"
-"  -f           stay in the foreground; log to stderr instead of syslog\n"
+"  -f           stay in the foreground; log to stderr (and to the log\n"
+"               setting's file or syslog, if set)\n"
 "  -d           debug: print every FUSE request (implies -f)\n"
 "  -h, --help   print this help and exit\n"
 "  -V, --version  print the version and exit\n"
@@ -357,6 +350,20 @@ static int resolve_operands(struct cmdline *cl)
 }
 
 /* ===== start-up ===== */
+
+/* Where the daemon will log ([mount] log): a bad file is an error now,
+ * on the terminal, rather than lost messages later.  1 with a message. */
+static int setup_log(struct tfs_daemon *dm, const struct cmdline *cl)
+{
+	char err[PATH_MAX + 256];
+
+	if (tfs_log_setup(dm->cfg.mount_log, cl->dev, cl->foreground, err,
+			  sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s\n", err);
+		return 1;
+	}
+	return GO_ON;
+}
 
 /*
  * The data path's settings, and whether they fit this machine: the cache,
@@ -563,8 +570,8 @@ static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
  * Mounted: tune the kernel's side, daemonise (unless foreground), and
  * only then start lib/'s threads, since fork keeps only this one.
  */
-static int start_daemon(struct tfs_daemon *dm, const char *mnt,
-			int foreground)
+static int start_daemon(struct tfs_daemon *dm, const char *dev,
+			const char *mnt, int foreground)
 {
 	int rc;
 
@@ -575,8 +582,12 @@ static int start_daemon(struct tfs_daemon *dm, const char *mnt,
 		tfs_daemon_log(LOG_ERR, "cannot daemonise");
 		return 1;
 	}
-	if (!foreground)
-		openlog("tensorfs", LOG_PID, LOG_DAEMON);
+	if (!foreground) {
+		/* stderr is /dev/null now: the log is all the user has */
+		tfs_log_detach();
+		tfs_daemon_log(LOG_INFO, "%s mounted on %s%s", dev, mnt,
+			       dm->cfg.mount_discard ? " (discard)" : "");
+	}
 	/* Reclaim must not wait on us while we write for it. */
 	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
 	rc = tfs_fs_start(dm->fs);
@@ -629,7 +640,6 @@ int main(int argc, char **argv)
 	ret = parse_cmdline(argc, argv, &cl);
 	if (ret != GO_ON)
 		goto out;
-	log_foreground = cl.foreground;
 	ret = read_config(&cl, &dm);
 	if (ret != GO_ON)
 		goto out;
@@ -641,13 +651,16 @@ int main(int argc, char **argv)
 	ret = resolve_operands(&cl);
 	if (ret != GO_ON)
 		goto out;
+	ret = setup_log(&dm, &cl);
+	if (ret != GO_ON)
+		goto out;
 	ret = open_fs(&dm, cl.dev);
 	if (ret != GO_ON)
 		goto out;
 	ret = mount_session(&dm, &cl, &args, &se);
 	if (ret != GO_ON)
 		goto out_fs;
-	ret = start_daemon(&dm, cl.mnt, cl.foreground);
+	ret = start_daemon(&dm, cl.dev, cl.mnt, cl.foreground);
 	if (ret == GO_ON)
 		ret = serve(&dm, se);
 	unmount_session(se);

@@ -187,7 +187,14 @@ enum tfs_offload_device {
 	  "image file (it shrinks), BLKDISCARD on a device, within a few "    \
 	  "commit intervals, once no state a crash could load still uses "    \
 	  "them.  -o discard sets it.  fstrim MOUNTPOINT does the same on "   \
-	  "demand.")
+	  "demand.")                                                          \
+	X(mount, log, STR, "", 0, 0, "path", TFS,                              \
+	  "Where the daemon logs once in the background: syslog, or a file.  " \
+	  "Empty: syslog if /dev/log accepts messages, else the file "         \
+	  "/var/log/tensorfs/DEVICE.log (root) or "                            \
+	  "$XDG_STATE_HOME/tensorfs/DEVICE.log (other users; "                 \
+	  "~/.local/state by default), DEVICE the device's base name.  With " \
+	  "-f messages go to the terminal (and to this, if set).")
 
 enum tfs_cfg_type {
 	TFS_CFG_BOOL, TFS_CFG_UINT, TFS_CFG_SIZE, TFS_CFG_ELEMS, TFS_CFG_DTYPE,
