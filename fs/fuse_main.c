@@ -46,6 +46,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "fs.h"
+#include "log.h"
 #include "memcheck.h"
 #include "statedir.h"
 
@@ -55,26 +56,13 @@
 
 /* ===== logging ===== */
 
-/*
- * Where tfs_daemon_log() writes: stderr with -f or -d, else syslog.  A
- * file-level static rather than a field of struct tfs_daemon because
- * lib/ logs through tfs_fs_opts.log, a callback with no context argument.
- * Set once while the command line is read, before any thread starts.
- */
-static int log_foreground;
-
+/* Where it goes is log.c's business (log.h). */
 void tfs_daemon_log(int prio, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (log_foreground) {
-		fputs("tensorfs: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	} else {
-		vsyslog(prio, fmt, ap);
-	}
+	tfs_log_v(prio, fmt, ap);
 	va_end(ap);
 }
 
@@ -179,6 +167,13 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 
 		if (is_own_atime_opt(tok))
 			continue;	/* atime_policy() read it */
+		/* discard and nodiscard, as ext4 takes them */
+		if (!strcmp(tok, "discard") || !strcmp(tok, "nodiscard")) {
+			rc = tfs_config_set(cfg, "discard",
+					    *tok == 'n' ? "false" : "true",
+					    err, errlen);
+			continue;
+		}
 		if (eq) {
 			*eq = '\0';
 			if (tfs_config_is_key(tok) ||
@@ -222,10 +217,16 @@ static void usage(FILE *f)
 "               (the default), noatime or strictatime say.  ro opens\n"
 "               DEVICE read-only; remount,ro and remount,rw (mount -o\n"
 "               remount,ro MOUNTPOINT) switch the running mount, which\n"
-"               writes everything back first; see tensorfs(8)\n"
+"               writes everything back first; see tensorfs(8).\n"
+"               discard: discard freed blocks (or run fstrim\n"
+"               MOUNTPOINT).  log=FILE or log=syslog: where the daemon\n"
+"               logs; by default syslog if /dev/log accepts messages,\n"
+"               else /var/log/tensorfs/DEVICE.log (root) or\n"
+"               $XDG_STATE_HOME/tensorfs/DEVICE.log\n"
 "  --print-config  print the effective configuration (defaults, -c, -o) as\n"
 "               an INI file and exit\n"
-"  -f           stay in the foreground; log to stderr instead of syslog\n"
+"  -f           stay in the foreground; log to stderr (and to the log\n"
+"               setting's file or syslog, if set)\n"
 "  -d           debug: print every FUSE request (implies -f)\n"
 "  -h, --help   print this help and exit\n"
 "  -V, --version  print the version and exit\n"
@@ -608,6 +609,20 @@ out:
 
 /* ===== start-up ===== */
 
+/* Where the daemon will log ([mount] log): a bad file is an error now,
+ * on the terminal, rather than lost messages later.  1 with a message. */
+static int setup_log(struct tfs_daemon *dm, const struct cmdline *cl)
+{
+	char err[PATH_MAX + 256];
+
+	if (tfs_log_setup(dm->cfg.mount_log, cl->dev, cl->foreground, err,
+			  sizeof(err))) {
+		fprintf(stderr, "tensorfs: %s\n", err);
+		return 1;
+	}
+	return GO_ON;
+}
+
 /*
  * The data path's settings, and whether they fit this machine: the cache,
  * the pool and the metadata tree (memcheck.h: TFS_META_BYTES_PER_FILE per
@@ -681,6 +696,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro)
 	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
 	fo.atime = dm->atime;
 	fo.readonly = ro;
+	fo.discard = (int)dm->cfg.mount_discard;
 	if (data_path_opts(&dm->cfg, &fo, &lim))
 		return 1;
 	/*
@@ -851,8 +867,8 @@ static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
  * Mounted: tune the kernel's side, daemonise (unless foreground), and
  * only then start lib/'s threads, since fork keeps only this one.
  */
-static int start_daemon(struct tfs_daemon *dm, const char *mnt,
-			int foreground)
+static int start_daemon(struct tfs_daemon *dm, const char *dev,
+			const char *mnt, int foreground)
 {
 	int rc;
 
@@ -863,8 +879,12 @@ static int start_daemon(struct tfs_daemon *dm, const char *mnt,
 		tfs_daemon_log(LOG_ERR, "cannot daemonise");
 		return 1;
 	}
-	if (!foreground)
-		openlog("tensorfs", LOG_PID, LOG_DAEMON);
+	if (!foreground) {
+		/* stderr is /dev/null now: the log is all the user has */
+		tfs_log_detach();
+		tfs_daemon_log(LOG_INFO, "%s mounted on %s%s", dev, mnt,
+			       dm->cfg.mount_discard ? " (discard)" : "");
+	}
 	/* Reclaim must not wait on us while we write for it. */
 	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
 	rc = tfs_fs_start(dm->fs);
@@ -917,7 +937,6 @@ int main(int argc, char **argv)
 	ret = parse_cmdline(argc, argv, &cl);
 	if (ret != GO_ON)
 		goto out;
-	log_foreground = cl.foreground;
 	ret = read_config(&cl, &dm);
 	if (ret != GO_ON)
 		goto out;
@@ -933,13 +952,16 @@ int main(int argc, char **argv)
 		ret = remount(&cl);
 		goto out;
 	}
+	ret = setup_log(&dm, &cl);
+	if (ret != GO_ON)
+		goto out;
 	ret = open_fs(&dm, cl.dev, cl.ro);
 	if (ret != GO_ON)
 		goto out;
 	ret = mount_session(&dm, &cl, &args, &se);
 	if (ret != GO_ON)
 		goto out_fs;
-	ret = start_daemon(&dm, cl.mnt, cl.foreground);
+	ret = start_daemon(&dm, cl.dev, cl.mnt, cl.foreground);
 	if (ret == GO_ON)
 		ret = serve(&dm, se);
 	unmount_session(se);

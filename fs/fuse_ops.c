@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -851,24 +852,63 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd)
 		fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
+/*
+ * FITRIM, from fstrim(8): the kernel passes it on as an ioctl on the
+ * directory fstrim opened (FUSE_IOCTL_DIR), with struct fstrim_range in
+ * and out.  The whole file system is trimmed whatever the range says;
+ * range.len comes back as the bytes discarded.  As ext4 asks for
+ * CAP_SYS_ADMIN, only root or the user who mounted may ask.
+ */
+static void op_fitrim(fuse_req_t req, const void *in_buf, size_t in_bufsz,
+		      size_t out_bufsz)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fstrim_range r;
+	uint64_t bytes = 0;
+	int rc;
+
+	if (in_bufsz < sizeof(r) || out_bufsz < sizeof(r)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (ctx->uid != 0 && ctx->uid != getuid()) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	memcpy(&r, in_buf, sizeof(r));
+	rc = tfs_fs_trim(dm->fs, &bytes);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	tfs_daemon_log(LOG_INFO, "trimmed %llu bytes",
+		       (unsigned long long)bytes);
+	r.len = bytes;
+	fuse_reply_ioctl(req, 0, &r, sizeof(r));
+}
+
+/* The ioctl command's type changed with the API (fuse_lowlevel.h). */
 #if FUSE_USE_VERSION < 35
-static void op_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
-		     struct fuse_file_info *fi, unsigned int flags,
-		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+typedef int ioctl_cmd;
 #else
-static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
-		     void *arg, struct fuse_file_info *fi, unsigned int flags,
-		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+typedef unsigned int ioctl_cmd;
 #endif
+
+/* ioctls: tensorfs's own on /.tensorfs, and FITRIM; 32-bit callers on a
+ * 64-bit daemon get ENOTTY for FITRIM. */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, ioctl_cmd cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags,
+		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
 	(void)arg;
 	(void)fi;
-	(void)flags;
-	(void)in_buf;
-	(void)in_bufsz;
-	(void)out_bufsz;
 	if (tfs_statedir_is(ino)) {
 		state_ioctl(req, ino, (unsigned int)cmd);
+		return;
+	}
+	if (!(flags & FUSE_IOCTL_COMPAT) && (unsigned int)cmd == FITRIM) {
+		op_fitrim(req, in_buf, in_bufsz, out_bufsz);
 		return;
 	}
 	fuse_reply_err(req, ENOTTY);

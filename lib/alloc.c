@@ -46,6 +46,29 @@
  * through its goal.  The gap scales with the request so that small files
  * are still packed closely.
  *
+ * Discard tracking (tfs_alloc_track_discard()).  Free blocks that may
+ * hold data some state on the device still refers to are kept in three
+ * sets, each a free-extent tree of its own (struct tfs_alloc without
+ * tracking, used as a set: "free" there means "in the set"):
+ *
+ *   age[0]  freed since the last durable checkpoint (and, at mount, all
+ *           the free space: the older superblock's state may use it)
+ *   age[1]  freed before the last durable checkpoint, after the one before
+ *   age[2]  ready: free since at least two durable checkpoints
+ *
+ * tfs_alloc_put_freed() adds to age[0]; tfs_alloc_age(), called once per
+ * durable checkpoint, moves age[1] into age[2] and age[0] into age[1];
+ * tfs_alloc_take_discard() hands out a ready extent, taken out of the free
+ * space while it is discarded.  Every handout (tfs_alloc_get(),
+ * tfs_alloc_mark_used()) removes its blocks from all three sets, so a set
+ * holds only blocks free ever since they entered it: a block freed,
+ * reused and freed again starts its wait anew.  Journal.c's J10 says why
+ * two checkpoints.  Invariants: the sets are disjoint and inside the free
+ * space.  Memory running out never makes a set claim too much: a removal
+ * that would need a node drops the whole extent from the set instead, an
+ * addition that cannot get one is not made (space not discarded, data
+ * never lost).
+ *
  * Built with TFS_CHECKS=1, every modifying function checks the invariants
  * before it returns and aborts when they are broken.
  */
@@ -76,7 +99,11 @@ struct tfs_alloc {
 	uint64_t cursor;	/* where the next new run is looked for */
 	uint64_t nblocks;	/* free blocks */
 	uint64_t next;		/* free extents */
+	struct tfs_alloc *age[3];	/* discard tracking, or all NULL */
 };
+
+#define AGES 3
+#define READY 2			/* age[READY]: may be discarded */
 
 #if defined(TFS_CHECKS) && TFS_CHECKS
 static void alloc_assert_ok(const struct tfs_alloc *a, const char *fn)
@@ -390,6 +417,8 @@ static int in_range(const struct tfs_alloc *a, uint64_t start, uint64_t count)
 	       count <= a->end - start;
 }
 
+static void untrack(struct tfs_alloc *a, uint64_t start, uint64_t count);
+
 /* ===== public ===== */
 
 struct tfs_alloc *tfs_alloc_new(uint64_t first, uint64_t count)
@@ -431,6 +460,8 @@ void tfs_alloc_free(struct tfs_alloc *a)
 {
 	if (!a)
 		return;
+	for (int i = 0; i < AGES; i++)
+		tfs_alloc_free(a->age[i]);
 	tree_free(a->root);
 	free(a->spare);
 	free(a);
@@ -517,6 +548,7 @@ int tfs_alloc_get(struct tfs_alloc *a, uint64_t goal, uint64_t *start,
 	advance_cursor(a, s + n, want);
 
 out_done:
+	untrack(a, s, n);
 	*start = s;
 	*count = n;
 out:
@@ -596,6 +628,7 @@ int tfs_alloc_mark_used(struct tfs_alloc *a, uint64_t start, uint64_t count)
 			goto out;
 	}
 	carve(a, e, start, count);
+	untrack(a, start, count);
 out:
 	ALLOC_CHECKED(a);
 	return rc;
@@ -636,6 +669,147 @@ int tfs_alloc_walk(const struct tfs_alloc *a,
 		   void *arg)
 {
 	return walk(a->root, fn, arg);
+}
+
+/* ===== discard tracking ===== */
+
+/* An empty set over the same range as a (no tracking of its own). */
+static struct tfs_alloc *set_new(const struct tfs_alloc *a)
+{
+	struct tfs_alloc *set = calloc(1, sizeof(*set));
+
+	if (set) {
+		set->first = set->cursor = a->first;
+		set->end = a->end;
+	}
+	return set;
+}
+
+static void set_clear(struct tfs_alloc *set)
+{
+	tree_free(set->root);
+	set->root = NULL;
+	set->nblocks = set->next = 0;
+}
+
+/* Take [start, start + count) out of set, whatever part of it is there.
+ * Without a node for a split the whole extent leaves the set. */
+static void set_remove(struct tfs_alloc *set, uint64_t start, uint64_t count)
+{
+	uint64_t pos = start, end = start + count;
+
+	for (;;) {
+		struct fext *e = find_le(set->root, pos);
+		uint64_t s, n;
+
+		if (!e || fext_end(e) <= pos)
+			e = find_gt(set->root, pos);
+		if (!e || e->start >= end)
+			break;
+		s = e->start > pos ? e->start : pos;
+		n = (fext_end(e) < end ? fext_end(e) : end) - s;
+		pos = s + n;
+		if (needs_split(e, s, n) && reserve_node(set)) {
+			s = e->start;
+			n = e->len;
+		}
+		carve(set, e, s, n);
+	}
+}
+
+static void untrack(struct tfs_alloc *a, uint64_t start, uint64_t count)
+{
+	if (!a->age[0])
+		return;
+	for (int i = 0; i < AGES; i++)
+		set_remove(a->age[i], start, count);
+}
+
+static int add_fn(uint64_t start, uint64_t count, void *arg)
+{
+	/* no node: that extent is just not discarded */
+	(void)tfs_alloc_put(arg, start, count);
+	return 0;
+}
+
+int tfs_alloc_track_discard(struct tfs_alloc *a)
+{
+	int rc = 0;
+
+	if (a->age[0])
+		return 0;
+	for (int i = 0; i < AGES; i++) {
+		a->age[i] = set_new(a);
+		if (!a->age[i])
+			rc = -ENOMEM;
+	}
+	if (rc) {
+		for (int i = 0; i < AGES; i++) {
+			tfs_alloc_free(a->age[i]);
+			a->age[i] = NULL;
+		}
+		return rc;
+	}
+	/* the state the older superblock copy holds may use any of it */
+	(void)tfs_alloc_walk(a, add_fn, a->age[0]);
+	ALLOC_CHECKED(a);
+	return 0;
+}
+
+int tfs_alloc_put_freed(struct tfs_alloc *a, uint64_t start, uint64_t count)
+{
+	int rc = tfs_alloc_put(a, start, count);
+
+	if (!rc && a->age[0])
+		(void)tfs_alloc_put(a->age[0], start, count);
+	ALLOC_CHECKED(a);
+	return rc;
+}
+
+void tfs_alloc_age(struct tfs_alloc *a)
+{
+	struct tfs_alloc *old = a->age[1];
+
+	if (!old)
+		return;
+	(void)tfs_alloc_walk(old, add_fn, a->age[READY]);
+	set_clear(old);
+	a->age[1] = a->age[0];
+	a->age[0] = old;
+	ALLOC_CHECKED(a);
+}
+
+int tfs_alloc_take_discard(struct tfs_alloc *a, uint64_t max,
+			   uint64_t *start, uint64_t *count)
+{
+	struct tfs_alloc *ready = a->age[READY];
+	struct fext *e;
+	uint64_t n;
+	int rc;
+
+	if (!ready || !ready->root || !max)
+		return 0;
+	e = ready->root;
+	while (e->l)
+		e = e->l;
+	*start = e->start;
+	n = e->len < max ? e->len : max;
+	*count = n;
+	/* a cut at the extent's start never needs a node */
+	carve(ready, e, *start, n);
+	rc = tfs_alloc_mark_used(a, *start, n);
+	ALLOC_CHECKED(a);
+	return rc ? rc : 1;
+}
+
+uint64_t tfs_alloc_discard_waiting(const struct tfs_alloc *a)
+{
+	return a->age[0] ? a->age[0]->nblocks + a->age[1]->nblocks : 0;
+}
+
+uint64_t tfs_alloc_discard_ready(const struct tfs_alloc *a)
+{
+	return a->age[0] ? a->age[READY]->nblocks : 0;
 }
 
 /* ===== invariants ===== */
@@ -681,6 +855,31 @@ static int check_tree(const struct fext *t, struct check_state *cs)
 	return check_tree(t->r, cs);
 }
 
+/* A discard set's extent: inside the free space, in no other set. */
+struct set_check {
+	const struct tfs_alloc *a;
+	int self;
+};
+
+static int set_extent_ok(uint64_t start, uint64_t count, void *arg)
+{
+	const struct set_check *sc = arg;
+	const struct fext *e = find_le(sc->a->root, start);
+
+	if (!e || start - e->start >= e->len || count > fext_end(e) - start)
+		return -EUCLEAN;
+	for (int i = 0; i < AGES; i++) {
+		const struct tfs_alloc *o = sc->a->age[i];
+
+		if (i == sc->self)
+			continue;
+		e = find_le(o->root, start + count - 1);
+		if (e && fext_end(e) > start)
+			return -EUCLEAN;
+	}
+	return 0;
+}
+
 int tfs_alloc_check(const struct tfs_alloc *a)
 {
 	struct check_state cs = { .a = a };
@@ -692,5 +891,12 @@ int tfs_alloc_check(const struct tfs_alloc *a)
 		return -EUCLEAN;
 	if (cs.blocks != a->nblocks || cs.extents != a->next)
 		return -EUCLEAN;
+	for (int i = 0; a->age[0] && i < AGES; i++) {
+		struct set_check sc = { a, i };
+
+		if (tfs_alloc_check(a->age[i]) ||
+		    tfs_alloc_walk(a->age[i], set_extent_ok, &sc))
+			return -EUCLEAN;
+	}
 	return 0;
 }

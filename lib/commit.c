@@ -24,6 +24,15 @@
  * allocator, after a cache barrier so no write-back still in flight to
  * a freed block lands on its new owner's data.
  *
+ * Discard.  The blocks a durable commit frees go to the allocator as
+ * freed (tfs_alloc_put_freed()), each durable checkpoint ages them, and
+ * those two checkpoints old may be discarded (journal.c's J10):
+ * tfs_txn_discard() takes them out of the free space a piece at a time,
+ * discards, gives them back.  With -o discard the commit thread does
+ * that on each tick, and writes a checkpoint when the blocks waiting for
+ * one are no fewer than the checkpoint's own; tfs_fs_trim() (FITRIM,
+ * fstrim) commits, writes the two checkpoints, and discards all.
+ *
  * Errors.  A failed transaction write makes the next commit a
  * checkpoint (journal.c's J3: the transaction's seq is burnt).  A failed
  * flush or superblock write stops the journal (J7); the first commit or
@@ -40,6 +49,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -160,7 +170,8 @@ static void pend_release(struct tfs_fs *fs, uint64_t tag)
 		struct pending *p = &fs->pend[i];
 
 		if (p->tag <= tag) {
-			if (tfs_alloc_put(fs->alloc, p->pblk, p->len) == 0)
+			/* J10: they wait for two checkpoints to be discarded */
+			if (tfs_alloc_put_freed(fs->alloc, p->pblk, p->len) == 0)
 				fs->pend_blocks -= p->len;
 			else
 				fs->pend_blocks -= p->len;
@@ -217,6 +228,9 @@ int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
 	txn_reset(fs);
 	fs->need_ckpt = 0;
 	fs->data_writes = 0;
+	/* J10: durable, so the blocks freed before the previous one are no
+	 * longer in any state load can reach */
+	tfs_alloc_age(fs->alloc);
 	return 0;
 }
 
@@ -327,6 +341,152 @@ int tfs_txn_commit(struct tfs_fs *fs)
 	return rc;
 }
 
+/* ===== discard ===== */
+
+#define DISCARD_CHUNK	((64ull << 20) / BS)	/* blocks out at once */
+#define DISCARD_TICK_NS	1000000000ull		/* per commit interval */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A checkpoint that moves the freed blocks one step towards discard
+ * (J10), as any checkpoint does.  Caller holds jlock.
+ */
+static int age_checkpoint(struct tfs_fs *fs)
+{
+	uint64_t tag;
+	int rc;
+
+	rc = tfs_fs_check_device(fs);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	rc = tfs_txn_checkpoint_locked(fs, 0, &tag);
+	pthread_mutex_unlock(&fs->lock);
+	tfs_txn_release_pending(fs, tag);
+	return rc;
+}
+
+/*
+ * Discard the blocks that are ready (J10), a piece at a time: each piece
+ * is taken out of the free space while it is discarded, so no write can
+ * land on it meanwhile, then given back.  Stops after max_ns (0: when
+ * none is left).  The first error stops discarding for the mount and is
+ * logged once (-EOPNOTSUPP: the device cannot).  Caller holds no lock.
+ */
+int tfs_txn_discard(struct tfs_fs *fs, uint64_t max_ns, uint64_t *bytes)
+{
+	uint64_t t0 = mono_ns(), s = 0, n = 0;
+	int rc = 0, got;
+
+	for (;;) {
+		pthread_mutex_lock(&fs->lock);
+		rc = fs->discard_err ? fs->discard_err : tfs_fs_failed(fs);
+		got = rc ? 0 : tfs_alloc_take_discard(fs->alloc, DISCARD_CHUNK,
+						      &s, &n);
+		pthread_mutex_unlock(&fs->lock);
+		if (got == 0)
+			break;
+		if (got < 0)
+			continue;	/* no memory: those stay free as they are */
+		rc = tfs_dev_discard(fs->dev, s * BS, n * BS);
+		pthread_mutex_lock(&fs->lock);
+		/* no memory for the extent: lost space until the next mount */
+		(void)tfs_alloc_put(fs->alloc, s, n);
+		if (rc && !fs->discard_err)
+			fs->discard_err = rc;
+		else if (!rc)
+			fs->discarded_bytes += n * BS;
+		pthread_mutex_unlock(&fs->lock);
+		if (rc) {
+			if (fs->opts.log) {
+				char msg[512];
+
+				snprintf(msg, sizeof(msg), "%s: discard stopped: "
+					 "%s; freed blocks stay allocated on the "
+					 "device", fs->path,
+					 rc == -EOPNOTSUPP ?
+						 "the device cannot discard" :
+						 strerror(-rc));
+				fs->opts.log(msg);
+			}
+			break;
+		}
+		*bytes += n * BS;
+		if (max_ns && mono_ns() - t0 >= max_ns)
+			break;
+	}
+	return rc;
+}
+
+/*
+ * -o discard, on each tick of the commit thread: discard what is ready,
+ * and when enough waits for a checkpoint (no less than the checkpoint
+ * writes, so discarding never costs more writes than it gives back
+ * space), write one.
+ */
+static void discard_tick(struct tfs_fs *fs)
+{
+	uint64_t waiting, meta, bytes = 0;
+	int stop;
+
+	pthread_mutex_lock(&fs->lock);
+	waiting = tfs_alloc_discard_waiting(fs->alloc);
+	meta = tfs_meta_bytes(fs->m);
+	stop = fs->discard_err || tfs_fs_failed(fs);
+	pthread_mutex_unlock(&fs->lock);
+	/* remounted read-only: nothing is written, discards wait too */
+	if (stop || tfs_fs_is_readonly(fs))
+		return;
+	if (waiting && waiting * BS >= meta) {
+		pthread_mutex_lock(&fs->jlock);
+		if (!tfs_fs_is_readonly(fs))	/* it turns so under jlock */
+			(void)age_checkpoint(fs);
+		pthread_mutex_unlock(&fs->jlock);
+	}
+	(void)tfs_txn_discard(fs, DISCARD_TICK_NS, &bytes);
+}
+
+int tfs_fs_trim(struct tfs_fs *fs, uint64_t *bytes)
+{
+	int rc;
+
+	*bytes = 0;
+	if (tfs_fs_is_readonly(fs))	/* as ext4 answers FITRIM on ro */
+		return -EROFS;
+	pthread_mutex_lock(&fs->lock);
+	rc = fs->discard_err ? fs->discard_err : tfs_fs_failed(fs);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc)
+		return rc;
+	/*
+	 * J10: the commit hands the blocks freed so far to the allocator,
+	 * two checkpoints make them ready.  Fewer when nothing waits.
+	 */
+	pthread_mutex_lock(&fs->jlock);
+	rc = tfs_fs_is_readonly(fs) ? -EROFS : tfs_txn_commit_jlocked(fs);
+	for (int i = 0; i < 2 && !rc; i++) {
+		uint64_t waiting;
+
+		pthread_mutex_lock(&fs->lock);
+		waiting = tfs_alloc_discard_waiting(fs->alloc);
+		pthread_mutex_unlock(&fs->lock);
+		if (!waiting)
+			break;
+		rc = age_checkpoint(fs);
+	}
+	pthread_mutex_unlock(&fs->jlock);
+	if (!rc)
+		rc = tfs_txn_discard(fs, 0, bytes);
+	return rc;
+}
+
 void *tfs_txn_thread(void *arg)
 {
 	struct tfs_fs *fs = arg;
@@ -350,6 +510,8 @@ void *tfs_txn_thread(void *arg)
 		pthread_mutex_unlock(&fs->lock);
 		/* errors stay in need_ckpt; the next fsync reports them */
 		(void)tfs_txn_commit(fs);
+		if (fs->opts.discard)
+			discard_tick(fs);
 		pthread_mutex_lock(&fs->lock);
 	}
 	pthread_mutex_unlock(&fs->lock);

@@ -190,6 +190,7 @@ static int drop_orphans(struct tfs_fs *fs, uint64_t *n)
 static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 {
 	struct build b;
+	int rc;
 
 	fs->alloc = tfs_alloc_new(fs->data_start, fs->data_blocks);
 	if (!fs->alloc)
@@ -197,7 +198,12 @@ static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 	b.fs = fs;
 	b.err = err;
 	b.errlen = errlen;
-	return tfs_meta_each(fs->m, mark_extents, &b);
+	rc = tfs_meta_each(fs->m, mark_extents, &b);
+	/* J10: what is free now waits for two checkpoints like any freed
+	 * block; without memory for it nothing is discarded */
+	if (!rc && !fs->opts.readonly)
+		(void)tfs_alloc_track_discard(fs->alloc);
+	return rc;
 }
 
 /*

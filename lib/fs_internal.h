@@ -71,6 +71,10 @@ struct tfs_fs {
 	uint64_t data_writes;		/* since the last flush */
 	uint64_t wb_errors;		/* write-backs that failed */
 	uint64_t app_read_bytes, app_write_bytes;	/* atomics */
+	/* discard (commit.c): -errno that stopped it (-EOPNOTSUPP ...), and
+	 * bytes discarded; under lock */
+	int discard_err;
+	uint64_t discarded_bytes;
 
 	/*
 	 * The error state (journal.c's J7), like ext4's errors=remount-ro:
@@ -156,6 +160,7 @@ int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag);
 void tfs_txn_release_pending(struct tfs_fs *fs, uint64_t tag);
 int tfs_txn_commit_jlocked(struct tfs_fs *fs);
 int tfs_txn_commit(struct tfs_fs *fs);
+int tfs_txn_discard(struct tfs_fs *fs, uint64_t max_ns, uint64_t *bytes);
 void *tfs_txn_thread(void *arg);
 
 /* file.c */

@@ -363,6 +363,45 @@ void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap)
 	d->overlap = overlap;
 }
 
+/*
+ * Discard without the fault device: a hole punched in an image, or
+ * BLKDISCARD on a block device.  Plain syscalls: discards are rare and
+ * large, and io_uring in liburing 2.3 has no discard for a block device.
+ */
+static int dev_discard_io(struct tfs_dev *d, uint64_t off, uint64_t len)
+{
+	if (d->blockdev) {
+		uint64_t range[2] = { off, len };
+
+		if (ioctl(d->fd, BLKDISCARD, range) < 0)
+			return errno == EINVAL || errno == ENOTTY ? -EOPNOTSUPP
+								  : -errno;
+		return 0;
+	}
+	if (fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)off, (off_t)len) < 0)
+		return errno == ENOSYS ? -EOPNOTSUPP : -errno;
+	return 0;
+}
+
+#ifdef TFS_TEST_HOOKS
+static int fault_discard(struct tfs_dev *d, uint64_t off, uint64_t len);
+#endif
+
+int tfs_dev_discard(struct tfs_dev *d, uint64_t off, uint64_t len)
+{
+	if (!len)
+		return 0;
+	if ((off | len) & (TFS_BLOCK_SIZE - 1) || len > d->size ||
+	    off > d->size - len)
+		return -EINVAL;
+#ifdef TFS_TEST_HOOKS
+	if (d->fault)
+		return fault_discard(d, off, len);
+#endif
+	return dev_discard_io(d, off, len);
+}
+
 int tfs_dev_extend(struct tfs_dev *d, uint64_t size)
 {
 	if (d->blockdev)
@@ -1075,6 +1114,33 @@ static int fault_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 	pthread_mutex_unlock(&s->mu);
 	if (!rc)
 		rc = dev_rw_io(d, write, v, n);
+	pthread_rwlock_unlock(&s->rw);
+	return rc;
+}
+
+/*
+ * A discard is a write of zeros to the fault device: one write
+ * operation, and with the volatile cache its blocks' old contents go to
+ * the undo log first, so a power cut before the next flush may bring
+ * them back, as a disk's cache may lose a discard.
+ */
+static int fault_discard(struct tfs_dev *d, uint64_t off, uint64_t len)
+{
+	struct fault_state *s = d->fault;
+	struct tfs_iov v = { NULL, (size_t)len, off };
+	int rc;
+
+	rc = fault_op(d, TFS_FAULT_WRITE);
+	if (rc)
+		return rc;
+	if (!s->f.volatile_cache)
+		return dev_discard_io(d, off, len);
+	pthread_rwlock_rdlock(&s->rw);
+	pthread_mutex_lock(&s->mu);
+	rc = s->dead ? -EIO : undo_capture(d, s, &v, 1);
+	pthread_mutex_unlock(&s->mu);
+	if (!rc)
+		rc = dev_discard_io(d, off, len);
 	pthread_rwlock_unlock(&s->rw);
 	return rc;
 }

@@ -64,6 +64,19 @@ int tfs_dev_write(struct tfs_dev *d, const void *buf, size_t len,
 /* Make everything written so far durable (fdatasync through the ring). */
 int tfs_dev_flush(struct tfs_dev *d);
 
+/*
+ * Discard [off, off + len): the device may forget those bytes.  An image
+ * file gets a hole punched (fallocate PUNCH_HOLE | KEEP_SIZE: its size
+ * stays, its allocated blocks shrink); a block device gets BLKDISCARD.
+ * Afterwards the range reads as zeros from an image and as zeros or its
+ * old contents from a device: callers discard only blocks no state on the
+ * device refers to (journal.c, J10).  Not ordered against writes in flight
+ * to the range; like a write, durable only after tfs_dev_flush().  Returns
+ * 0, -EOPNOTSUPP when the device or the file system under the image
+ * cannot discard, or -errno.
+ */
+int tfs_dev_discard(struct tfs_dev *d, uint64_t off, uint64_t len);
+
 /* Grow an image file to size bytes (sparse); -ENOTTY on a block device. */
 int tfs_dev_extend(struct tfs_dev *d, uint64_t size);
 

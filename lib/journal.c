@@ -78,6 +78,28 @@
  *     J9e an extent map is sorted and within the data area (J6 for
  *         overlaps);
  *     J9f a symlink has a target.
+ * J10 A block is discarded (trim: a hole punched in an image, BLKDISCARD
+ *     on a device) only when no state load can reach still maps it:
+ *     neither the committed one nor the one J8 falls back to, the older
+ *     superblock copy's checkpoint plus whatever of its epoch's journal
+ *     is intact.  A block freed while checkpoint C(e) is the newest is
+ *     still mapped by C(e) or by the older C(e-1)'s epoch until it leaves
+ *     both copies: once the checkpoint that frees it is durable (J6's
+ *     commit, or C(e+1)), C(e+1) holds the current copy and C(e) the
+ *     older; only after C(e+2) is durable (its superblock flushed, J4)
+ *     are both copies past it.  The ordering: freed blocks go to the
+ *     allocator when their commit is durable (J6) and wait there in
+ *     age sets (alloc.c); each durable checkpoint (tfs_journal_checkpoint()
+ *     returned 0) ages them one step (tfs_alloc_age() in commit.c), and
+ *     only those freed before the last two checkpoints are ready.  A
+ *     block handed out again leaves the sets, so reuse restarts the wait.
+ *     At mount all free space waits as if just freed: the older copy may
+ *     map any of it.  A ready block is taken out of the free space while
+ *     it is discarded (commit.c's tfs_txn_discard()), so no new owner's
+ *     write races the discard, and nothing is discarded in the error
+ *     state (J7).  A failed checkpoint ages nothing.  A discard that a
+ *     power cut loses leaves stale data in a free block, as any free
+ *     block may hold.
  *
  * Load reads both superblock copies and takes the valid one with the
  * higher generation (J8).  The checkpoint's CRC is checked before any of

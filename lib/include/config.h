@@ -181,7 +181,20 @@ enum tfs_offload_device {
 	  "mmap of this mount may use before writers are throttled, set in "  \
 	  "/sys/class/bdi as root; FUSE mounts start at 1.  That page cache "  \
 	  "is kernel memory, outside tensorfs's own bound.  0 leaves the "     \
-	  "kernel's value.")
+	  "kernel's value.")                                                  \
+	X(mount, discard, BOOL, "false", 0, 1, "bool", TFS,                   \
+	  "Discard freed blocks as files are deleted: holes punched in an "   \
+	  "image file (it shrinks), BLKDISCARD on a device, within a few "    \
+	  "commit intervals, once no state a crash could load still uses "    \
+	  "them.  -o discard sets it.  fstrim MOUNTPOINT does the same on "   \
+	  "demand.")                                                          \
+	X(mount, log, STR, "", 0, 0, "path", TFS,                              \
+	  "Where the daemon logs once in the background: syslog, or a file.  " \
+	  "Empty: syslog if /dev/log accepts messages, else the file "         \
+	  "/var/log/tensorfs/DEVICE.log (root) or "                            \
+	  "$XDG_STATE_HOME/tensorfs/DEVICE.log (other users; "                 \
+	  "~/.local/state by default), DEVICE the device's base name.  With " \
+	  "-f messages go to the terminal (and to this, if set).")
 
 enum tfs_cfg_type {
 	TFS_CFG_BOOL, TFS_CFG_UINT, TFS_CFG_SIZE, TFS_CFG_ELEMS, TFS_CFG_DTYPE,

@@ -41,6 +41,8 @@ struct tfs_fs_opts {
 						   no checkpoint (fsck -n) */
 	int atime;				/* TFS_ATIME_*: when reads
 						   update atime */
+	int discard;				/* discard freed blocks online
+						   (-o discard) */
 
 	/* the data path (config.h's [offload_param] and [aio]) */
 	uint64_t cache_bytes;		/* clean data in RAM; 0: none */
@@ -94,6 +96,18 @@ int tfs_fs_close(struct tfs_fs *fs);
 /* Commit all metadata and flush the device.  In the error state returns
  * its error (-EIO mostly). */
 int tfs_fs_sync(struct tfs_fs *fs);
+
+/*
+ * Discard (trim) the free space no state on the device still refers to,
+ * as FITRIM does for fstrim(8): commits, writes the checkpoints that
+ * make the blocks freed so far safe to discard (journal.c's J10), then
+ * punches them out of an image file or discards them on a block device.
+ * Blocks discarded before (and not used since) are not discarded again.
+ * *bytes gets the bytes discarded.  Returns 0, -EOPNOTSUPP when the
+ * device cannot discard, -EROFS read-only, the error state's error, or
+ * -errno of the device.  Thread safe; takes the journal lock.
+ */
+int tfs_fs_trim(struct tfs_fs *fs, uint64_t *bytes);
 
 /*
  * The error state (as ext4's errors=remount-ro).  A device error that

@@ -859,6 +859,136 @@ static void test_alloc_random_ops_match_bitmap_model(void **state)
 	tfs_alloc_free(a);
 }
 
+/* ===== discard tracking ===== */
+
+/* Take every ready extent; return the blocks taken, each put back. */
+static uint64_t take_all_ready(struct tfs_alloc *a)
+{
+	uint64_t s, n, total = 0;
+
+	while (tfs_alloc_take_discard(a, UINT64_MAX, &s, &n) == 1) {
+		total += n;
+		assert_int_equal(tfs_alloc_put(a, s, n), 0);
+	}
+	return total;
+}
+
+static void test_alloc_freed_blocks_ready_after_two_checkpoints(void **state)
+{
+	struct tfs_alloc *a = tfs_alloc_new(100, 1000);
+	uint64_t s, n = 50;
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(tfs_alloc_track_discard(a), 0);
+	/* at mount all the free space waits: the older copy may map it */
+	assert_int_equal(tfs_alloc_discard_waiting(a), 1000);
+	assert_int_equal(tfs_alloc_get(a, UINT64_MAX, &s, &n), 0);
+	assert_int_equal(tfs_alloc_discard_waiting(a), 950);
+	assert_int_equal(tfs_alloc_put_freed(a, s, n), 0);
+	assert_int_equal(tfs_alloc_discard_waiting(a), 1000);
+	assert_int_equal(take_all_ready(a), 0);
+	tfs_alloc_age(a);
+	assert_int_equal(take_all_ready(a), 0);
+	assert_int_equal(tfs_alloc_discard_waiting(a), 1000);
+	tfs_alloc_age(a);
+	assert_int_equal(tfs_alloc_discard_waiting(a), 0);
+	assert_int_equal(tfs_alloc_discard_ready(a), 1000);
+	assert_int_equal(take_all_ready(a), 1000);
+	/* discarded once: given back untracked, never discarded again */
+	tfs_alloc_age(a);
+	tfs_alloc_age(a);
+	assert_int_equal(take_all_ready(a), 0);
+	assert_int_equal(tfs_alloc_free_blocks(a), 1000);
+	assert_int_equal(tfs_alloc_check(a), 0);
+	tfs_alloc_free(a);
+}
+
+static void test_alloc_reused_block_restarts_its_wait(void **state)
+{
+	struct tfs_alloc *a = tfs_alloc_new(0, 100);
+	uint64_t s, n = 10, s2, n2 = 10;
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(tfs_alloc_mark_used(a, 0, 100), 0);
+	assert_int_equal(tfs_alloc_track_discard(a), 0);
+	assert_int_equal(tfs_alloc_put_freed(a, 20, 10), 0);
+	tfs_alloc_age(a);
+	/* handed out again one checkpoint later, freed again */
+	assert_int_equal(tfs_alloc_get(a, 20, &s, &n), 0);
+	assert_int_equal(s, 20);
+	assert_int_equal(tfs_alloc_discard_waiting(a), 0);
+	assert_int_equal(tfs_alloc_put_freed(a, 20, 10), 0);
+	tfs_alloc_age(a);
+	/* the first wait would have ended here: the second has not */
+	assert_int_equal(take_all_ready(a), 0);
+	tfs_alloc_age(a);
+	assert_int_equal(tfs_alloc_discard_ready(a), 10);
+	/* a ready block handed out is no longer ready */
+	assert_int_equal(tfs_alloc_get(a, 25, &s2, &n2), 0);
+	assert_int_equal(s2, 25);
+	assert_int_equal(n2, 5);
+	assert_int_equal(tfs_alloc_discard_ready(a), 5);
+	assert_int_equal(tfs_alloc_check(a), 0);
+	tfs_alloc_free(a);
+}
+
+static void test_alloc_discard_takes_blocks_out_of_free_space(void **state)
+{
+	struct tfs_alloc *a = tfs_alloc_new(0, 64);
+	uint64_t s, n, g, c = 8;
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(tfs_alloc_track_discard(a), 0);
+	tfs_alloc_age(a);
+	tfs_alloc_age(a);
+	assert_int_equal(tfs_alloc_take_discard(a, 16, &s, &n), 1);
+	assert_int_equal(s, 0);
+	assert_int_equal(n, 16);
+	/* while it is discarded nobody gets it */
+	assert_int_equal(tfs_alloc_free_blocks(a), 48);
+	assert_int_equal(tfs_alloc_get(a, 0, &g, &c), 0);
+	assert_true(g >= 16);
+	assert_int_equal(tfs_alloc_put(a, g, c), 0);
+	assert_int_equal(tfs_alloc_put(a, s, n), 0);
+	/* the 8 handed out and the 16 discarded are no longer ready */
+	assert_int_equal(tfs_alloc_discard_ready(a), 40);
+	assert_int_equal(tfs_alloc_check(a), 0);
+	tfs_alloc_free(a);
+}
+
+static void test_alloc_discard_without_memory_forgets_not_claims(void **state)
+{
+	struct tfs_alloc *a = tfs_alloc_new(0, 100);
+	uint64_t s, n;
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(tfs_alloc_track_discard(a), 0);
+	tfs_alloc_age(a);
+	tfs_alloc_age(a);
+	/* free [0, 100), ready [10, 100) */
+	assert_int_equal(tfs_alloc_take_discard(a, 10, &s, &n), 1);
+	assert_int_equal(tfs_alloc_put(a, s, n), 0);
+	assert_int_equal(tfs_alloc_discard_ready(a), 90);
+	/* a block from the middle, with a node for the free space's split
+	 * but none for the ready set's: the set drops the whole extent */
+	if (!a->spare)
+		a->spare = malloc(sizeof(*a->spare));
+	free(a->age[READY]->spare);
+	a->age[READY]->spare = NULL;
+	fail_malloc = 1;
+	n = 1;
+	assert_int_equal(tfs_alloc_get(a, 50, &s, &n), 0);
+	fail_malloc = 0;
+	assert_int_equal(s, 50);
+	assert_int_equal(tfs_alloc_discard_ready(a), 0);
+	assert_int_equal(tfs_alloc_check(a), 0);
+	tfs_alloc_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -892,6 +1022,10 @@ int main(void)
 		cmocka_unit_test(test_alloc_mark_used_without_memory_changes_nothing),
 		cmocka_unit_test(test_alloc_get_without_memory_avoids_splitting),
 		cmocka_unit_test(test_alloc_random_ops_match_bitmap_model),
+		cmocka_unit_test(test_alloc_freed_blocks_ready_after_two_checkpoints),
+		cmocka_unit_test(test_alloc_reused_block_restarts_its_wait),
+		cmocka_unit_test(test_alloc_discard_takes_blocks_out_of_free_space),
+		cmocka_unit_test(test_alloc_discard_without_memory_forgets_not_claims),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,8 @@
  * blocks are not reused before their commit; a full journal becomes a
  * checkpoint; a failed journal write is reported; a failed flush puts
  * the file system in the error state (journal.c's J7) and leaves an
- * image that mounts with everything fsync'd before it.
+ * image that mounts with everything fsync'd before it; a discard never
+ * hits a block the older superblock copy's state maps (J10).
  */
 
 #include "testfs.h"
@@ -444,6 +445,106 @@ static void test_fs_big_transaction_queued_before_start_commits_early(
 	assert_true(burst_committed(f));
 }
 
+/* ===== discard (J10) ===== */
+
+/* A checkpoint now, as one that the journal filling up would write. */
+static void checkpoint(struct tfs_fs *fs)
+{
+	tfs_fs_mark_changed(fs);
+	assert_int_equal(tfs_fs_sync(fs), 0);
+}
+
+/*
+ * A copy of the image whose newest checkpoint is damaged, opened as
+ * f->fs2: the load falls back to the older superblock copy (J8).
+ */
+static struct tfs_fs *fallback_copy(struct fx *f)
+{
+	struct tfs_super sb;
+	int copy;
+
+	tfs_fs_close(f->fs2);
+	f->fs2 = NULL;
+	if (f->copy[0])
+		unlink(f->copy);
+	assert_int_equal(img_copy(f->path, f->copy), 0);
+	assert_int_equal(img_super(f->copy, &sb, &copy), 0);
+	assert_int_equal(img_flip(f->copy, sb.ckpt_start[sb.slot] * BS +
+						   sb.ckpt_len / 2), 0);
+	if (tfs_fs_open(f->copy, NULL, &f->fs2, f->err, sizeof(f->err)))
+		fail_msg("open of the damaged copy: %s", f->err);
+	assert_non_null(tfs_fs_load_note(f->fs2));
+	return f->fs2;
+}
+
+/*
+ * Protects J10: a file deleted after checkpoint C1 and committed, then
+ * checkpoint C2 and a transaction that overwrites the deletion's place
+ * in the journal: C1 is the state the older superblock copy loads, and
+ * it still has the file, so its blocks must not be discarded yet.  One
+ * checkpoint more and they are, and the older copy (C2) no longer has
+ * the file.
+ */
+static void test_discard_spares_blocks_the_older_copy_maps(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_fs *fs = f->fs, *old;
+	uint64_t a, bytes = 0;
+
+	a = mk(fs, TFS_FS_ROOT, "a");
+	wr_pat(fs, a, 1 << 20, 0, 7);
+	assert_int_equal(tfs_fsync(fs, a, 0), 0);
+	checkpoint(fs);				/* C1: has a */
+	assert_int_equal(tfs_unlink(fs, TFS_FS_ROOT, "a"), 0);
+	assert_int_equal(tfs_fs_sync(fs), 0);	/* T1 frees a's blocks */
+	checkpoint(fs);				/* C2 */
+	mk(fs, TFS_FS_ROOT, "b");
+	assert_int_equal(tfs_fs_sync(fs), 0);	/* over T1 in the journal */
+
+	/* what is ready goes (the free space of the mount), a's does not */
+	assert_int_equal(tfs_txn_discard(fs, 0, &bytes), 0);
+	old = fallback_copy(f);
+	assert_false(exists(old, TFS_FS_ROOT, "b"));
+	a = ino_of(old, TFS_FS_ROOT, "a");
+	assert_pat(old, a, 1 << 20, 0, 7);
+	assert_fsck_clean(old);
+
+	/* C3: C2, without a, is the older state now; a's blocks go */
+	checkpoint(fs);
+	bytes = 0;
+	assert_int_equal(tfs_txn_discard(fs, 0, &bytes), 0);
+	assert_true(bytes >= 1 << 20);
+	old = fallback_copy(f);
+	assert_false(exists(old, TFS_FS_ROOT, "a"));
+	assert_true(exists(old, TFS_FS_ROOT, "b"));
+	assert_fsck_clean(old);
+}
+
+/* tfs_fs_trim() writes the checkpoints itself: a file deleted just now
+ * is discarded at once, and the image's allocated size falls. */
+static void test_trim_discards_a_file_deleted_just_now(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_fs *fs = f->fs;
+	uint64_t a, bytes = 0;
+	struct stat st0, st1;
+
+	a = mk(fs, TFS_FS_ROOT, "a");
+	wr_pat(fs, a, 4 << 20, 0, 9);
+	assert_int_equal(tfs_fsync(fs, a, 0), 0);
+	assert_int_equal(stat(f->path, &st0), 0);
+	assert_int_equal(tfs_unlink(fs, TFS_FS_ROOT, "a"), 0);
+	assert_int_equal(tfs_fs_trim(fs, &bytes), 0);
+	assert_true(bytes >= 4 << 20);
+	assert_int_equal(stat(f->path, &st1), 0);
+	assert_true(st1.st_blocks * 512 + (4 << 20) <= st0.st_blocks * 512 + (64 << 10));
+	/* nothing left: a second trim discards nothing */
+	assert_int_equal(tfs_fs_trim(fs, &bytes), 0);
+	assert_int_equal(bytes, 0);
+	assert_fsck_clean(fs);
+	assert_fsck_clean(crash(f));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +558,8 @@ int main(void)
 		T(test_fs_journal_write_error_is_reported_and_state_survives),
 		T(test_failed_flush_after_journal_transaction_keeps_image_mountable),
 		T(test_failed_superblock_flush_then_power_cut_keeps_fsynced_file),
+		T(test_discard_spares_blocks_the_older_copy_maps),
+		T(test_trim_discards_a_file_deleted_just_now),
 		TB(test_fs_big_transaction_commits_before_the_interval),
 		TB(test_fs_big_transaction_queued_before_start_commits_early),
 	};
