@@ -158,9 +158,20 @@ tfs_mount() {
 	tfs_fail "mount did not appear within 5 s"
 }
 
-# tfs_umount: unmount cleanly and wait for the daemon to exit 0
+# tfs_umount: unmount cleanly and wait for the daemon to exit 0.  EBUSY
+# is retried for 5 s: a process outside the test (a scan of /tmp, say) may
+# hold the mount for a moment; then the holders are named
 tfs_umount() {
-	fusermount3 -u "$MNT" || tfs_fail "fusermount3 -u failed"
+	local _i
+	for _i in $(seq 50); do
+		fusermount3 -u "$MNT" 2>"$WORK/umount.err" && break
+		grep -q "busy" "$WORK/umount.err" && [ "$_i" -lt 50 ] || {
+			cat "$WORK/umount.err" >&2
+			fuser -vm "$MNT" >&2 2>&1 || true
+			tfs_fail "fusermount3 -u failed"
+		}
+		sleep 0.1
+	done
 	if [ -n "$DAEMON_PID" ]; then
 		wait "$DAEMON_PID"
 		rc=$?
