@@ -6,9 +6,9 @@
  * All of a mount's state is one struct tfs_daemon, made by main() and
  * handed to the FUSE session as its userdata: handlers find it with
  * fuse_req_userdata(req), op_init() and op_destroy() get it as their
- * data argument.  Only the log's destination is a file-level static (in
- * fuse_main.c), because lib/ reports errors through a callback that takes
- * no context (tfs_fs_opts.log).
+ * data argument.  Only the log's destination is file-level state (in
+ * log.c), because lib/ reports errors through a callback that takes no
+ * context (tfs_fs_opts.log).
  */
 #ifndef TFS_DAEMON_H
 #define TFS_DAEMON_H
@@ -33,8 +33,9 @@ struct tfs_daemon {
 extern const struct fuse_lowlevel_ops tfs_daemon_ops;
 
 /*
- * Log a line: to stderr as "tensorfs: ..." in the foreground, else to
- * syslog with priority prio (LOG_ERR, ...).  Thread safe.
+ * Log a line with priority prio (LOG_ERR, ...): on the terminal while it
+ * is attached, and to syslog or the log file once daemonised (log.h has
+ * the rules).  Thread safe.
  */
 void tfs_daemon_log(int prio, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -9,13 +9,16 @@
  *
  * States: tfs_fs_open() loads the last committed state (checkpoint plus
  * journal) and, unless read-only or no_recover, recovers: inodes with no
- * links (open but unlinked at a crash) are freed, and a checkpoint makes
+ * links (open, or known to the kernel, but unlinked at a crash: files and
+ * directories alike) are freed, and a checkpoint makes
  * the replayed state the committed one with an empty journal.  The
  * allocator is rebuilt from the extent maps; an extent outside the data
  * area or overlapping another fails the open (-EUCLEAN).  tfs_fs_start()
  * starts the cache's flushers and the commit thread (after any fork);
- * tfs_fs_close() writes everything back, commits, and writes a clean
- * checkpoint (TFS_SB_CLEAN), which the next open needs no replay after.
+ * tfs_fs_close() frees the unlinked inodes only the kernel's lookups
+ * kept (tfs_inode_forget_all()), writes everything back, commits, and
+ * writes a clean checkpoint (TFS_SB_CLEAN), which the next open needs no
+ * replay after.
  *
  * Read-only: opened so (opts.readonly: the device O_RDONLY, nothing
  * recovered, nothing ever written), or turned so while mounted

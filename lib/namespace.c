@@ -13,9 +13,16 @@
  * Inode numbers are never reused, so the kernel's stale numbers find
  * nothing (ENOENT).  A directory's link count is 2 plus its
  * subdirectories; a removed directory or a file's last name dropped
- * leaves an inode with no links, freed once nobody has it open
- * (tfs_inode_maybe_free(), file.c).  A directory removed while a lookup
- * or create was under way has nlink 0: nothing is created in it.
+ * leaves an inode with no links, freed once nobody has it open and the
+ * kernel has forgotten it (tfs_inode_maybe_free(), file.c).  A directory
+ * removed while a lookup or create was under way, or while open, has
+ * nlink 0: nothing is created in it.
+ *
+ * A rename within one directory renames the entry in place
+ * (tfs_dir_rename()): it keeps its readdir cookie, so a scan that renames
+ * the entries it reads ends.  RENAME_WHITEOUT makes its whiteout (a 0:0
+ * character device) at the old name under the same lock and in the same
+ * transaction, after checking that both fit.
  */
 #include "fs_internal.h"
 

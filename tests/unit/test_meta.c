@@ -367,6 +367,60 @@ static void test_meta_readdir_cookies_survive_removal(void **state)
 	tfs_meta_free(m);
 }
 
+static void test_meta_dir_rename_keeps_cookie_and_accounts(void **state)
+{
+	struct tfs_meta *m = new_with_root();
+	struct tfs_inode *root = tfs_meta_get(m, TFS_ROOT_INO), *f;
+	struct tfs_attr a = attr(2, S_IFREG | 0644);
+	struct tfs_dirent *e;
+	char name[300];
+	uint64_t cookie;
+
+	(void)state;
+	f = tfs_meta_add(m, &a);
+	assert_non_null(f);
+	assert_int_equal(tfs_dir_add(m, root, "a", 1, 2), 0);
+	assert_int_equal(tfs_dir_add(m, root, "b", 1, 2), 0);
+	assert_int_equal(tfs_dir_add(m, root, "c", 1, 2), 0);
+	cookie = tfs_dir_lookup(root, "b", 1)->cookie;
+	/* in place, to a longer name, many times: tombstones get reindexed */
+	for (int i = 0; i < 1000; i++) {
+		int n = snprintf(name, sizeof(name), "b-%d", i);
+		int o = i ? snprintf(name + 100, 100, "b-%d", i - 1) : 1;
+
+		assert_int_equal(tfs_dir_rename(m, root, i ? name + 100 : "b",
+						(size_t)o, name, (size_t)n),
+				 0);
+		assert_bytes_exact(m);
+	}
+	e = tfs_dir_lookup(root, "b-999", 5);
+	assert_non_null(e);
+	assert_int_equal(e->cookie, cookie);
+	assert_int_equal(e->ino, 2);
+	assert_null(tfs_dir_lookup(root, "b", 1));
+	assert_int_equal(tfs_dir_count(root), 3);
+	/* readdir order: a, b-999, c */
+	e = tfs_dir_next(root, 0);
+	assert_string_equal(e->name, "a");
+	e = tfs_dir_next(root, e->cookie);
+	assert_string_equal(e->name, "b-999");
+	e = tfs_dir_next(root, e->cookie);
+	assert_string_equal(e->name, "c");
+	assert_null(tfs_dir_next(root, e->cookie));
+	/* errors leave the directory as it was */
+	assert_int_equal(tfs_dir_rename(m, root, "nope", 4, "x", 1), -ENOENT);
+	assert_int_equal(tfs_dir_rename(m, root, "a", 1, "c", 1), -EEXIST);
+	memset(name, 'n', 256);
+	assert_int_equal(tfs_dir_rename(m, root, "a", 1, name, 256),
+			 -ENAMETOOLONG);
+	assert_int_equal(tfs_dir_rename(m, f, "a", 1, "x", 1), -ENOTDIR);
+	assert_non_null(tfs_dir_lookup(root, "a", 1));
+	assert_non_null(tfs_dir_lookup(root, "c", 1));
+	assert_int_equal(tfs_dir_count(root), 3);
+	assert_bytes_exact(m);
+	tfs_meta_free(m);
+}
+
 static void test_meta_readdir_after_mass_removal_compacts(void **state)
 {
 	struct tfs_meta *m = new_with_root();
@@ -988,6 +1042,7 @@ int main(void)
 		cmocka_unit_test(test_meta_remove_directory_accounts_its_entries),
 		cmocka_unit_test(test_meta_ram_per_file_is_bounded),
 		cmocka_unit_test(test_meta_each_may_remove_the_inode_it_visits),
+		cmocka_unit_test(test_meta_dir_rename_keeps_cookie_and_accounts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
