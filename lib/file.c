@@ -257,7 +257,7 @@ void tfs_file_note_read(struct tfs_fs *fs, uint64_t ino, ssize_t n)
 	struct tfs_timespec now;
 	struct tfs_inode *ip;
 
-	if (n < 0 || policy == TFS_ATIME_NOATIME || fs->opts.readonly ||
+	if (n < 0 || policy == TFS_ATIME_NOATIME || tfs_fs_is_readonly(fs) ||
 	    tfs_fs_failed(fs))
 		return;
 	now = tfs_fs_now();

@@ -310,6 +310,10 @@ static void test_fs_set_readonly_commits_clean_and_refuses_changes(
 	assert_int_equal(tfs_open(f->fs, ino, O_RDWR | O_TRUNC), -EROFS);
 	assert_int_equal(tfs_setxattr(f->fs, ino, "user.a", "b", 1, 0),
 			 -EROFS);
+	/* reads move no atime while read-only (strictatime would) */
+	tfs_fs_set_atime(f->fs, TFS_ATIME_STRICT);
+	tfs_file_note_read(f->fs, ino, 1);
+	tfs_fs_set_atime(f->fs, TFS_ATIME_RELATIME);
 	assert_same_tree(f->fs, want);
 	/* the device holds it all, clean: a copy needs no recovery */
 	assert_int_equal(img_copy(f->path, f->copy), 0);
