@@ -1125,12 +1125,16 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
 			  write_chunk);
 }
 
-/* Read n bytes at coff of one chunk. */
-static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
-		      size_t coff, uint8_t *dst, size_t n)
+/*
+ * Find chunk idx of ino with sectors [s0, s1] valid, filling it from the
+ * device if they are not, and return it pinned for reading (rrefs) in
+ * *out, the lock released.  1 if the cache has no room for it (every
+ * clean chunk pinned, or no cache budget): the caller reads around the
+ * cache.  0, or -errno from ops->fill.
+ */
+static int get_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
+		     unsigned int s0, unsigned int s1, struct chunk **out)
 {
-	unsigned int s0 = (unsigned int)(coff / TFS_SECTOR);
-	unsigned int s1 = (unsigned int)((coff + n - 1) / TFS_SECTOR);
 	uint64_t want[c->words];
 	struct chunk *ch;
 	int rc = 0, missing = 0;
@@ -1147,9 +1151,7 @@ again:
 		if (!ch) {
 			c->misses++;
 			cache_unlock(c);
-			return c->ops->read_direct(c->ctx, ino,
-						   idx * c->o.chunk_size + coff,
-						   dst, n);
+			return 1;
 		}
 		use(c, ch, ino, idx, C_CLEAN);
 	}
@@ -1179,10 +1181,32 @@ again:
 		list_add_tail(&c->lru, ch);
 	}
 	cache_unlock(c);
-	memcpy(dst, chunk_buf(c, ch) + coff, n);
+	*out = ch;
+	return 0;
+}
+
+static void put_chunk(struct tfs_cache *c, struct chunk *ch)
+{
 	pthread_mutex_lock(&c->mu);
 	unpin(c, ch, 0);
 	cache_unlock(c);
+}
+
+/* Read n bytes at coff of one chunk. */
+static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
+		      size_t coff, uint8_t *dst, size_t n)
+{
+	struct chunk *ch;
+	int rc = get_chunk(c, ino, idx, (unsigned int)(coff / TFS_SECTOR),
+			   (unsigned int)((coff + n - 1) / TFS_SECTOR), &ch);
+
+	if (rc == 1)
+		return c->ops->read_direct(c->ctx, ino,
+					   idx * c->o.chunk_size + coff, dst, n);
+	if (rc)
+		return rc;
+	memcpy(dst, chunk_buf(c, ch) + coff, n);
+	put_chunk(c, ch);
 	return 0;
 }
 
@@ -1190,6 +1214,58 @@ int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		   void *dst, size_t len)
 {
 	return each_chunk(c, ino, off, dst, len, read_chunk);
+}
+
+int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		  size_t len, struct tfs_cache_piece *pc, unsigned int max)
+{
+	size_t cs = c->o.chunk_size;
+	unsigned int n = 0;
+	int rc = 0;
+
+	if (len == 0)
+		return 0;
+	if ((off + len - 1) / cs - off / cs >= max)
+		return -E2BIG;
+	while (len) {
+		size_t coff = (size_t)(off % cs);
+		size_t k = cs - coff < len ? cs - coff : len;
+		struct chunk *ch;
+
+		rc = get_chunk(c, ino, off / cs,
+			       (unsigned int)(coff / TFS_SECTOR),
+			       (unsigned int)((coff + k - 1) / TFS_SECTOR), &ch);
+		if (rc == 1)
+			rc = -ENOBUFS;
+		if (rc)
+			break;
+		pc[n].data = chunk_buf(c, ch) + coff;
+		pc[n].len = k;
+		pc[n].ref = ch;
+		n++;
+		off += k;
+		len -= k;
+	}
+	if (rc) {
+		if (n) {
+			pthread_mutex_lock(&c->mu);
+			for (unsigned int i = 0; i < n; i++)
+				unpin(c, pc[i].ref, 0);
+			cache_unlock(c);
+		}
+		return rc;
+	}
+	return (int)n;
+}
+
+void tfs_cache_unpin(struct tfs_cache *c, void *const *refs, unsigned int n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&c->mu);
+	for (unsigned int i = 0; i < n; i++)
+		unpin(c, refs[i], 0);
+	cache_unlock(c);
 }
 
 /* ===== sync and drop ===== */
