@@ -823,40 +823,6 @@ static void *populate_main(void *arg)
 
 /* ===== life ===== */
 
-/*
- * The arena starts on a 2 MiB boundary and asks for transparent huge
- * pages: its first touch then costs one fault per 2 MiB instead of 512,
- * and the TLB covers it in 512 times fewer entries.  Resident memory
- * still never exceeds the arena, and the populate thread still grows it
- * only a pool ahead of use.  Without THP (or with it off), the hint is
- * ignored and nothing changes.  Measured in the commit that added it.
- */
-#define ARENA_ALIGN (2u << 20)
-
-static int map_arena(struct tfs_cache *c)
-{
-	size_t len = c->arena_bytes + ARENA_ALIGN;
-	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	uintptr_t a;
-	size_t head, tail;
-
-	if (p == MAP_FAILED)
-		return -errno;
-	a = ((uintptr_t)p + ARENA_ALIGN - 1) & ~(uintptr_t)(ARENA_ALIGN - 1);
-	head = (size_t)(a - (uintptr_t)p);
-	tail = len - head - c->arena_bytes;
-	if (head)
-		munmap(p, head);
-	if (tail)
-		munmap((uint8_t *)a + c->arena_bytes, tail);
-	c->arena = (uint8_t *)a;
-#ifdef MADV_HUGEPAGE
-	(void)madvise(c->arena, c->arena_bytes, MADV_HUGEPAGE);
-#endif
-	return 0;
-}
-
 int tfs_cache_new(const struct tfs_cache_opts *o,
 		  const struct tfs_cache_ops *ops, void *ctx,
 		  struct tfs_cache **out, char *err, size_t errlen)
@@ -910,13 +876,15 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 		goto fail;
 	}
 	c->arena_bytes = c->nchunks * o->chunk_size;
-	rc = map_arena(c);
-	if (rc) {
+	c->arena = mmap(NULL, c->arena_bytes, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c->arena == MAP_FAILED) {
+		rc = -errno;
+		c->arena = NULL;
 		snprintf(err, errlen, "cannot reserve %s for the cache and "
 			 "the pool: %s",
 			 tfs_format_size(c->arena_bytes, a, sizeof(a)),
 			 strerror(-rc));
-		rc = -ENOMEM;
 		goto fail;
 	}
 	c->ticket = calloc(o->flushers + 1, sizeof(*c->ticket));
