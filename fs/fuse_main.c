@@ -906,7 +906,11 @@ static int serve(struct tfs_daemon *dm, struct fuse_session *se)
 		return 1;
 	fuse_loop_cfg_set_clone_fd(loop, 1);
 	fuse_loop_cfg_set_max_threads(loop, threads);
-	fuse_loop_cfg_set_idle_threads(loop, (threads + 1) / 2);
+	/* keep every worker once started: with fewer kept idle, bursts of
+	 * requests (QD 8 and more) made libfuse start and end threads, each
+	 * with a new /dev/fuse clone, all the time; an idle one costs only
+	 * its stack */
+	fuse_loop_cfg_set_idle_threads(loop, threads);
 	rc = fuse_session_loop_mt(se, loop);
 	fuse_loop_cfg_destroy(loop);
 	return rc < 0 ? 1 : 0;

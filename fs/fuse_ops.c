@@ -549,7 +549,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
-	const void *data;
+	struct tfs_read_pin pin;
 	ssize_t n;
 
 	if (off < 0) {
@@ -564,12 +564,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			       size < f->len - o ? size : f->len - o);
 		return;
 	}
-	n = tfs_read_ref(dm->fs, ino, size, (uint64_t)off, &data);
+	/* the reply is written from the cache's memory, pinned meanwhile:
+	 * the kernel's copy into the reader's pages is the only one */
+	n = tfs_read_pin(dm->fs, ino, size, (uint64_t)off, &pin);
 	tfs_file_note_read(dm->fs, ino, n);	/* before a stat can see it */
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, n ? data : NULL, (size_t)n);
+		return;
+	}
+	fuse_reply_iov(req, pin.iov, pin.niov);
+	tfs_read_unpin(dm->fs, &pin);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,

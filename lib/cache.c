@@ -131,8 +131,8 @@ struct tfs_cache {
 	int inl_busy;			/* a thread flushes inline */
 
 	/* prefaulting: chunks [0, fresh) have been used, [0, populated)
-	 * have their pages; the populate thread keeps a pool ahead */
-	size_t fresh, populated;
+	 * have their pages; the populate thread keeps ahead chunks ahead */
+	size_t fresh, populated, ahead;
 	pthread_t populate_thr;
 	int populate_started;
 	pthread_cond_t cv_populate;
@@ -502,7 +502,7 @@ static struct chunk *pop_free(struct tfs_cache *c)
 		 * after every chunk that was used and given back */
 		if ((size_t)(ch - c->chunks) == c->fresh) {
 			c->fresh++;
-			if (c->populated < c->fresh + c->o.pool_chunks)
+			if (c->populated < c->fresh + c->ahead)
 				pthread_cond_signal(&c->cv_populate);
 		}
 	}
@@ -773,9 +773,12 @@ static void *flusher_main(void *arg)
 /*
  * A chunk's first use costs a page fault and a cleared page per 4 KiB,
  * on the writer's thread: in a first pass over the arena that is most of
- * a write's time.  This thread instead gives pages to the next pool's
- * worth of never-used chunks ahead of the writers, so memory still grows
- * only as the cache fills, a pool ahead.  MADV_POPULATE_WRITE (Linux
+ * a write's time.  This thread instead gives pages to the never-used
+ * chunks just ahead of the writers, so memory still grows only as the
+ * cache fills.  The window is POPULATE_AHEAD, or the pool if smaller:
+ * a pool's worth, as it was, cleared up to a GiB more than a stream
+ * used (2.9 GB resident after a 2 GiB write with the default 953 MiB
+ * pool), and clearing is most of a first write's cost.  MADV_POPULATE_WRITE (Linux
  * 5.14) is safe while a writer uses the same pages; without it, nothing
  * is prefaulted.
  */
@@ -783,6 +786,7 @@ static void *flusher_main(void *arg)
 #define MADV_POPULATE_WRITE 23
 #endif
 #define POPULATE_STEP (32u << 20)
+#define POPULATE_AHEAD (64u << 20)
 
 static void *populate_main(void *arg)
 {
@@ -793,7 +797,7 @@ static void *populate_main(void *arg)
 		step = 1;
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop) {
-		size_t goal = c->fresh + c->o.pool_chunks, from, n;
+		size_t goal = c->fresh + c->ahead, from, n;
 
 		if (goal > c->nchunks)
 			goal = c->nchunks;
@@ -842,6 +846,11 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 	c->nsect = (unsigned int)(o->chunk_size / TFS_SECTOR);
 	c->words = (c->nsect + 63) / 64;
 	c->nchunks = o->cache_chunks + o->pool_chunks;
+	c->ahead = POPULATE_AHEAD / o->chunk_size;
+	if (c->ahead > o->pool_chunks)
+		c->ahead = o->pool_chunks;
+	if (!c->ahead)
+		c->ahead = 1;
 	if (c->nchunks < o->pool_chunks ||
 	    c->nchunks > SIZE_MAX / o->chunk_size) {
 		snprintf(err, errlen, "the cache and the pool are too large "
@@ -1093,12 +1102,16 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
 			  write_chunk);
 }
 
-/* Read n bytes at coff of one chunk. */
-static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
-		      size_t coff, uint8_t *dst, size_t n)
+/*
+ * Find chunk idx of ino with sectors [s0, s1] valid, filling it from the
+ * device if they are not, and return it pinned for reading (rrefs) in
+ * *out, the lock released.  1 if the cache has no room for it (every
+ * clean chunk pinned, or no cache budget): the caller reads around the
+ * cache.  0, or -errno from ops->fill.
+ */
+static int get_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
+		     unsigned int s0, unsigned int s1, struct chunk **out)
 {
-	unsigned int s0 = (unsigned int)(coff / TFS_SECTOR);
-	unsigned int s1 = (unsigned int)((coff + n - 1) / TFS_SECTOR);
 	uint64_t want[c->words];
 	struct chunk *ch;
 	int rc = 0, missing = 0;
@@ -1115,9 +1128,7 @@ again:
 		if (!ch) {
 			c->misses++;
 			cache_unlock(c);
-			return c->ops->read_direct(c->ctx, ino,
-						   idx * c->o.chunk_size + coff,
-						   dst, n);
+			return 1;
 		}
 		use(c, ch, ino, idx, C_CLEAN);
 	}
@@ -1147,10 +1158,32 @@ again:
 		list_add_tail(&c->lru, ch);
 	}
 	cache_unlock(c);
-	memcpy(dst, chunk_buf(c, ch) + coff, n);
+	*out = ch;
+	return 0;
+}
+
+static void put_chunk(struct tfs_cache *c, struct chunk *ch)
+{
 	pthread_mutex_lock(&c->mu);
 	unpin(c, ch, 0);
 	cache_unlock(c);
+}
+
+/* Read n bytes at coff of one chunk. */
+static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
+		      size_t coff, uint8_t *dst, size_t n)
+{
+	struct chunk *ch;
+	int rc = get_chunk(c, ino, idx, (unsigned int)(coff / TFS_SECTOR),
+			   (unsigned int)((coff + n - 1) / TFS_SECTOR), &ch);
+
+	if (rc == 1)
+		return c->ops->read_direct(c->ctx, ino,
+					   idx * c->o.chunk_size + coff, dst, n);
+	if (rc)
+		return rc;
+	memcpy(dst, chunk_buf(c, ch) + coff, n);
+	put_chunk(c, ch);
 	return 0;
 }
 
@@ -1158,6 +1191,58 @@ int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		   void *dst, size_t len)
 {
 	return each_chunk(c, ino, off, dst, len, read_chunk);
+}
+
+int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		  size_t len, struct tfs_cache_piece *pc, unsigned int max)
+{
+	size_t cs = c->o.chunk_size;
+	unsigned int n = 0;
+	int rc = 0;
+
+	if (len == 0)
+		return 0;
+	if ((off + len - 1) / cs - off / cs >= max)
+		return -E2BIG;
+	while (len) {
+		size_t coff = (size_t)(off % cs);
+		size_t k = cs - coff < len ? cs - coff : len;
+		struct chunk *ch;
+
+		rc = get_chunk(c, ino, off / cs,
+			       (unsigned int)(coff / TFS_SECTOR),
+			       (unsigned int)((coff + k - 1) / TFS_SECTOR), &ch);
+		if (rc == 1)
+			rc = -ENOBUFS;
+		if (rc)
+			break;
+		pc[n].data = chunk_buf(c, ch) + coff;
+		pc[n].len = k;
+		pc[n].ref = ch;
+		n++;
+		off += k;
+		len -= k;
+	}
+	if (rc) {
+		if (n) {
+			pthread_mutex_lock(&c->mu);
+			for (unsigned int i = 0; i < n; i++)
+				unpin(c, pc[i].ref, 0);
+			cache_unlock(c);
+		}
+		return rc;
+	}
+	return (int)n;
+}
+
+void tfs_cache_unpin(struct tfs_cache *c, void *const *refs, unsigned int n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&c->mu);
+	for (unsigned int i = 0; i < n; i++)
+		unpin(c, refs[i], 0);
+	cache_unlock(c);
 }
 
 /* ===== sync and drop ===== */

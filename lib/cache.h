@@ -106,6 +106,31 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
 int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		   void *dst, size_t len);
 
+/*
+ * Zero-copy reads.  One piece of a pinned read: len bytes at data, in
+ * cache memory that stays as it is (no eviction, no reuse) until
+ * tfs_cache_unpin(); ref is the cache's.  Writers may still change the
+ * bytes meanwhile, as they may during a tfs_cache_read() copy.
+ */
+struct tfs_cache_piece {
+	const void *data;
+	size_t len;
+	void *ref;
+};
+/*
+ * Pin bytes [off, off + len) of ino in the cache, filling them from the
+ * device as tfs_cache_read() does, one piece per chunk, into pc (max
+ * pieces).  Returns the number of pieces (0 for len 0), or -E2BIG (more
+ * than max chunks), -ENOBUFS (no room in the cache for them: use
+ * tfs_cache_read()), or -errno from ops->fill; on error nothing stays
+ * pinned.  The caller must tfs_cache_unpin() soon: a pinned chunk holds
+ * up truncation and cannot be evicted.
+ */
+int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		  size_t len, struct tfs_cache_piece *pc, unsigned int max);
+/* Unpin what tfs_cache_pin() pinned: refs[i] is its pc[i].ref. */
+void tfs_cache_unpin(struct tfs_cache *c, void *const *refs, unsigned int n);
+
 /* Write back ino's dirty data and wait for it: returns once every write
  * to ino that returned before this call is through ops->write. */
 void tfs_cache_sync(struct tfs_cache *c, uint64_t ino);

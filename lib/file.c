@@ -407,7 +407,7 @@ static int pending_blocks(struct tfs_fs *fs)
 
 /* Aligned buffers of the calling thread: TB_DEV for device I/O that
  * cannot go straight to the caller's memory, TB_OUT for what
- * tfs_read_ref() returns. */
+ * tfs_read_pin() returns when it copies. */
 enum { TB_DEV, TB_OUT, TB_N };
 
 static pthread_key_t tbuf_key;
@@ -765,60 +765,125 @@ int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen)
 
 /* ===== reads and writes ===== */
 
-/* Read into buf, or (buf NULL) into this thread's buffer, returned in
- * *data. */
-static ssize_t do_read(struct tfs_fs *fs, uint64_t ino, void *buf,
-		       size_t len, uint64_t off, const void **data)
+/*
+ * Hold ino for a read of up to *len bytes at off: ip held and its
+ * io_lock shared, *len cut at the end of the file.  NULL with *rc set
+ * if ino cannot be read; *len 0 past its end.
+ */
+static struct tfs_inode *read_begin(struct tfs_fs *fs, uint64_t ino,
+				    size_t *len, uint64_t off, ssize_t *rc)
 {
 	struct tfs_inode *ip;
-	ssize_t rc = 0;
 	int err = 0;
 
 	ip = tfs_inode_hold(fs, ino, &err);
-	if (!ip)
-		return err;
+	if (!ip) {
+		*rc = err;
+		return NULL;
+	}
 	pthread_rwlock_rdlock(tfs_inode_io_lock(ip));
 	pthread_mutex_lock(&fs->lock);
+	*rc = 0;
 	if (S_ISDIR(ip->a.mode))
-		rc = -EISDIR;
+		*rc = -EISDIR;
 	else if (!S_ISREG(ip->a.mode))
-		rc = -EINVAL;
+		*rc = -EINVAL;
 	else if (off >= ip->a.size)
-		len = 0;
-	else if (len > ip->a.size - off)
-		len = (size_t)(ip->a.size - off);
+		*len = 0;
+	else if (*len > ip->a.size - off)
+		*len = (size_t)(ip->a.size - off);
 	pthread_mutex_unlock(&fs->lock);
-	if (rc || len == 0)
-		goto out;
-	if (!buf) {
-		buf = tbuf_get(TB_OUT, len);
-		if (!buf) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		*data = buf;
+	if (*rc) {
+		pthread_rwlock_unlock(tfs_inode_io_lock(ip));
+		tfs_inode_unhold(fs, ip);
+		return NULL;
 	}
-	rc = tfs_cache_read(fs->cache, ino, off, buf, len);
-	if (!rc) {
-		rc = (ssize_t)len;
-		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
-	}
-out:
+	return ip;
+}
+
+static void read_end(struct tfs_fs *fs, struct tfs_inode *ip)
+{
 	pthread_rwlock_unlock(tfs_inode_io_lock(ip));
 	tfs_inode_unhold(fs, ip);
-	return rc;
 }
 
 ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 		 uint64_t off)
 {
-	return do_read(fs, ino, buf, len, off, NULL);
+	ssize_t rc;
+	struct tfs_inode *ip = read_begin(fs, ino, &len, off, &rc);
+
+	if (!ip)
+		return rc;
+	if (len)
+		rc = tfs_cache_read(fs->cache, ino, off, buf, len);
+	if (!rc) {
+		rc = (ssize_t)len;
+		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
+	}
+	read_end(fs, ip);
+	return rc;
 }
 
-ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
-		     uint64_t off, const void **data)
+ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len,
+		     uint64_t off, struct tfs_read_pin *p)
 {
-	return do_read(fs, ino, NULL, len, off, data);
+	struct tfs_cache_piece pc[TFS_PIN_PIECES];
+	struct tfs_inode *ip;
+	ssize_t rc;
+	int n;
+
+	p->niov = 0;
+	p->nref = 0;
+	p->ip = NULL;
+	ip = read_begin(fs, ino, &len, off, &rc);
+	if (!ip)
+		return rc;
+	if (len == 0)
+		goto out;
+	n = tfs_cache_pin(fs->cache, ino, off, len, pc, TFS_PIN_PIECES);
+	if (n >= 0) {
+		for (int i = 0; i < n; i++) {
+			p->iov[i].iov_base = (void *)(uintptr_t)pc[i].data;
+			p->iov[i].iov_len = pc[i].len;
+			p->ref[i] = pc[i].ref;
+		}
+		p->niov = n;
+		p->nref = (unsigned int)n;
+	} else if (n == -E2BIG || n == -ENOBUFS) {
+		/* too many chunks, or no room in the cache: a copy */
+		uint8_t *b = tbuf_get(TB_OUT, len);
+
+		rc = b ? tfs_cache_read(fs->cache, ino, off, b, len) : -ENOMEM;
+		p->iov[0].iov_base = b;
+		p->iov[0].iov_len = len;
+		p->niov = 1;
+	} else {
+		rc = n;
+	}
+	if (rc) {
+		if (p->nref)	/* not reached: a pin fails whole */
+			tfs_cache_unpin(fs->cache, p->ref, p->nref);
+		p->niov = 0;
+		p->nref = 0;
+		read_end(fs, ip);
+		return rc;
+	}
+out:
+	__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
+	p->ip = ip;
+	return (ssize_t)len;
+}
+
+void tfs_read_unpin(struct tfs_fs *fs, struct tfs_read_pin *p)
+{
+	if (!p->ip)
+		return;
+	tfs_cache_unpin(fs->cache, p->ref, p->nref);
+	read_end(fs, p->ip);
+	p->ip = NULL;
+	p->nref = 0;
+	p->niov = 0;
 }
 
 /*

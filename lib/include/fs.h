@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "counters.h"
 
@@ -279,16 +280,39 @@ int tfs_release(struct tfs_fs *fs, uint64_t ino);
  * at end of file, 0 past it. */
 ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 		 uint64_t off);
-/* The same, without a copy: *data points into a buffer of the calling
- * thread, valid until its next call into this library. */
-ssize_t tfs_read_ref(struct tfs_fs *fs, uint64_t ino, size_t len,
-		     uint64_t off, const void **data);
+/*
+ * A read without a copy: the bytes stay where they are, in the cache,
+ * pinned until tfs_read_unpin().  iov[0..niov) are borrowed: they point
+ * into the cache or, when the read could not be pinned (more than
+ * TFS_PIN_PIECES cache chunks, or no room in the cache), into a buffer
+ * of the calling thread, valid until its next call into this library.
+ * The other fields are the library's.
+ */
+#define TFS_PIN_PIECES 16
+struct tfs_read_pin {
+	struct iovec iov[TFS_PIN_PIECES];
+	int niov;
+	void *ip;
+	void *ref[TFS_PIN_PIECES];
+	unsigned int nref;
+};
+/*
+ * Read up to len bytes at off as tfs_read() does, into p: returns the
+ * bytes read (short at end of file, 0 past it) or -errno.  On success
+ * the caller must call tfs_read_unpin(fs, p) once it is done with
+ * p->iov, soon and on the same thread: until then the file cannot be
+ * written or truncated.  On error nothing is held.
+ */
+ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len,
+		     uint64_t off, struct tfs_read_pin *p);
+/* Let go of what tfs_read_pin() holds; p->iov is invalid after. */
+void tfs_read_unpin(struct tfs_fs *fs, struct tfs_read_pin *p);
 /*
  * A read of ino returned n (bytes, 0 at end of file, or -errno: then
  * nothing happens): move its atime as opts.atime says.  The change rides
  * with the next commit: no I/O, one short hold of the metadata lock,
  * nothing in the error state or on a read-only file system.  Leaves the
- * calling thread's tfs_read_ref() buffer valid.
+ * calling thread's tfs_read_pin() buffer valid.
  */
 void tfs_file_note_read(struct tfs_fs *fs, uint64_t ino, ssize_t n);
 /* Change the atime policy (TFS_ATIME_*) of a mounted file system, as a

@@ -622,6 +622,64 @@ static void test_cache_without_cache_chunks_reads_direct(void **state)
 	assert_int_equal(x->f.directs, 4);
 }
 
+/* ===== zero-copy reads ===== */
+
+static void test_cache_pinned_read_keeps_its_chunks_until_unpinned(
+	void **state)
+{
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 0);
+	struct tfs_cache_piece pc[4];
+	void *refs[4];
+
+	/* across a chunk boundary: two pieces, in order, filled once */
+	assert_int_equal(tfs_cache_pin(c, 2, CS - 100, 300, pc, 4), 2);
+	assert_int_equal(pc[0].len, 100);
+	assert_int_equal(pc[1].len, 200);
+	assert_true(pat_is(pc[0].data, 2, CS - 100, 100, 0));
+	assert_true(pat_is(pc[1].data, 2, CS, 200, 0));
+	assert_int_equal(x->f.fills, 2);
+	/* reading four other chunks through a 4-chunk cache evicts only
+	 * the unpinned ones: the pinned bytes stay as they were */
+	for (uint64_t i = 4; i < 8; i++)
+		assert_true(got(c, 2, i * CS, 10, 0));
+	assert_true(pat_is(pc[0].data, 2, CS - 100, 100, 0));
+	assert_true(pat_is(pc[1].data, 2, CS, 200, 0));
+	assert_int_equal(tfs_cache_check(c), 0);
+	refs[0] = pc[0].ref;
+	refs[1] = pc[1].ref;
+	tfs_cache_unpin(c, refs, 2);
+	assert_true(stats(c).cached_bytes <= 4 * CS);
+	/* unpinned, they are evictable and droppable again */
+	tfs_cache_drop(c, 2, 0, NIDX);
+	assert_int_equal(tfs_cache_bytes_of(c, 2), 0);
+	assert_int_equal(tfs_cache_pin(c, 2, 0, 0, pc, 4), 0);
+}
+
+static void test_cache_pin_refuses_too_many_chunks_or_no_room(void **state)
+{
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 0);
+	struct tfs_cache_piece pc[2];
+
+	assert_int_equal(tfs_cache_pin(c, 1, 10, 2 * CS, pc, 2), -E2BIG);
+	assert_int_equal(x->f.fills, 0);
+	tfs_cache_free(c);
+	x->c = NULL;
+
+	c = mk(x, 0, 2, 1, 1, 0);
+	assert_int_equal(tfs_cache_pin(c, 1, 10, 100, pc, 2), -ENOBUFS);
+	/* nothing stays pinned: the chunk can be dropped at once */
+	tfs_cache_drop(c, 1, 0, NIDX);
+	assert_int_equal(tfs_cache_check(c), 0);
+	/* dirty data in the pool can be pinned without a cache budget */
+	put(c, 1, 0, TFS_SECTOR, 1);
+	assert_int_equal(tfs_cache_pin(c, 1, 0, TFS_SECTOR, pc, 2), 1);
+	assert_true(pat_is(pc[0].data, 1, 0, TFS_SECTOR, 1));
+	tfs_cache_unpin(c, &pc[0].ref, 1);
+	assert_int_equal(tfs_cache_check(c), 0);
+}
+
 /* ===== the write-back pool ===== */
 
 static void test_cache_writer_waits_for_pool_space(void **state)
@@ -1391,6 +1449,8 @@ int main(void)
 		T(test_cache_evicts_least_recently_used),
 		T(test_cache_clean_chunks_stay_within_cache_chunks),
 		T(test_cache_without_cache_chunks_reads_direct),
+		T(test_cache_pinned_read_keeps_its_chunks_until_unpinned),
+		T(test_cache_pin_refuses_too_many_chunks_or_no_room),
 		T(test_cache_writer_waits_for_pool_space),
 		T(test_cache_pool_waits_counts_a_writer_once),
 		T(test_cache_without_flushers_writers_write_back_inline),
