@@ -376,7 +376,7 @@ static const struct tfs_cfg_key *nearest_key(const char *sec,
 		for (size_t i = 0; i < NKEYS; i++) {
 			size_t d;
 
-			if (pass == 0 && strcmp(keys[i].section, sec))
+			if (pass == 0 && (!sec || strcmp(keys[i].section, sec)))
 				continue;
 			d = tfs_edit_distance(name, keys[i].name);
 			if (d < bd) {

@@ -371,7 +371,8 @@ static const unsigned char *elem_at(struct reader *r, uint64_t i)
 		read_at(r->s, r->buf, (size_t)r->len, r->s->offset + r->at);
 	}
 	p = r->buf + (off - r->at);
-	if (!r->s->swap)
+	/* dtypes are at most 8 bytes (complex types are not decoded) */
+	if (!r->s->swap || r->es > sizeof(r->tmp))
 		return p;
 	for (size_t k = 0; k < r->es; k++)
 		r->tmp[k] = p[r->es - 1 - k];

@@ -937,7 +937,7 @@ static void test_alloc_reused_block_restarts_its_wait(void **state)
 static void test_alloc_discard_takes_blocks_out_of_free_space(void **state)
 {
 	struct tfs_alloc *a = tfs_alloc_new(0, 64);
-	uint64_t s, n, g, c = 8;
+	uint64_t s = 0, n = 0, g, c = 8;
 
 	(void)state;
 	assert_non_null(a);
@@ -962,7 +962,7 @@ static void test_alloc_discard_takes_blocks_out_of_free_space(void **state)
 static void test_alloc_discard_without_memory_forgets_not_claims(void **state)
 {
 	struct tfs_alloc *a = tfs_alloc_new(0, 100);
-	uint64_t s, n;
+	uint64_t s = 0, n = 0;
 
 	(void)state;
 	assert_non_null(a);
