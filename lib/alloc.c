@@ -62,7 +62,7 @@
  * space while it is discarded.  Every handout (tfs_alloc_get(),
  * tfs_alloc_mark_used()) removes its blocks from all three sets, so a set
  * holds only blocks free ever since they entered it: a block freed,
- * reused and freed again starts its wait anew.  Journal.c's J10 says why
+ * reused and freed again starts its wait anew.  Journal.c's J11 says why
  * two checkpoints.  Invariants: the sets are disjoint and inside the free
  * space.  Memory running out never makes a set claim too much: a removal
  * that would need a node drops the whole extent from the set instead, an

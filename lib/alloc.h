@@ -73,7 +73,7 @@ int tfs_alloc_walk(const struct tfs_alloc *a,
 
 /*
  * Discard tracking: which free blocks may be discarded (alloc.c has the
- * design, journal.c's J10 the rule).  tfs_alloc_track_discard() starts it,
+ * design, journal.c's J11 the rule).  tfs_alloc_track_discard() starts it,
  * with all the free space counted as just freed: 0 or -ENOMEM.  Then:
  *
  *   tfs_alloc_put_freed()  as tfs_alloc_put(), for blocks a durable

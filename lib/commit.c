@@ -26,7 +26,7 @@
  *
  * Discard.  The blocks a durable commit frees go to the allocator as
  * freed (tfs_alloc_put_freed()), each durable checkpoint ages them, and
- * those two checkpoints old may be discarded (journal.c's J10):
+ * those two checkpoints old may be discarded (journal.c's J11):
  * tfs_txn_discard() takes them out of the free space a piece at a time,
  * discards, gives them back.  With -o discard the commit thread does
  * that on each tick, and writes a checkpoint when the blocks waiting for
@@ -170,7 +170,7 @@ static void pend_release(struct tfs_fs *fs, uint64_t tag)
 		struct pending *p = &fs->pend[i];
 
 		if (p->tag <= tag) {
-			/* J10: they wait for two checkpoints to be discarded */
+			/* J11: they wait for two checkpoints to be discarded */
 			if (tfs_alloc_put_freed(fs->alloc, p->pblk, p->len) == 0)
 				fs->pend_blocks -= p->len;
 			else
@@ -228,7 +228,7 @@ int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
 	txn_reset(fs);
 	fs->need_ckpt = 0;
 	fs->data_writes = 0;
-	/* J10: durable, so the blocks freed before the previous one are no
+	/* J11: durable, so the blocks freed before the previous one are no
 	 * longer in any state load can reach */
 	tfs_alloc_age(fs->alloc);
 	return 0;
@@ -356,7 +356,7 @@ static uint64_t mono_ns(void)
 
 /*
  * A checkpoint that moves the freed blocks one step towards discard
- * (J10), as any checkpoint does.  Caller holds jlock.
+ * (J11), as any checkpoint does.  Caller holds jlock.
  */
 static int age_checkpoint(struct tfs_fs *fs)
 {
@@ -374,7 +374,7 @@ static int age_checkpoint(struct tfs_fs *fs)
 }
 
 /*
- * Discard the blocks that are ready (J10), a piece at a time: each piece
+ * Discard the blocks that are ready (J11), a piece at a time: each piece
  * is taken out of the free space while it is discarded, so no write can
  * land on it meanwhile, then given back.  Stops after max_ns (0: when
  * none is left).  The first error stops discarding for the mount and is
@@ -466,7 +466,7 @@ int tfs_fs_trim(struct tfs_fs *fs, uint64_t *bytes)
 	if (rc)
 		return rc;
 	/*
-	 * J10: the commit hands the blocks freed so far to the allocator,
+	 * J11: the commit hands the blocks freed so far to the allocator,
 	 * two checkpoints make them ready.  Fewer when nothing waits.
 	 */
 	pthread_mutex_lock(&fs->jlock);

@@ -202,7 +202,7 @@ static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 	b.err = err;
 	b.errlen = errlen;
 	rc = tfs_meta_each(fs->m, mark_extents, &b);
-	/* J10: what is free now waits for two checkpoints like any freed
+	/* J11: what is free now waits for two checkpoints like any freed
 	 * block; without memory for it nothing is discarded */
 	if (!rc && !fs->opts.readonly)
 		(void)tfs_alloc_track_discard(fs->alloc);

@@ -70,7 +70,7 @@ int tfs_dev_flush(struct tfs_dev *d);
  * stays, its allocated blocks shrink); a block device gets BLKDISCARD.
  * Afterwards the range reads as zeros from an image and as zeros or its
  * old contents from a device: callers discard only blocks no state on the
- * device refers to (journal.c, J10).  Not ordered against writes in flight
+ * device refers to (journal.c, J11).  Not ordered against writes in flight
  * to the range; like a write, durable only after tfs_dev_flush().  Returns
  * 0, -EOPNOTSUPP when the device or the file system under the image
  * cannot discard, or -errno.

@@ -78,7 +78,7 @@
  *     J9e an extent map is sorted and within the data area (J6 for
  *         overlaps);
  *     J9f a symlink has a target.
- * J10 A block is discarded (trim: a hole punched in an image, BLKDISCARD
+ * J11 A block is discarded (trim: a hole punched in an image, BLKDISCARD
  *     on a device) only when no state load can reach still maps it:
  *     neither the committed one nor the one J8 falls back to, the older
  *     superblock copy's checkpoint plus whatever of its epoch's journal

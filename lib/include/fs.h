@@ -101,7 +101,7 @@ int tfs_fs_sync(struct tfs_fs *fs);
 /*
  * Discard (trim) the free space no state on the device still refers to,
  * as FITRIM does for fstrim(8): commits, writes the checkpoints that
- * make the blocks freed so far safe to discard (journal.c's J10), then
+ * make the blocks freed so far safe to discard (journal.c's J11), then
  * punches them out of an image file or discards them on a block device.
  * Blocks discarded before (and not used since) are not discarded again.
  * *bytes gets the bytes discarded.  Returns 0, -EOPNOTSUPP when the

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Description: freed space goes back to the device: an image's allocated size falls after deletes with fstrim and with -o discard (and not without either), kept files stay exact; SIGKILL and power cuts (fault device) right after deletes with -o discard leave a file system that fsck finds clean with every fsync'd file intact
 #
-# Protects lib/journal.c's J10 (a discard never hits a block a loadable
-# state maps) together with J1..J9 under discards: the crash rounds run
+# Protects lib/journal.c's J11 (a discard never hits a block a loadable
+# state maps) together with J1..J10 under discards: the crash rounds run
 # crashwriter --all-ops (unlinks, truncates, renames among the writes) on
 # a mount that discards every 50 ms commit tick.
 #

@@ -8,7 +8,7 @@
  * checkpoint; a failed journal write is reported; a failed flush puts
  * the file system in the error state (journal.c's J7) and leaves an
  * image that mounts with everything fsync'd before it; a discard never
- * hits a block the older superblock copy's state maps (J10).
+ * hits a block the older superblock copy's state maps (J11).
  */
 
 #include "testfs.h"
@@ -445,7 +445,7 @@ static void test_fs_big_transaction_queued_before_start_commits_early(
 	assert_true(burst_committed(f));
 }
 
-/* ===== discard (J10) ===== */
+/* ===== discard (J11) ===== */
 
 /* A checkpoint now, as one that the journal filling up would write. */
 static void checkpoint(struct tfs_fs *fs)
@@ -478,7 +478,7 @@ static struct tfs_fs *fallback_copy(struct fx *f)
 }
 
 /*
- * Protects J10: a file deleted after checkpoint C1 and committed, then
+ * Protects J11: a file deleted after checkpoint C1 and committed, then
  * checkpoint C2 and a transaction that overwrites the deletion's place
  * in the journal: C1 is the state the older superblock copy loads, and
  * it still has the file, so its blocks must not be discarded yet.  One
