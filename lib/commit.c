@@ -12,8 +12,10 @@
  * records and the dirty inodes, writes them as one journal transaction
  * and flushes the device; when the journal is full, or a record could
  * not be queued (ENOMEM: need_ckpt), or an earlier commit failed, the
- * whole tree is checkpointed instead.  A change that would not fit a
- * checkpoint slot fails with ENOSPC first (tfs_txn_room()).
+ * whole tree is checkpointed instead.  A change after which the free
+ * space could not hold the next checkpoint fails with ENOSPC first
+ * (tfs_txn_room(), journal.c's J10): checkpoints take their blocks from
+ * the data area.
  *
  * Ordered data.  A commit flushes the device before writing the
  * transaction, so metadata on the device never points at blocks whose
@@ -98,13 +100,37 @@ void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime)
 	tfs_txn_mark_dirty(fs, ip);
 }
 
-int tfs_txn_room(struct tfs_fs *fs, uint64_t more)
-{
-	uint64_t cap = tfs_journal_slot_bytes(&fs->j);
+/* ===== J10: room for the next checkpoint ===== */
 
-	if (tfs_meta_bytes(fs->m) + more + META_RESERVE > cap)
+uint64_t tfs_txn_reserve(struct tfs_fs *fs, uint64_t more)
+{
+	return tfs_journal_ckpt_need(&fs->j,
+				     tfs_journal_ckpt_blocks(tfs_meta_bytes(fs->m) +
+							     more +
+							     META_RESERVE));
+}
+
+int tfs_txn_room_data(struct tfs_fs *fs, uint64_t blocks, uint64_t more)
+{
+	uint64_t need = tfs_txn_reserve(fs, more);
+
+	if (blocks > UINT64_MAX - need ||
+	    tfs_alloc_free_blocks(fs->alloc) < blocks + need)
 		return -ENOSPC;
 	return 0;
+}
+
+int tfs_txn_room(struct tfs_fs *fs, uint64_t more)
+{
+	return tfs_txn_room_data(fs, 0, more);
+}
+
+uint64_t tfs_txn_avail(struct tfs_fs *fs)
+{
+	uint64_t free = tfs_alloc_free_blocks(fs->alloc) + fs->pend_blocks;
+	uint64_t need = tfs_txn_reserve(fs, 0);
+
+	return free > need ? free - need : 0;
 }
 
 /* ===== freed blocks ===== */

@@ -11,8 +11,9 @@
  * journal) and, unless read-only or no_recover, recovers: inodes with no
  * links (open but unlinked at a crash) are freed, and a checkpoint makes
  * the replayed state the committed one with an empty journal.  The
- * allocator is rebuilt from the extent maps; an extent outside the data
- * area or overlapping another fails the open (-EUCLEAN).  tfs_fs_start()
+ * allocator is rebuilt from the extent maps and the checkpoints' maps
+ * (journal.c's J10); an extent outside the data area or overlapping
+ * another or the checkpoint fails the open (-EUCLEAN).  tfs_fs_start()
  * starts the cache's flushers and the commit thread (after any fork);
  * tfs_fs_close() writes everything back, commits, and writes a clean
  * checkpoint (TFS_SB_CLEAN), which the next open needs no replay after.
@@ -184,6 +185,7 @@ static int drop_orphans(struct tfs_fs *fs, uint64_t *n)
 static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 {
 	struct build b;
+	int rc;
 
 	fs->alloc = tfs_alloc_new(fs->data_start, fs->data_blocks);
 	if (!fs->alloc)
@@ -191,7 +193,9 @@ static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 	b.fs = fs;
 	b.err = err;
 	b.errlen = errlen;
-	return tfs_meta_each(fs->m, mark_extents, &b);
+	rc = tfs_meta_each(fs->m, mark_extents, &b);
+	/* J10: the checkpoints the superblock copies name are used too */
+	return rc ? rc : tfs_journal_hold(&fs->j, fs->alloc, err, errlen);
 }
 
 /*
@@ -430,7 +434,8 @@ void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info)
 	info->free_extents = tfs_alloc_free_extents(fs->alloc);
 	info->inodes = tfs_meta_inodes(fs->m);
 	info->meta_bytes = tfs_meta_bytes(fs->m);
-	info->meta_capacity = tfs_journal_slot_bytes(&fs->j);
+	info->ckpt_blocks = tfs_journal_held_blocks(&fs->j);
+	info->meta_capacity = info->meta_bytes + tfs_txn_avail(fs) * BS;
 	info->meta_ram_bytes = tfs_meta_ram(fs->m);
 	info->journal_bytes = fs->j.sb.journal_blocks * BS;
 	info->generation = fs->j.sb.generation;
