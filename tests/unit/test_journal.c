@@ -320,6 +320,28 @@ static void test_journal_unknown_version_is_eproto(void **state)
 	}
 	assert_int_equal(load(f), -EPROTO);
 	assert_non_null(strstr(f->err, "version"));
+	assert_non_null(strstr(f->err, "use a newer tensorfs"));
+}
+
+/* Format version 1 (fixed checkpoint slots): refused, saying what to do;
+ * its slot fields are never read as a map. */
+static void test_journal_version_1_is_refused_with_what_to_do(void **state)
+{
+	struct fix *f = *state;
+	uint8_t b[TFS_BLOCK_SIZE];
+
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(img_pread(f->path, (uint64_t)c * TFS_BLOCK_SIZE,
+					   b, sizeof(b)), 0);
+		tfs_put32(b + 8, 1);
+		tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
+		assert_int_equal(img_pwrite(f->path, (uint64_t)c *
+						     TFS_BLOCK_SIZE, b,
+					    sizeof(b)), 0);
+	}
+	assert_int_equal(load(f), -EPROTO);
+	assert_non_null(strstr(f->err, "made by an older mkfs.tensorfs"));
+	assert_non_null(strstr(f->err, "recreate it with mkfs.tensorfs"));
 }
 
 /* Protects J8. */
@@ -1225,6 +1247,7 @@ int main(void)
 		T(test_journal_load_rejects_non_tensorfs),
 		T(test_journal_load_rejects_truncated_image),
 		T(test_journal_unknown_version_is_eproto),
+		T(test_journal_version_1_is_refused_with_what_to_do),
 		T(test_journal_both_superblocks_corrupt_is_euclean),
 		T(test_journal_corrupt_checkpoint_is_euclean),
 		T(test_journal_transaction_that_does_not_apply_is_euclean),
