@@ -110,6 +110,83 @@ uint64_t tfs_txn_reserve(struct tfs_fs *fs, uint64_t more)
 							     META_RESERVE));
 }
 
+/* The TFS_MAP_MAX largest free extents, as a min-heap of their lengths,
+ * and their sum. */
+struct top {
+	uint64_t len[TFS_MAP_MAX];
+	unsigned int n;
+	uint64_t sum;
+};
+
+static void top_sift(struct top *t, unsigned int i)
+{
+	for (;;) {
+		unsigned int l = 2 * i + 1, r = l + 1, m = i;
+		uint64_t x;
+
+		if (l < t->n && t->len[l] < t->len[m])
+			m = l;
+		if (r < t->n && t->len[r] < t->len[m])
+			m = r;
+		if (m == i)
+			return;
+		x = t->len[i];
+		t->len[i] = t->len[m];
+		t->len[m] = x;
+		i = m;
+	}
+}
+
+static int top_add(uint64_t start, uint64_t count, void *arg)
+{
+	struct top *t = arg;
+
+	(void)start;
+	if (t->n < TFS_MAP_MAX) {
+		unsigned int i = t->n++;
+
+		t->len[i] = count;
+		t->sum += count;
+		while (i && t->len[(i - 1) / 2] > t->len[i]) {
+			uint64_t x = t->len[i];
+
+			t->len[i] = t->len[(i - 1) / 2];
+			t->len[(i - 1) / 2] = x;
+			i = (i - 1) / 2;
+		}
+	} else if (count > t->len[0]) {
+		t->sum += count - t->len[0];
+		t->len[0] = count;
+		top_sift(t, 0);
+	}
+	return 0;
+}
+
+/* Blocks the TFS_MAP_MAX largest free extents hold, at least 'enough'
+ * (then perhaps fewer than they hold: the walk is skipped). */
+static uint64_t top_blocks(struct tfs_fs *fs, uint64_t enough)
+{
+	struct top *t;
+	uint64_t sum;
+
+	if (tfs_alloc_largest(fs->alloc) >= enough)
+		return enough;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return 0;
+	tfs_alloc_walk(fs->alloc, top_add, t);
+	sum = t->sum;
+	free(t);
+	return sum;
+}
+
+int tfs_txn_ckpt_fits(struct tfs_fs *fs, uint64_t more)
+{
+	uint64_t need = tfs_txn_reserve(fs, more);
+
+	return top_blocks(fs, need) >= need ? 0 : -ENOSPC;
+}
+
 int tfs_txn_room_data(struct tfs_fs *fs, uint64_t blocks, uint64_t more)
 {
 	uint64_t need = tfs_txn_reserve(fs, more);
@@ -117,7 +194,8 @@ int tfs_txn_room_data(struct tfs_fs *fs, uint64_t blocks, uint64_t more)
 	if (blocks > UINT64_MAX - need ||
 	    tfs_alloc_free_blocks(fs->alloc) < blocks + need)
 		return -ENOSPC;
-	return 0;
+	/* a change without blocks: its checkpoint must fit the map now */
+	return blocks ? 0 : tfs_txn_ckpt_fits(fs, more);
 }
 
 int tfs_txn_room(struct tfs_fs *fs, uint64_t more)
@@ -128,9 +206,15 @@ int tfs_txn_room(struct tfs_fs *fs, uint64_t more)
 uint64_t tfs_txn_avail(struct tfs_fs *fs)
 {
 	uint64_t free = tfs_alloc_free_blocks(fs->alloc) + fs->pend_blocks;
-	uint64_t need = tfs_txn_reserve(fs, 0);
+	uint64_t need = tfs_txn_reserve(fs, 0), top;
 
-	return free > need ? free - need : 0;
+	if (free <= need)
+		return 0;
+	/* free space the map could not use is not available either */
+	top = top_blocks(fs, free);
+	if (top < need)
+		return 0;
+	return top - need < free - need ? top - need : free - need;
 }
 
 /* ===== freed blocks ===== */

@@ -730,6 +730,14 @@ again:
 	}
 	if (!rc)
 		rc = allocate_holes(fs, ip, &v);
+	/* J10: and the next checkpoint still fits the map's pieces */
+	if (!rc && tfs_txn_ckpt_fits(fs, (v.n + 2) * TFS_REC_SIZE_EXTENT)) {
+		unallocate(fs, &v);
+		for (size_t i = 0; i < v.n; i++)
+			if (v.s[i].kind == SEG_NEW)
+				v.s[i].kind = SEG_HOLE;
+		rc = -ENOSPC;
+	}
 	if (rc == -ENOSPC && !retried && pending_blocks(fs)) {
 		pthread_mutex_unlock(&fs->lock);
 		retried = 1;

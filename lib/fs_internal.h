@@ -148,6 +148,10 @@ void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime);
 uint64_t tfs_txn_reserve(struct tfs_fs *fs, uint64_t more);
 int tfs_txn_room(struct tfs_fs *fs, uint64_t more);
 int tfs_txn_room_data(struct tfs_fs *fs, uint64_t blocks, uint64_t more);
+/* J10: whether the next checkpoint, 'more' bytes larger, still fits in
+ * TFS_MAP_MAX pieces of the free space (checked after an allocation,
+ * which is undone on -ENOSPC). */
+int tfs_txn_ckpt_fits(struct tfs_fs *fs, uint64_t more);
 uint64_t tfs_txn_avail(struct tfs_fs *fs);
 void tfs_txn_freed(uint64_t pblk, uint64_t len, void *arg);
 int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag);
