@@ -89,9 +89,10 @@
  *     until then J8 may fall back to them.  The file system keeps free
  *     what the next checkpoints take (tfs_journal_ckpt_need(): up to
  *     three times the tree's size when the copies name small ones, the
- *     tree's size in the steady state; tfs_txn_room(), commit.c):
- *     data writes and new metadata get ENOSPC first, so a checkpoint
- *     always finds its blocks and space and inodes run out together.
+ *     tree's size in the steady state; tfs_txn_room(), commit.c), in
+ *     the TFS_MAP_MAX largest free extents (tfs_txn_ckpt_fits()): data
+ *     writes and new metadata get ENOSPC first, so a checkpoint always
+ *     finds its blocks and space and inodes run out together.
  *     Load checks every map piece against the data area (format.c,
  *     no wrap near 2^64) and against the file extents; fsck: used +
  *     free + checkpoint blocks = data area.
