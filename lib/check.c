@@ -25,9 +25,10 @@
  * device, before the file system is opened (which may rewrite one).
  *
  * Each check names the invariant of the crash protocol it verifies
- * (lib/journal.c, J1..J9): a committed state must satisfy them all, so
+ * (lib/journal.c, J1..J10): a committed state must satisfy them all, so
  * a finding is either damage or a bug in the protocol.  Loading itself
- * verifies J2 (every CRC) and J8 (the superblock copy used).
+ * verifies J2 (every CRC), J8 (the superblock copy used) and J10 (each
+ * checkpoint map inside the data area, clear of every file extent).
  */
 #include "check.h"
 
@@ -458,12 +459,16 @@ int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
 	tfs_fs_get_info(fs, &info);
 	if (tfs_alloc_check(a))		/* J6 */
 		problem(&c, "free-space index is inconsistent");
-	/* J6: info.free_blocks counts blocks freed but not yet committed
-	 * (not yet back in the allocator) as free, as statfs does */
-	if (info.free_blocks + tfs_meta_used_blocks(c.m) != info.data_blocks)
-		problem(&c, "space does not add up: %llu used + %llu free "
-			    "!= %llu data blocks",
+	/* J6, J10: info.free_blocks counts blocks freed but not yet
+	 * committed (not yet back in the allocator) as free, as statfs
+	 * does; the checkpoints' blocks are used */
+	if (info.free_blocks + tfs_meta_used_blocks(c.m) + info.ckpt_blocks !=
+	    info.data_blocks)
+		problem(&c, "space does not add up: %llu used by files + "
+			    "%llu by checkpoints + %llu free != %llu data "
+			    "blocks",
 			(unsigned long long)tfs_meta_used_blocks(c.m),
+			(unsigned long long)info.ckpt_blocks,
 			(unsigned long long)info.free_blocks,
 			(unsigned long long)info.data_blocks);
 	if (flags & TFS_CHECK_REPAIR) {

@@ -12,8 +12,10 @@
  * records and the dirty inodes, writes them as one journal transaction
  * and flushes the device; when the journal is full, or a record could
  * not be queued (ENOMEM: need_ckpt), or an earlier commit failed, the
- * whole tree is checkpointed instead.  A change that would not fit a
- * checkpoint slot fails with ENOSPC first (tfs_txn_room()).
+ * whole tree is checkpointed instead.  A change after which the free
+ * space could not hold the next checkpoint fails with ENOSPC first
+ * (tfs_txn_room(), journal.c's J10): checkpoints take their blocks from
+ * the data area.
  *
  * Ordered data.  A commit flushes the device before writing the
  * transaction, so metadata on the device never points at blocks whose
@@ -108,13 +110,121 @@ void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime)
 	tfs_txn_mark_dirty(fs, ip);
 }
 
+/* ===== J10: room for the next checkpoint ===== */
+
+uint64_t tfs_txn_reserve(struct tfs_fs *fs, uint64_t more)
+{
+	return tfs_journal_ckpt_need(&fs->j,
+				     tfs_journal_ckpt_blocks(tfs_meta_bytes(fs->m) +
+							     more +
+							     META_RESERVE));
+}
+
+/* The TFS_MAP_MAX largest free extents, as a min-heap of their lengths,
+ * and their sum. */
+struct top {
+	uint64_t len[TFS_MAP_MAX];
+	unsigned int n;
+	uint64_t sum;
+};
+
+static void top_sift(struct top *t, unsigned int i)
+{
+	for (;;) {
+		unsigned int l = 2 * i + 1, r = l + 1, m = i;
+		uint64_t x;
+
+		if (l < t->n && t->len[l] < t->len[m])
+			m = l;
+		if (r < t->n && t->len[r] < t->len[m])
+			m = r;
+		if (m == i)
+			return;
+		x = t->len[i];
+		t->len[i] = t->len[m];
+		t->len[m] = x;
+		i = m;
+	}
+}
+
+static int top_add(uint64_t start, uint64_t count, void *arg)
+{
+	struct top *t = arg;
+
+	(void)start;
+	if (t->n < TFS_MAP_MAX) {
+		unsigned int i = t->n++;
+
+		t->len[i] = count;
+		t->sum += count;
+		while (i && t->len[(i - 1) / 2] > t->len[i]) {
+			uint64_t x = t->len[i];
+
+			t->len[i] = t->len[(i - 1) / 2];
+			t->len[(i - 1) / 2] = x;
+			i = (i - 1) / 2;
+		}
+	} else if (count > t->len[0]) {
+		t->sum += count - t->len[0];
+		t->len[0] = count;
+		top_sift(t, 0);
+	}
+	return 0;
+}
+
+/* Blocks the TFS_MAP_MAX largest free extents hold, at least 'enough'
+ * (then perhaps fewer than they hold: the walk is skipped). */
+static uint64_t top_blocks(struct tfs_fs *fs, uint64_t enough)
+{
+	struct top *t;
+	uint64_t sum;
+
+	if (tfs_alloc_largest(fs->alloc) >= enough)
+		return enough;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return 0;
+	tfs_alloc_walk(fs->alloc, top_add, t);
+	sum = t->sum;
+	free(t);
+	return sum;
+}
+
+int tfs_txn_ckpt_fits(struct tfs_fs *fs, uint64_t more)
+{
+	uint64_t need = tfs_txn_reserve(fs, more);
+
+	return top_blocks(fs, need) >= need ? 0 : -ENOSPC;
+}
+
+int tfs_txn_room_data(struct tfs_fs *fs, uint64_t blocks, uint64_t more)
+{
+	uint64_t need = tfs_txn_reserve(fs, more);
+
+	if (blocks > UINT64_MAX - need ||
+	    tfs_alloc_free_blocks(fs->alloc) < blocks + need)
+		return -ENOSPC;
+	/* a change without blocks: its checkpoint must fit the map now */
+	return blocks ? 0 : tfs_txn_ckpt_fits(fs, more);
+}
+
 int tfs_txn_room(struct tfs_fs *fs, uint64_t more)
 {
-	uint64_t cap = tfs_journal_slot_bytes(&fs->j);
+	return tfs_txn_room_data(fs, 0, more);
+}
 
-	if (tfs_meta_bytes(fs->m) + more + META_RESERVE > cap)
-		return -ENOSPC;
-	return 0;
+uint64_t tfs_txn_avail(struct tfs_fs *fs)
+{
+	uint64_t free = tfs_alloc_free_blocks(fs->alloc) + fs->pend_blocks;
+	uint64_t need = tfs_txn_reserve(fs, 0), top;
+
+	if (free <= need)
+		return 0;
+	/* free space the map could not use is not available either */
+	top = top_blocks(fs, free);
+	if (top < need)
+		return 0;
+	return top - need < free - need ? top - need : free - need;
 }
 
 /* ===== freed blocks ===== */
@@ -376,9 +486,12 @@ static int age_checkpoint(struct tfs_fs *fs)
 /*
  * Discard the blocks that are ready (J11), a piece at a time: each piece
  * is taken out of the free space while it is discarded, so no write can
- * land on it meanwhile, then given back.  Stops after max_ns (0: when
- * none is left).  The first error stops discarding for the mount and is
- * logged once (-EOPNOTSUPP: the device cannot).  Caller holds no lock.
+ * land on it meanwhile, then given back.  Each piece is out under jlock,
+ * so no checkpoint runs while it is: a checkpoint takes its blocks from
+ * the free space and its reserve (J10) counts the piece as free.  Stops
+ * after max_ns (0: when none is left).  The first error stops discarding
+ * for the mount and is logged once (-EOPNOTSUPP: the device cannot).
+ * Caller holds no lock.
  */
 int tfs_txn_discard(struct tfs_fs *fs, uint64_t max_ns, uint64_t *bytes)
 {
@@ -386,15 +499,18 @@ int tfs_txn_discard(struct tfs_fs *fs, uint64_t max_ns, uint64_t *bytes)
 	int rc = 0, got;
 
 	for (;;) {
+		pthread_mutex_lock(&fs->jlock);
 		pthread_mutex_lock(&fs->lock);
 		rc = fs->discard_err ? fs->discard_err : tfs_fs_failed(fs);
 		got = rc ? 0 : tfs_alloc_take_discard(fs->alloc, DISCARD_CHUNK,
 						      &s, &n);
 		pthread_mutex_unlock(&fs->lock);
-		if (got == 0)
-			break;
-		if (got < 0)
+		if (got <= 0) {
+			pthread_mutex_unlock(&fs->jlock);
+			if (got == 0)
+				break;
 			continue;	/* no memory: those stay free as they are */
+		}
 		rc = tfs_dev_discard(fs->dev, s * BS, n * BS);
 		pthread_mutex_lock(&fs->lock);
 		/* no memory for the extent: lost space until the next mount */
@@ -404,6 +520,7 @@ int tfs_txn_discard(struct tfs_fs *fs, uint64_t max_ns, uint64_t *bytes)
 		else if (!rc)
 			fs->discarded_bytes += n * BS;
 		pthread_mutex_unlock(&fs->lock);
+		pthread_mutex_unlock(&fs->jlock);
 		if (rc) {
 			if (fs->opts.log) {
 				char msg[512];

@@ -902,10 +902,26 @@ again:
 	pthread_mutex_lock(&fs->lock);
 	v.n = 0;
 	rc = map_range(ip, first, n, &v);
-	if (!rc)
-		rc = tfs_txn_room(fs, (v.n + 2) * TFS_REC_SIZE_EXTENT);
+	if (!rc) {
+		uint64_t holes = 0;
+
+		for (size_t i = 0; i < v.n; i++)
+			if (v.s[i].kind == SEG_HOLE)
+				holes += v.s[i].len;
+		/* J10: the next checkpoint keeps its room */
+		rc = tfs_txn_room_data(fs, holes,
+				       (v.n + 2) * TFS_REC_SIZE_EXTENT);
+	}
 	if (!rc)
 		rc = allocate_holes(fs, ip, &v);
+	/* J10: and the next checkpoint still fits the map's pieces */
+	if (!rc && tfs_txn_ckpt_fits(fs, (v.n + 2) * TFS_REC_SIZE_EXTENT)) {
+		unallocate(fs, &v);
+		for (size_t i = 0; i < v.n; i++)
+			if (v.s[i].kind == SEG_NEW)
+				v.s[i].kind = SEG_HOLE;
+		rc = -ENOSPC;
+	}
 	if (rc == -ENOSPC && !retried && pending_blocks(fs)) {
 		pthread_mutex_unlock(&fs->lock);
 		retried = 1;

@@ -335,6 +335,8 @@ int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos,
 
 void tfs_super_encode(const struct tfs_super *s, uint8_t *b)
 {
+	uint32_t n = s->npieces <= TFS_MAP_MAX ? s->npieces : TFS_MAP_MAX;
+
 	memset(b, 0, TFS_BLOCK_SIZE);
 	memcpy(b, TFS_MAGIC, 8);
 	tfs_put32(b + 8, TFS_VERSION);
@@ -343,55 +345,102 @@ void tfs_super_encode(const struct tfs_super *s, uint8_t *b)
 	tfs_put64(b + 24, s->dev_blocks);
 	tfs_put64(b + 32, s->journal_start);
 	tfs_put64(b + 40, s->journal_blocks);
-	tfs_put64(b + 48, s->ckpt_start[0]);
-	tfs_put64(b + 56, s->ckpt_start[1]);
-	tfs_put64(b + 64, s->ckpt_blocks);
-	tfs_put64(b + 72, s->data_start);
-	tfs_put32(b + 80, s->slot);
-	tfs_put32(b + 84, s->flags);
-	tfs_put64(b + 88, s->ckpt_len);
-	tfs_put32(b + 96, s->ckpt_crc);
-	tfs_put64(b + 104, s->ckpt_seq);
-	memcpy(b + 112, s->uuid, 16);
-	tfs_put64(b + 128, s->ctime_ns);
-	tfs_put64(b + 136, s->wtime_ns);
+	tfs_put64(b + 48, s->data_start);
+	tfs_put32(b + 56, s->flags);
+	tfs_put32(b + 60, n);
+	tfs_put64(b + 64, s->ckpt_len);
+	tfs_put32(b + 72, s->ckpt_crc);
+	tfs_put64(b + 80, s->ckpt_seq);
+	memcpy(b + 88, s->uuid, 16);
+	tfs_put64(b + 104, s->ctime_ns);
+	tfs_put64(b + 112, s->wtime_ns);
+	for (uint32_t i = 0; i < n; i++) {
+		tfs_put64(b + 128 + 16 * i, s->map[i].start);
+		tfs_put64(b + 136 + 16 * i, s->map[i].len);
+	}
 	tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
 }
 
 /*
  * Whether a decoded superblock's layout is the one mkfs makes: the
- * superblocks, the journal, checkpoint slots 0 and 1 and the data area
- * back to back in that order, each non-empty, the data area ending at
- * dev_blocks, and every byte offset (blocks x 4096) an off_t.  Every sum
- * and product is checked, so that fields near 2^63 or 2^64 cannot wrap
- * around into a layout that looks right.
+ * superblocks, the journal and the data area back to back in that
+ * order, each non-empty, the data area ending at dev_blocks, and every
+ * byte offset (blocks x 4096) an off_t.  Every sum and product is
+ * checked, so that fields near 2^63 or 2^64 cannot wrap around into a
+ * layout that looks right.
  */
 static int super_layout_ok(const struct tfs_super *s)
 {
-	uint64_t ckpt0, ckpt1, data, bytes;
+	uint64_t data;
 
 	/* dev_blocks x 4096, and so every offset below it, fits an off_t */
 	if (s->dev_blocks == 0 || s->dev_blocks > (UINT64_MAX >> 13))
 		return 0;
-	if (s->journal_start != 2 || s->journal_blocks < 2 ||
-	    s->ckpt_blocks < 2 || s->slot > 1)
+	if (s->journal_start != 2 || s->journal_blocks < 2)
 		return 0;
 	if (__builtin_add_overflow(s->journal_start, s->journal_blocks,
-				   &ckpt0) ||
-	    __builtin_add_overflow(ckpt0, s->ckpt_blocks, &ckpt1) ||
-	    __builtin_add_overflow(ckpt1, s->ckpt_blocks, &data))
+				   &data))
 		return 0;
-	if (s->ckpt_start[0] != ckpt0 || s->ckpt_start[1] != ckpt1 ||
-	    s->data_start != data)
+	if (s->data_start != data)
 		return 0;
 	/* a data area of at least one block, inside the device */
 	if (data >= s->dev_blocks)
 		return 0;
-	if (__builtin_mul_overflow(s->ckpt_blocks, (uint64_t)TFS_BLOCK_SIZE,
-				   &bytes) ||
-	    s->ckpt_len < TFS_HDR_SIZE || s->ckpt_len > bytes)
-		return 0;
 	return 1;
+}
+
+/*
+ * Whether the map is sound: 1..TFS_MAP_MAX pieces, each non-empty and
+ * inside the data area (start and length compared with what is left,
+ * never added first, so nothing wraps), no two overlapping, together
+ * exactly the blocks of the checkpoint's length.  Needs a sound layout.
+ */
+static int super_map_ok(const struct tfs_super *s)
+{
+	uint64_t total = 0, need;
+
+	if (s->npieces == 0 || s->npieces > TFS_MAP_MAX)
+		return 0;
+	if (s->ckpt_len < TFS_HDR_SIZE ||
+	    s->ckpt_len > (s->dev_blocks - s->data_start) * TFS_BLOCK_SIZE)
+		return 0;
+	need = (s->ckpt_len + TFS_BLOCK_SIZE - 1) / TFS_BLOCK_SIZE;
+	for (uint32_t i = 0; i < s->npieces; i++) {
+		const struct tfs_piece *p = &s->map[i];
+
+		if (p->start < s->data_start || p->start >= s->dev_blocks ||
+		    p->len == 0 || p->len > s->dev_blocks - p->start)
+			return 0;
+		total += p->len;	/* each <= dev_blocks < 2^51: no wrap */
+		for (uint32_t k = 0; k < i; k++) {
+			const struct tfs_piece *q = &s->map[k];
+
+			if (p->start < q->start + q->len &&
+			    q->start < p->start + p->len)
+				return 0;
+		}
+	}
+	return total == need;
+}
+
+uint32_t tfs_super_version(const uint8_t *b)
+{
+	return tfs_get32(b + 8);
+}
+
+uint64_t tfs_super_map_blocks(const struct tfs_super *s)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < s->npieces && i < TFS_MAP_MAX; i++)
+		n += s->map[i].len;
+	return n;
+}
+
+int tfs_super_same_ckpt(const struct tfs_super *a, const struct tfs_super *b)
+{
+	return a->ckpt_seq == b->ckpt_seq && a->npieces && b->npieces &&
+	       a->map[0].start == b->map[0].start;
 }
 
 int tfs_super_decode(const uint8_t *b, struct tfs_super *s)
@@ -409,20 +458,22 @@ int tfs_super_decode(const uint8_t *b, struct tfs_super *s)
 	s->dev_blocks = tfs_get64(b + 24);
 	s->journal_start = tfs_get64(b + 32);
 	s->journal_blocks = tfs_get64(b + 40);
-	s->ckpt_start[0] = tfs_get64(b + 48);
-	s->ckpt_start[1] = tfs_get64(b + 56);
-	s->ckpt_blocks = tfs_get64(b + 64);
-	s->data_start = tfs_get64(b + 72);
-	s->slot = tfs_get32(b + 80);
-	s->flags = tfs_get32(b + 84);
-	s->ckpt_len = tfs_get64(b + 88);
-	s->ckpt_crc = tfs_get32(b + 96);
-	s->ckpt_seq = tfs_get64(b + 104);
-	memcpy(s->uuid, b + 112, 16);
-	s->ctime_ns = tfs_get64(b + 128);
-	s->wtime_ns = tfs_get64(b + 136);
-
-	if (super_layout_ok(s))
+	s->data_start = tfs_get64(b + 48);
+	s->flags = tfs_get32(b + 56);
+	s->npieces = tfs_get32(b + 60);
+	s->ckpt_len = tfs_get64(b + 64);
+	s->ckpt_crc = tfs_get32(b + 72);
+	s->ckpt_seq = tfs_get64(b + 80);
+	memcpy(s->uuid, b + 88, 16);
+	s->ctime_ns = tfs_get64(b + 104);
+	s->wtime_ns = tfs_get64(b + 112);
+	if (s->npieces == 0 || s->npieces > TFS_MAP_MAX)
+		return -EUCLEAN;
+	for (uint32_t i = 0; i < s->npieces; i++) {
+		s->map[i].start = tfs_get64(b + 128 + 16 * i);
+		s->map[i].len = tfs_get64(b + 136 + 16 * i);
+	}
+	if (super_layout_ok(s) && super_map_ok(s))
 		return 0;
 	return -EUCLEAN;
 }
@@ -499,30 +550,24 @@ int tfs_txn_verify(const uint8_t *p, const struct tfs_hdr *h,
 int tfs_layout(uint64_t dev_blocks, struct tfs_super *s)
 {
 	const uint64_t mib = (1u << 20) / TFS_BLOCK_SIZE;
-	uint64_t meta, journal;
+	uint64_t journal;
 
 	if (dev_blocks * TFS_BLOCK_SIZE < TFS_MIN_DEVICE_BYTES)
 		return -ENOSPC;
 	/*
-	 * Metadata gets 1/64 of the device, at least 12 MiB and at most
-	 * 32 GiB: a checkpoint slot holds about 150 bytes per file plus
-	 * 44 per extent, so 1 TiB (7.5 GiB slots) has room for tens of
-	 * millions of files.  A quarter of it, at most 1 GiB, is journal.
+	 * The journal gets 1/256 of the device, at least 3 MiB and at most
+	 * 1 GiB (what version 1 gave it).  It only needs to hold what is
+	 * committed between two checkpoints: a full journal forces one.
+	 * Checkpoints take their blocks from the data area (format.h).
 	 */
-	meta = dev_blocks / 64;
-	if (meta < 12 * mib)
-		meta = 12 * mib;
-	if (meta > 32768 * mib)
-		meta = 32768 * mib;
-	journal = meta / 4;
+	journal = dev_blocks / 256;
+	if (journal < 3 * mib)
+		journal = 3 * mib;
 	if (journal > 1024 * mib)
 		journal = 1024 * mib;
 	s->dev_blocks = dev_blocks;
 	s->journal_start = 2;
 	s->journal_blocks = journal;
-	s->ckpt_blocks = (meta - journal) / 2;
-	s->ckpt_start[0] = s->journal_start + s->journal_blocks;
-	s->ckpt_start[1] = s->ckpt_start[0] + s->ckpt_blocks;
-	s->data_start = s->ckpt_start[1] + s->ckpt_blocks;
+	s->data_start = s->journal_start + s->journal_blocks;
 	return 0;
 }

@@ -4,45 +4,50 @@
  * All integers are little-endian.  The device is an array of 4096-byte
  * blocks; block numbers are 64-bit.  Checksums are CRC-32C (crc32c.h).
  *
- * Layout (mkfs chooses the sizes; the superblock records them):
+ * Layout (mkfs chooses the journal's size; the superblock records it):
  *
  *   block 0              superblock, copy 0
  *   block 1              superblock, copy 1
  *   journal_start ...    journal: committed transactions, back to back
- *   ckpt_start[0] ...    checkpoint slot 0
- *   ckpt_start[1] ...    checkpoint slot 1
- *   data_start ... end   file data, in extents
+ *   data_start ... end   file data and checkpoints, in extents
  *
- * The whole state of the file system is: the checkpoint in the active slot
- * plus the journal transactions committed after it.  Free space is not
- * stored: it is every data block that no extent maps.
+ * The whole state of the file system is: the checkpoint the current
+ * superblock names plus the journal transactions committed after it.
+ * A checkpoint has no place of its own: its blocks are allocated from
+ * the data area like a file's, and the superblock lists them (the map,
+ * at most TFS_MAP_MAX pieces), so metadata grows into whatever space is
+ * free, as data does.  Free space is not stored: it is every data block
+ * that no extent maps and no superblock copy's map names.
  *
  * Superblock (one 4096-byte block; two copies, written alternately):
  *
  *    0  8  magic "tensorfs"
- *    8  4  version (1)
+ *    8  4  version (2; version 1 had two fixed checkpoint slots)
  *   12  4  block size (4096)
  *   16  8  generation; copy (generation & 1) holds it; the valid copy with
  *          the highest generation is the current one
  *   24  8  device blocks (the size of the file system)
- *   32  8  journal_start      40  8  journal_blocks
- *   48  8  ckpt_start[0]      56  8  ckpt_start[1]
- *   64  8  ckpt_blocks (per slot)
- *   72  8  data_start
- *   80  4  active checkpoint slot (0 or 1)
- *   84  4  flags: 1 = CLEAN (unmounted cleanly; the journal is empty)
- *   88  8  checkpoint length in bytes
- *   96  4  checkpoint CRC-32C (over its whole length)
- *  100  4  reserved (0)
- *  104  8  ckpt_seq: sequence number of the first journal transaction
+ *   32  8  journal_start (2)  40  8  journal_blocks
+ *   48  8  data_start (journal_start + journal_blocks)
+ *   56  4  flags: 1 = CLEAN (unmounted cleanly; the journal is empty)
+ *   60  4  map pieces: n, 1..TFS_MAP_MAX
+ *   64  8  checkpoint length in bytes
+ *   72  4  checkpoint CRC-32C (over its whole length)
+ *   76  4  reserved (0)
+ *   80  8  ckpt_seq: sequence number of the first journal transaction
  *          that follows the checkpoint
- *  112 16  uuid
- *  128  8  creation time, ns since the epoch
- *  136  8  last write time of this superblock, ns since the epoch
- *  144 ... zero
+ *   88 16  uuid
+ *  104  8  creation time, ns since the epoch
+ *  112  8  last write time of this superblock, ns since the epoch
+ *  120  8  reserved (0)
+ *  128 16n the map: n pieces of (start block u64, blocks u64), in the
+ *          order the checkpoint's bytes fill them; each inside the data
+ *          area, none overlapping another, together exactly the blocks
+ *          the checkpoint's length rounds up to
+ *  ... zero
  * 4092  4  CRC-32C of bytes 0..4091
  *
- * Checkpoint (ckpt_slot blocks hold one stream of "length" bytes):
+ * Checkpoint (the map's blocks hold one stream of "length" bytes):
  *
  *    0  8  magic "tfsckpt\0"
  *    8  8  seq (equal to the superblock's ckpt_seq)
@@ -93,7 +98,10 @@
 
 #define TFS_BLOCK_SIZE		4096u
 #define TFS_BLOCK_SHIFT		12
-#define TFS_VERSION		1u
+#define TFS_VERSION		2u
+/* Pieces a checkpoint's map holds (128 + 16 x 240 bytes fit the
+ * superblock): a checkpoint must fit in the 240 largest free extents. */
+#define TFS_MAP_MAX		240u
 #define TFS_MAGIC		"tensorfs"
 #define TFS_CKPT_MAGIC		"tfsckpt"
 #define TFS_JOURNAL_MAGIC	0x6a736674u	/* "tfsj" */
@@ -137,19 +145,25 @@ struct tfs_attr {
 	uint64_t parent;
 };
 
+/* One piece of a checkpoint's map: blocks [start, start + len). */
+struct tfs_piece {
+	uint64_t start, len;
+};
+
 /* A decoded superblock. */
 struct tfs_super {
 	uint64_t generation;
 	uint64_t dev_blocks;
 	uint64_t journal_start, journal_blocks;
-	uint64_t ckpt_start[2], ckpt_blocks;
 	uint64_t data_start;
-	uint32_t slot, flags;
+	uint32_t flags;
+	uint32_t npieces;
 	uint64_t ckpt_len;
 	uint32_t ckpt_crc;
 	uint64_t ckpt_seq;
 	uint8_t uuid[16];
 	uint64_t ctime_ns, wtime_ns;
+	struct tfs_piece map[TFS_MAP_MAX];	/* the checkpoint's blocks */
 };
 
 /* A decoded record.  Pointers point into the buffer it was decoded from
@@ -212,11 +226,20 @@ int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos,
 
 /* Superblock: encode into a 4096-byte block (computing the CRC), decode
  * and verify (-EUCLEAN: bad CRC or values, a layout other than the
- * regions above back to back inside dev_blocks, or one whose offsets
- * would wrap around 2^64 or not fit an off_t; -EINVAL: not a tensorfs,
- * i.e. no magic; -EPROTO: a version this build does not know). */
+ * regions above back to back inside dev_blocks, a map piece outside the
+ * data area, overlapping another or not adding up to the checkpoint's
+ * length, or offsets that would wrap around 2^64 or not fit an off_t;
+ * -EINVAL: not a tensorfs, i.e. no magic; -EPROTO: a version this build
+ * does not know: tfs_super_version() says which). */
 void tfs_super_encode(const struct tfs_super *s, uint8_t *block);
 int tfs_super_decode(const uint8_t *block, struct tfs_super *s);
+/* The version field of a superblock block (for messages). */
+uint32_t tfs_super_version(const uint8_t *block);
+/* Blocks of a superblock's map, in all. */
+uint64_t tfs_super_map_blocks(const struct tfs_super *s);
+/* Whether two superblocks name the same checkpoint (same seq, same
+ * first block). */
+int tfs_super_same_ckpt(const struct tfs_super *a, const struct tfs_super *b);
 
 /* Checkpoint and transaction headers (TFS_HDR_SIZE bytes). */
 struct tfs_hdr {
@@ -235,7 +258,7 @@ int tfs_txn_verify(const uint8_t *p, const struct tfs_hdr *h,
 		   const uint8_t *payload);
 
 /* The layout mkfs gives a device of dev_blocks blocks: fills the layout
- * fields of s.  -ENOSPC if the device is below TFS_MIN_DEVICE_BYTES. */
+ * fields of s (not the map: the first checkpoint allocates it).  -ENOSPC if the device is below TFS_MIN_DEVICE_BYTES. */
 int tfs_layout(uint64_t dev_blocks, struct tfs_super *s);
 
 /* Little-endian helpers. */

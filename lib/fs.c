@@ -12,8 +12,9 @@
  * links (open, or known to the kernel, but unlinked at a crash: files and
  * directories alike) are freed, and a checkpoint makes
  * the replayed state the committed one with an empty journal.  The
- * allocator is rebuilt from the extent maps; an extent outside the data
- * area or overlapping another fails the open (-EUCLEAN).  tfs_fs_start()
+ * allocator is rebuilt from the extent maps and the checkpoints' maps
+ * (journal.c's J10); an extent outside the data area or overlapping
+ * another or the checkpoint fails the open (-EUCLEAN).  tfs_fs_start()
  * starts the cache's flushers and the commit thread (after any fork);
  * tfs_fs_close() frees the unlinked inodes only the kernel's lookups
  * kept (tfs_inode_forget_all()), writes everything back, commits, and
@@ -202,6 +203,9 @@ static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 	b.err = err;
 	b.errlen = errlen;
 	rc = tfs_meta_each(fs->m, mark_extents, &b);
+	/* J10: the checkpoints the superblock copies name are used too */
+	if (!rc)
+		rc = tfs_journal_hold(&fs->j, fs->alloc, err, errlen);
 	/* J11: what is free now waits for two checkpoints like any freed
 	 * block; without memory for it nothing is discarded */
 	if (!rc && !fs->opts.readonly)
@@ -507,7 +511,8 @@ void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info)
 	info->free_extents = tfs_alloc_free_extents(fs->alloc);
 	info->inodes = tfs_meta_inodes(fs->m);
 	info->meta_bytes = tfs_meta_bytes(fs->m);
-	info->meta_capacity = tfs_journal_slot_bytes(&fs->j);
+	info->ckpt_blocks = tfs_journal_held_blocks(&fs->j);
+	info->meta_capacity = info->meta_bytes + tfs_txn_avail(fs) * BS;
 	info->meta_ram_bytes = tfs_meta_ram(fs->m);
 	info->journal_bytes = fs->j.sb.journal_blocks * BS;
 	info->generation = fs->j.sb.generation;

@@ -38,7 +38,7 @@
 #include "meta.h"
 
 #define BS		TFS_BLOCK_SIZE
-#define META_RESERVE	(64u << 10)	/* checkpoint slot headroom */
+#define META_RESERVE	(64u << 10)	/* headroom of the checkpoint reserve */
 #define NO_TAG		UINT64_MAX	/* tfs_txn_release_pending(): nothing */
 
 struct pending {
@@ -154,7 +154,22 @@ struct tfs_timespec tfs_fs_now(void);
 void tfs_txn_rec(struct tfs_fs *fs, int rc);
 void tfs_txn_mark_dirty(struct tfs_fs *fs, struct tfs_inode *ip);
 void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime);
+/*
+ * J10: the free data space must hold the next checkpoint.  Blocks it
+ * takes for a tree 'more' bytes larger (META_RESERVE of headroom
+ * included); 0 or -ENOSPC for a change that adds 'more' bytes of
+ * metadata (and allocates 'blocks' data blocks); the data blocks left
+ * beyond the reserve, counting those freed but not yet committed (for
+ * statfs).  Under fs->lock.
+ */
+uint64_t tfs_txn_reserve(struct tfs_fs *fs, uint64_t more);
 int tfs_txn_room(struct tfs_fs *fs, uint64_t more);
+int tfs_txn_room_data(struct tfs_fs *fs, uint64_t blocks, uint64_t more);
+/* J10: whether the next checkpoint, 'more' bytes larger, still fits in
+ * TFS_MAP_MAX pieces of the free space (checked after an allocation,
+ * which is undone on -ENOSPC). */
+int tfs_txn_ckpt_fits(struct tfs_fs *fs, uint64_t more);
+uint64_t tfs_txn_avail(struct tfs_fs *fs);
 void tfs_txn_freed(uint64_t pblk, uint64_t len, void *arg);
 int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag);
 void tfs_txn_release_pending(struct tfs_fs *fs, uint64_t tag);

@@ -2,9 +2,10 @@
  * journal.c: format, load (recovery), commit and checkpoint, and the
  * crash protocol they follow.
  *
- * The state on the device is a checkpoint (the whole tree, in one of two
- * slots) plus the journal transactions committed after it, found through
- * the newer of two superblock copies (format.h has the bytes).
+ * The state on the device is a checkpoint (the whole tree, in blocks
+ * allocated from the data area and listed by the superblock's map) plus
+ * the journal transactions committed after it, found through the newer
+ * of two superblock copies (format.h has the bytes).
  *
  * ===== the crash protocol =====
  *
@@ -34,17 +35,17 @@
  *     flush failed, and the journal takes no transaction after it until
  *     a checkpoint.  So replay never applies a transaction twice (one
  *     the checkpoint holds), nor one of another epoch (checkpoint).
- * J4  A checkpoint goes to the inactive slot and is flushed before the
- *     superblock that points to it is written; that superblock goes to
- *     the copy not holding the current generation and is flushed before
- *     the journal is reused from its start.  A crash anywhere leaves the
- *     old superblock, slot and journal intact, or the new ones complete.
- * J5  Never write into the slot, or the part of the journal, that a
+ * J4  A checkpoint goes to newly allocated blocks (J10) and is flushed
+ *     before the superblock that names them is written; that superblock
+ *     goes to the copy not holding the current generation and is
+ *     flushed before the journal is reused from its start.  A crash
+ *     anywhere leaves the old superblock, checkpoint and journal intact,
+ *     or the new ones complete.
+ * J5  Never write into a checkpoint, or the part of the journal, that a
  *     superblock copy possibly newest on the device depends on.  After
- *     J4's steps succeed only the current copy qualifies; after a
- *     superblock write or flush fails either copy may, so nothing more
- *     is written (J7): a next checkpoint would overwrite the slot the
- *     older copy, perhaps the only durable one, points to.
+ *     J4's steps succeed only the current copy qualifies for the
+ *     journal; after a superblock write or flush fails either copy may,
+ *     so nothing more is written (J7).
  * J6  Blocks freed by a transaction are reused only once it is durable
  *     (the pending list, commit.c), and only after write-backs still in
  *     flight to them have finished.  fsck: no two extents share a block
@@ -58,11 +59,11 @@
  *     then holds one of the states of J4.  A failed transaction or
  *     checkpoint write (the write itself, before any flush) is retried
  *     safely: J3 burns the transaction, the next commit is a checkpoint
- *     to the inactive slot.
+ *     to new blocks (J10); a failed checkpoint's blocks go back.
  * J8  Load takes the valid superblock copy with the higher generation.
  *     If its checkpoint is damaged (CRC, header) and the other copy is
- *     valid and points to the other slot, load falls back to that copy,
- *     its slot and the transactions of its epoch still intact in the
+ *     valid and names another checkpoint, load falls back to that copy,
+ *     its checkpoint and the transactions of its epoch still intact in the
  *     journal (J3 keeps those of newer epochs out; no "damaged in the
  *     middle" check, since a newer epoch reuses the journal), and says
  *     so in j->note: an older state, but a consistent one.  The device
@@ -78,6 +79,23 @@
  *     J9e an extent map is sorted and within the data area (J6 for
  *         overlaps);
  *     J9f a symlink has a target.
+ * J10 Metadata space is data space.  A checkpoint's blocks are
+ *     allocated from the free data space and listed in the superblock's
+ *     map (at most TFS_MAP_MAX pieces).  The blocks that either
+ *     superblock copy on the device names are never given out (load
+ *     marks both maps used, tfs_journal_hold()); those of the copy a
+ *     superblock write replaced go back to the allocator only once that
+ *     write is flushed and no copy names them (write_super()), since
+ *     until then J8 may fall back to them.  The file system keeps free
+ *     what the next checkpoints take (tfs_journal_ckpt_need(): up to
+ *     three times the tree's size when the copies name small ones, the
+ *     tree's size in the steady state; tfs_txn_room(), commit.c), in
+ *     the TFS_MAP_MAX largest free extents (tfs_txn_ckpt_fits()): data
+ *     writes and new metadata get ENOSPC first, so a checkpoint always
+ *     finds its blocks and space and inodes run out together.
+ *     Load checks every map piece against the data area (format.c,
+ *     no wrap near 2^64) and against the file extents; fsck: used +
+ *     free + checkpoint blocks = data area.
  * J11 A block is discarded (trim: a hole punched in an image, BLKDISCARD
  *     on a device) only when no state load can reach still maps it:
  *     neither the committed one nor the one J8 falls back to, the older
@@ -105,9 +123,10 @@
  * higher generation (J8).  The checkpoint's CRC is checked before any of
  * it is used.  Journal replay then follows J2.
  *
- * Checkpoint writes the tree in 1 MiB pieces straight from the record
- * encoder into the inactive slot, so it needs no memory proportional to
- * the tree.  Superblock generations alternate between the two copies.
+ * Checkpoint allocates the blocks the tree takes (tfs_meta_bytes() is
+ * exact), largest free extents first, and writes the tree in 1 MiB
+ * pieces straight from the record encoder into them, so it needs no
+ * memory proportional to the tree.  Superblock generations alternate between the two copies.
  */
 #include "journal.h"
 
@@ -170,41 +189,145 @@ int tfs_journal_flush(struct tfs_journal *j, const char *after)
 	return rc;
 }
 
+/* J10: give the blocks of a map back to the allocator.  A piece the
+ * allocator does not hold as used (a stale copy's, not marked at load)
+ * is refused by it and stays as it is. */
+static void release_map(struct tfs_journal *j, const struct tfs_super *s)
+{
+	if (!j->alloc)
+		return;
+	/* as freed blocks: discarded in time (J11), with margin to spare */
+	for (uint32_t i = 0; i < s->npieces && i < TFS_MAP_MAX; i++)
+		(void)tfs_alloc_put_freed(j->alloc, s->map[i].start,
+					  s->map[i].len);
+}
+
 /*
  * Write the superblock, next generation, to its copy and flush.  A
  * failure leaves either copy possibly the newest on the device: J5 and
- * J7 say stop.
+ * J7 say stop.  Once it is durable, the checkpoint the replaced copy
+ * named goes back to the allocator unless a copy still names it (J10).
  */
 static int write_super(struct tfs_journal *j)
 {
 	uint8_t *b = j->iobuf;
-	int rc;
+	struct tfs_super old;
+	int rc, k, old_ok;
 
 	if (j->err)
 		return j->err;
 	j->sb.generation++;
 	j->sb.wtime_ns = now_ns();
+	k = (int)(j->sb.generation & 1);
 	tfs_super_encode(&j->sb, b);
 	rc = tfs_dev_write(j->dev, b, TFS_BLOCK_SIZE,
-			   (j->sb.generation & 1) * TFS_BLOCK_SIZE);
+			   (uint64_t)k * TFS_BLOCK_SIZE);
 	if (rc) {
 		stop(j, rc, "superblock write (generation %llu) failed",
 		     (unsigned long long)j->sb.generation);
 		return rc;
 	}
-	return tfs_journal_flush(j, "the superblock write");
+	rc = tfs_journal_flush(j, "the superblock write");
+	if (rc)
+		return rc;
+	old = j->disk[k];
+	old_ok = j->disk_ok[k];
+	j->disk[k] = j->sb;
+	j->disk_ok[k] = 1;
+	if (old_ok && !tfs_super_same_ckpt(&old, &j->sb) &&
+	    !(j->disk_ok[k ^ 1] && tfs_super_same_ckpt(&old, &j->disk[k ^ 1])))
+		release_map(j, &old);
+	return 0;
 }
 
 /* ===== checkpoint ===== */
 
+/*
+ * Where byte pos of the checkpoint whose map is s lies on the device:
+ * *off, with *avail bytes of the same piece from there.  -ENOSPC past
+ * the map's end.
+ */
+static int map_at(const struct tfs_super *s, uint64_t pos, uint64_t *off,
+		  uint64_t *avail)
+{
+	for (uint32_t i = 0; i < s->npieces; i++) {
+		uint64_t bytes = s->map[i].len * TFS_BLOCK_SIZE;
+
+		if (pos < bytes) {
+			*off = s->map[i].start * TFS_BLOCK_SIZE + pos;
+			*avail = bytes - pos;
+			return 0;
+		}
+		pos -= bytes;
+	}
+	return -ENOSPC;
+}
+
+/* Write or read n bytes (whole blocks) at checkpoint byte pos. */
+static int map_io(struct tfs_journal *j, const struct tfs_super *s,
+		  uint8_t *buf, uint64_t n, uint64_t pos, int write)
+{
+	while (n) {
+		uint64_t off, avail, k;
+		int rc = map_at(s, pos, &off, &avail);
+
+		if (rc)
+			return rc;
+		k = n < avail ? n : avail;
+		rc = write ? tfs_dev_write(j->dev, buf, k, off)
+			   : tfs_dev_read(j->dev, buf, k, off);
+		if (rc)
+			return rc;
+		buf += k;
+		pos += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/*
+ * J10: allocate 'blocks' blocks for a checkpoint into s's map, each
+ * piece as large as the free space allows (the allocator gives a run of
+ * all that is asked if one exists, else the largest free extent).
+ * -ENOSPC (nothing kept) if they do not fit in TFS_MAP_MAX pieces.
+ */
+static int alloc_map(struct tfs_journal *j, uint64_t blocks,
+		     struct tfs_super *s)
+{
+	int rc = 0;
+
+	s->npieces = 0;
+	if (!j->alloc)
+		return -EINVAL;
+	while (blocks) {
+		uint64_t start, n = blocks;
+
+		if (s->npieces == TFS_MAP_MAX) {
+			rc = -ENOSPC;
+			break;
+		}
+		rc = tfs_alloc_get(j->alloc, UINT64_MAX, &start, &n);
+		if (rc)
+			break;
+		s->map[s->npieces].start = start;
+		s->map[s->npieces].len = n;
+		s->npieces++;
+		blocks -= n;
+	}
+	if (rc) {
+		release_map(j, s);
+		s->npieces = 0;
+	}
+	return rc;
+}
+
 struct ckpt_writer {
 	struct tfs_journal *j;
-	uint64_t base;		/* device offset of the slot */
+	const struct tfs_super *s;	/* the map written into */
 	uint64_t pos;		/* bytes written so far */
-	uint64_t limit;
 };
 
-/* Write the whole blocks of b to the slot, keep the tail in b. */
+/* Write the whole blocks of b to the checkpoint, keep the tail in b. */
 static int ckpt_flush(struct tfs_buf *b, void *arg)
 {
 	struct ckpt_writer *w = arg;
@@ -216,10 +339,8 @@ static int ckpt_flush(struct tfs_buf *b, void *arg)
 		size_t n = whole - done < w->j->iobuf_len ? whole - done
 							   : w->j->iobuf_len;
 
-		if (w->pos + n > w->limit)
-			return -ENOSPC;
 		memcpy(w->j->iobuf, b->p + done, n);
-		rc = tfs_dev_write(w->j->dev, w->j->iobuf, n, w->base + w->pos);
+		rc = map_io(w->j, w->s, w->j->iobuf, n, w->pos, 1);
 		if (rc)
 			return rc;
 		w->pos += n;
@@ -230,22 +351,26 @@ static int ckpt_flush(struct tfs_buf *b, void *arg)
 	return 0;
 }
 
+/*
+ * Allocate s's map for the tree m and write it there with seq: s gets
+ * the map, length and CRC.  On failure the blocks go back (J10).
+ */
 static int write_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
-			    uint32_t slot, uint64_t seq, uint64_t *len,
-			    uint32_t *crc)
+			    uint64_t seq, struct tfs_super *s)
 {
-	struct ckpt_writer w = { j, j->sb.ckpt_start[slot] * TFS_BLOCK_SIZE,
-				 0, j->sb.ckpt_blocks * TFS_BLOCK_SIZE };
+	struct ckpt_writer w = { j, s, 0 };
 	struct tfs_buf b = { 0 };
 	struct tfs_hdr h = { 0 };
 	uint64_t nrec = 0, total;
+	uint32_t crc = 0;
 	int rc;
 
-	if (tfs_meta_bytes(m) > w.limit)
-		return -ENOSPC;
-	rc = tfs_buf_reserve(&b, CHUNK + 2 * TFS_BLOCK_SIZE);
+	rc = alloc_map(j, tfs_journal_ckpt_blocks(tfs_meta_bytes(m)), s);
 	if (rc)
 		return rc;
+	rc = tfs_buf_reserve(&b, CHUNK + 2 * TFS_BLOCK_SIZE);
+	if (rc)
+		goto out;
 	/*
 	 * The header goes first but holds the record count, which is known
 	 * only at the end: write a placeholder, then rewrite block 0.
@@ -258,8 +383,9 @@ static int write_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	total = w.pos + b.len;
 	memset(b.p + b.len, 0, round_up(b.len) - b.len);
 	b.len = round_up(b.len);
-	if (w.pos + b.len > w.limit) {
-		rc = -ENOSPC;
+	/* tfs_meta_bytes() is exact: the map holds exactly the blocks */
+	if (round_up(total) != tfs_super_map_blocks(s) * TFS_BLOCK_SIZE) {
+		rc = -EUCLEAN;
 		goto out;
 	}
 	/* Patch the header: the first block is in b if nothing was flushed,
@@ -268,37 +394,40 @@ static int write_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	h.next_ino = tfs_meta_next_ino(m);
 	h.used_blocks = tfs_meta_used_blocks(m);
 	h.nrec = nrec;
-	if (w.pos == 0) {
+	if (w.pos == 0)
 		tfs_ckpt_hdr_encode(&h, b.p);
-	}
 	memcpy(j->iobuf, b.p, b.len);
-	rc = tfs_dev_write(j->dev, j->iobuf, b.len, w.base + w.pos);
+	rc = map_io(j, s, j->iobuf, b.len, w.pos, 1);
 	if (rc)
 		goto out;
 	if (w.pos != 0) {
 		uint8_t *blk = j->iobuf;
 
-		rc = tfs_dev_read(j->dev, blk, TFS_BLOCK_SIZE, w.base);
+		rc = map_io(j, s, blk, TFS_BLOCK_SIZE, 0, 0);
 		if (rc)
 			goto out;
 		tfs_ckpt_hdr_encode(&h, blk);
-		rc = tfs_dev_write(j->dev, blk, TFS_BLOCK_SIZE, w.base);
+		rc = map_io(j, s, blk, TFS_BLOCK_SIZE, 0, 1);
 		if (rc)
 			goto out;
 	}
 	/* The CRC is computed over the final bytes, re-read in pieces. */
-	*crc = 0;
 	for (uint64_t off = 0; off < total; off += j->iobuf_len) {
 		size_t n = total - off < j->iobuf_len ? total - off
 						      : j->iobuf_len;
 
-		rc = tfs_dev_read(j->dev, j->iobuf, round_up(n), w.base + off);
+		rc = map_io(j, s, j->iobuf, round_up(n), off, 0);
 		if (rc)
 			goto out;
-		*crc = tfs_crc32c(*crc, j->iobuf, n);
+		crc = tfs_crc32c(crc, j->iobuf, n);
 	}
-	*len = total;
+	s->ckpt_len = total;
+	s->ckpt_crc = crc;
 out:
+	if (rc) {
+		release_map(j, s);
+		s->npieces = 0;
+	}
 	tfs_buf_release(&b);
 	return rc;
 }
@@ -306,26 +435,29 @@ out:
 int tfs_journal_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 			   uint32_t flags)
 {
-	uint32_t slot = j->sb.slot ^ 1, crc = 0;
-	uint64_t len = 0;
+	struct tfs_super *next;
 	int rc;
 
 	if (j->err)
 		return j->err;
+	next = malloc(sizeof(*next));
+	if (!next)
+		return -ENOMEM;
+	*next = j->sb;
 	/* J3: a number of its own, above every transaction so far */
 	j->seq++;
-	/* J4, J5: the inactive slot, flushed before a superblock names it */
-	rc = write_checkpoint(j, m, slot, j->seq, &len, &crc);
-	if (rc)
+	/* J4, J10: new blocks, flushed before a superblock names them */
+	rc = write_checkpoint(j, m, j->seq, next);
+	if (!rc)
+		rc = tfs_journal_flush(j, "a checkpoint");
+	if (rc) {
+		free(next);
 		return rc;
-	rc = tfs_journal_flush(j, "a checkpoint");
-	if (rc)
-		return rc;
-	j->sb.slot = slot;
-	j->sb.ckpt_len = len;
-	j->sb.ckpt_crc = crc;
-	j->sb.ckpt_seq = j->seq;
-	j->sb.flags = flags;
+	}
+	next->ckpt_seq = j->seq;
+	next->flags = flags;
+	j->sb = *next;
+	free(next);
 	rc = write_super(j);
 	if (rc)
 		return rc;
@@ -333,9 +465,89 @@ int tfs_journal_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	return 0;
 }
 
-uint64_t tfs_journal_slot_bytes(const struct tfs_journal *j)
+uint64_t tfs_journal_ckpt_need(const struct tfs_journal *j, uint64_t b)
 {
-	return j->sb.ckpt_blocks * TFS_BLOCK_SIZE;
+	int k = (int)((j->sb.generation + 1) & 1);	/* replaced first */
+	uint64_t p = tfs_super_map_blocks(&j->sb), q = 0, need = b;
+
+	if (j->disk_ok[k] && !tfs_super_same_ckpt(&j->disk[k], &j->sb))
+		q = tfs_super_map_blocks(&j->disk[k]);
+	if (b > UINT64_MAX / 3)
+		return UINT64_MAX;
+	if (2 * b > q && 2 * b - q > need)
+		need = 2 * b - q;
+	if (3 * b > q + p && 3 * b - q - p > need)
+		need = 3 * b - q - p;
+	return need;
+}
+
+uint64_t tfs_journal_held_blocks(const struct tfs_journal *j)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < 2; i++)
+		if (j->disk_ok[i] &&
+		    !(i == 1 && j->disk_ok[0] &&
+		      tfs_super_same_ckpt(&j->disk[0], &j->disk[1])))
+			n += tfs_super_map_blocks(&j->disk[i]);
+	return n;
+}
+
+/* Mark s's map used in a: 0, or the allocator's error with nothing
+ * marked. */
+static int hold_map(struct tfs_alloc *a, const struct tfs_super *s)
+{
+	for (uint32_t i = 0; i < s->npieces; i++) {
+		int rc = tfs_alloc_mark_used(a, s->map[i].start,
+					     s->map[i].len);
+
+		if (rc) {
+			while (i--)
+				(void)tfs_alloc_put(a, s->map[i].start,
+						    s->map[i].len);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int tfs_journal_hold(struct tfs_journal *j, struct tfs_alloc *a, char *err,
+		     size_t errlen)
+{
+	int rc, cur = -1;
+
+	/* the checkpoint loaded: one of the copies (J8 may have chosen the
+	 * older one) */
+	for (int i = 0; i < 2; i++)
+		if (j->disk_ok[i] && tfs_super_same_ckpt(&j->disk[i], &j->sb))
+			cur = i;
+	rc = hold_map(a, &j->sb);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		tfs_say(err, errlen, "the checkpoint's blocks (map of "
+				 "superblock generation %llu) overlap file "
+				 "data or each other; run tensorfs-fsck",
+		    (unsigned long long)j->sb.generation);
+		return -EUCLEAN;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (i == cur || !j->disk_ok[i] ||
+		    tfs_super_same_ckpt(&j->disk[i], &j->sb))
+			continue;
+		rc = hold_map(a, &j->disk[i]);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc)
+			j->disk_ok[i] = 0;	/* stale: its blocks not held */
+	}
+	if (cur < 0) {
+		/* cannot happen: the loaded copy is one of the two */
+		j->disk[j->sb.generation & 1] = j->sb;
+		j->disk_ok[j->sb.generation & 1] = 1;
+	}
+	j->alloc = a;
+	return 0;
 }
 
 int tfs_journal_set_flags(struct tfs_journal *j, uint32_t flags)
@@ -368,6 +580,7 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 {
 	struct tfs_journal j;
 	struct tfs_meta *m = NULL;
+	struct tfs_alloc *a = NULL;
 	struct tfs_attr root = { 0 };
 	struct timespec ts;
 	int rc;
@@ -380,6 +593,13 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 	rc = tfs_layout(bytes / TFS_BLOCK_SIZE, &j.sb);
 	if (rc)
 		goto out;
+	/* J10: the first checkpoint takes its blocks from the data area */
+	a = tfs_alloc_new(j.sb.data_start, j.sb.dev_blocks - j.sb.data_start);
+	if (!a) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	j.alloc = a;
 	if (getrandom(j.sb.uuid, sizeof(j.sb.uuid), 0) != sizeof(j.sb.uuid))
 		memset(j.sb.uuid, 0x5a, sizeof(j.sb.uuid));
 	j.sb.ctime_ns = now_ns();
@@ -419,8 +639,7 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 	if (getrandom(&j.seq, sizeof(j.seq), 0) != sizeof(j.seq))
 		j.seq = (uint64_t)now_ns();
 	j.seq = (j.seq >> 2) | 1;
-	/* slot 1 is "active" before, so the checkpoint lands in slot 0 */
-	j.sb.slot = 1;
+	/* generation 1 goes to copy 1, then 2 to copy 0 */
 	j.sb.generation = 0;
 	rc = tfs_journal_checkpoint(&j, m, TFS_SB_CLEAN);
 	if (rc)
@@ -430,6 +649,7 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 out:
 	tfs_meta_free(m);
 	tfs_journal_release(&j);
+	tfs_alloc_free(a);
 	return rc;
 }
 
@@ -480,8 +700,25 @@ static int read_super(struct tfs_journal *j, struct tfs_super *other,
 			return -EINVAL;
 		}
 		if (rc[0] == -EPROTO || rc[1] == -EPROTO) {
-			tfs_say(err, errlen, "tensorfs format version not "
-					 "supported by this build");
+			uint32_t v = tfs_super_version(rc[0] == -EPROTO ?
+						       b : b + TFS_BLOCK_SIZE);
+
+			if (v < TFS_VERSION)
+				tfs_say(err, errlen, "this tensorfs (format "
+						 "version %u) was made by an "
+						 "older mkfs.tensorfs; this "
+						 "build reads version %u: "
+						 "copy the files out with the "
+						 "older tensorfs, then "
+						 "recreate it with "
+						 "mkfs.tensorfs",
+				    v, TFS_VERSION);
+			else
+				tfs_say(err, errlen, "tensorfs format version "
+						 "%u is newer than this build "
+						 "reads (%u): use a newer "
+						 "tensorfs",
+				    v, TFS_VERSION);
 			return -EPROTO;
 		}
 		tfs_say(err, errlen, "both superblock copies are corrupted "
@@ -489,6 +726,11 @@ static int read_super(struct tfs_journal *j, struct tfs_super *other,
 		return -EUCLEAN;
 	}
 	*has_other = 0;
+	for (int i = 0; i < 2; i++) {
+		j->disk_ok[i] = rc[i] == 0;
+		if (!rc[i])
+			j->disk[i] = s[i];
+	}
 	if (rc[0]) {
 		j->sb = s[1];
 	} else if (rc[1]) {
@@ -498,9 +740,8 @@ static int read_super(struct tfs_journal *j, struct tfs_super *other,
 
 		j->sb = s[newer];
 		*other = s[newer ^ 1];
-		*has_other = other->slot != j->sb.slot ||
-			     other->ckpt_crc != j->sb.ckpt_crc ||
-			     other->ckpt_seq != j->sb.ckpt_seq;
+		*has_other = !tfs_super_same_ckpt(other, &j->sb) ||
+			     other->ckpt_crc != j->sb.ckpt_crc;
 	}
 	if (j->sb.dev_blocks * TFS_BLOCK_SIZE > tfs_dev_size(j->dev)) {
 		tfs_say(err, errlen, "device is %llu bytes but the file system "
@@ -520,7 +761,6 @@ static int read_super(struct tfs_journal *j, struct tfs_super *other,
 static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 			   int *damaged, char *err, size_t errlen)
 {
-	uint64_t base = j->sb.ckpt_start[j->sb.slot] * TFS_BLOCK_SIZE;
 	uint64_t len = j->sb.ckpt_len, nrec = 0;
 	struct tfs_hdr h;
 	uint32_t crc = 0;
@@ -532,18 +772,20 @@ static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	all = tfs_io_alloc(round_up(len));
 	if (!all)
 		return -ENOMEM;
-	rc = tfs_dev_read(j->dev, all, round_up(len), base);
+	rc = map_io(j, &j->sb, all, round_up(len), 0, 0);
 	if (rc) {
-		tfs_say(err, errlen, "cannot read the checkpoint in slot %u: "
-				 "%s", j->sb.slot, strerror(-rc));
+		tfs_say(err, errlen, "cannot read the checkpoint of superblock "
+				 "generation %llu: %s",
+		    (unsigned long long)j->sb.generation, strerror(-rc));
 		*damaged = 1;
 		goto out;
 	}
 	crc = tfs_crc32c(0, all, len);
 	if (crc != j->sb.ckpt_crc || tfs_ckpt_hdr_decode(all, &h) ||
 	    h.seq != j->sb.ckpt_seq) {
-		tfs_say(err, errlen, "checkpoint in slot %u is corrupted "
-				 "(checksum mismatch)", j->sb.slot);
+		tfs_say(err, errlen, "checkpoint of superblock generation "
+				 "%llu is corrupted (checksum mismatch)",
+		    (unsigned long long)j->sb.generation);
 		*damaged = 1;
 		rc = -EUCLEAN;
 		goto out;
@@ -663,7 +905,7 @@ static int later_txn_exists(struct tfs_journal *j, uint64_t off,
 static int load_older(struct tfs_journal *j, struct tfs_meta *m,
 		      const struct tfs_super *other, char *err, size_t errlen)
 {
-	struct tfs_super newer = j->sb;
+	uint64_t newer = j->sb.generation;
 	char why[160];
 	int damaged, rc;
 
@@ -673,16 +915,16 @@ static int load_older(struct tfs_journal *j, struct tfs_meta *m,
 	if (rc) {
 		if (damaged)
 			tfs_say(err, errlen, "%s, and so is the older "
-					 "superblock copy's, in slot %u",
-			    why, other->slot);
+					 "superblock copy's (generation %llu)",
+			    why, (unsigned long long)other->generation);
 		return rc;
 	}
 	tfs_say(j->note, sizeof(j->note), "superblock generation %llu: %s; "
 			"using the older copy (generation %llu) and its "
-			"checkpoint in slot %u: changes committed after it "
-			"may be missing",
-	    (unsigned long long)newer.generation, why,
-	    (unsigned long long)other->generation, other->slot);
+			"checkpoint: changes committed after it may be "
+			"missing",
+	    (unsigned long long)newer, why,
+	    (unsigned long long)other->generation);
 	return 0;
 }
 

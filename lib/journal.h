@@ -2,17 +2,18 @@
  * journal.h: how the metadata reaches the device and comes back.
  *
  * The state on the device is a checkpoint (the whole tree as records, in
- * one of two slots) plus the journal transactions committed after it
+ * blocks allocated from the data area and listed in the superblock)
+ * plus the journal transactions committed after it
  * (format.h).  Changes are made in memory, collected as records, and
  * committed as one transaction: the transaction is one write of header
  * plus payload with a CRC over both, so after a crash it is either
  * entirely there or recognisably not (a torn write fails its CRC), and
  * replay stops before it.  When the journal is full, or at unmount, a
- * checkpoint of the whole tree goes to the other slot and the superblock
- * switches to it; until that superblock write the old slot and journal
- * are untouched, so a crash at any point leaves one complete state.
+ * checkpoint of the whole tree goes to newly allocated blocks and the
+ * superblock switches to it; until that superblock write the old
+ * checkpoint and journal are untouched, so a crash at any point leaves one complete state.
  *
- * The crash protocol (invariants J1..J9) is written down, numbered, at
+ * The crash protocol (invariants J1..J10) is written down, numbered, at
  * the top of journal.c.
  *
  * Errors.  A failed write of a transaction or checkpoint is returned and
@@ -29,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc.h"
 #include "format.h"
 #include "io.h"
 #include "meta.h"
@@ -46,12 +48,18 @@ struct tfs_journal {
 				   the older superblock ("" if none) */
 	void *iobuf;		/* aligned scratch, iobuf_len bytes */
 	size_t iobuf_len;
+	/* J10: where checkpoints get their blocks (NULL: none may be
+	 * written), and what each on-disk superblock copy names */
+	struct tfs_alloc *alloc;
+	struct tfs_super disk[2];
+	int disk_ok[2];		/* copy i is valid: its map's blocks held */
 };
 
 /*
  * Format: write an empty file system of 'bytes' bytes (at most the
  * device's size) with a root directory owned by uid:gid, mode 0755, to
- * dev: an empty journal, the checkpoint in slot 0 and both superblocks.
+ * dev: an empty journal, the first checkpoint at the start of the data
+ * area and both superblocks.
  * Returns 0 or -errno (-ENOSPC: below the minimum size).
  */
 int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
@@ -93,11 +101,13 @@ int tfs_journal_flush(struct tfs_journal *j, const char *after);
 uint64_t tfs_journal_free(const struct tfs_journal *j);
 
 /*
- * Checkpoint: write the whole tree m to the inactive slot, flush, switch
- * the superblock to it with an empty journal (flags: TFS_SB_CLEAN at
- * unmount), flush.  -ENOSPC if the tree does not fit in a slot.  A
- * failed write of the slot may be retried; a failed flush or superblock
- * write stops the journal (J7).
+ * Checkpoint: write the whole tree m to blocks allocated from j->alloc
+ * (J10), flush, switch the superblock to it with an empty journal
+ * (flags: TFS_SB_CLEAN at unmount), flush; then the blocks of the
+ * checkpoint no superblock copy names any more go back to j->alloc.
+ * -ENOSPC if the free space cannot hold the tree in TFS_MAP_MAX pieces
+ * (nothing was written).  A failed write may be retried (its blocks go
+ * back); a failed flush or superblock write stops the journal (J7).
  */
 int tfs_journal_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 			   uint32_t flags);
@@ -105,7 +115,36 @@ int tfs_journal_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 /* Rewrite the superblock with new flags (e.g. clear CLEAN at mount). */
 int tfs_journal_set_flags(struct tfs_journal *j, uint32_t flags);
 
-/* Bytes a checkpoint slot holds. */
-uint64_t tfs_journal_slot_bytes(const struct tfs_journal *j);
+/*
+ * J10: after load, hand the journal the allocator of the data area (in
+ * which the file extents are already marked used): the blocks of the
+ * checkpoint loaded are marked used (-EUCLEAN with a sentence in err if
+ * file extents hold any of them), and those of the other superblock
+ * copy's checkpoint where no extent holds them (that copy is the J8
+ * fallback; one that clashes is stale, its blocks are not held).
+ * Checkpoints take their blocks from a from then on.
+ */
+int tfs_journal_hold(struct tfs_journal *j, struct tfs_alloc *a, char *err,
+		     size_t errlen);
+
+/* Blocks the checkpoints of the two superblock copies hold (J10). */
+uint64_t tfs_journal_held_blocks(const struct tfs_journal *j);
+
+/*
+ * J10: the free blocks needed so that any number of checkpoints of
+ * 'blocks' blocks each can follow one another: the first one frees the
+ * checkpoint of the copy it replaces only if the other copy does not
+ * name it too, the second frees the current one, the third and later
+ * ones the one two before, of their own size.  So max(b, 2b - q,
+ * 3b - q - p), p the current checkpoint's blocks, q those the first
+ * one frees: b when the two copies name checkpoints of about that size.
+ */
+uint64_t tfs_journal_ckpt_need(const struct tfs_journal *j, uint64_t blocks);
+
+/* Blocks a checkpoint of 'bytes' (tfs_meta_bytes()) takes. */
+static inline uint64_t tfs_journal_ckpt_blocks(uint64_t bytes)
+{
+	return (bytes + TFS_BLOCK_SIZE - 1) / TFS_BLOCK_SIZE;
+}
 
 #endif

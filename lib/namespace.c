@@ -644,7 +644,7 @@ out:
 
 int tfs_statfs(struct tfs_fs *fs, struct statvfs *sv)
 {
-	uint64_t cap, used, per = TFS_REC_SIZE_INODE + tfs_rec_size_link(32);
+	uint64_t avail, per = TFS_REC_SIZE_INODE + tfs_rec_size_link(32);
 
 	pthread_mutex_lock(&fs->lock);
 	memset(sv, 0, sizeof(*sv));
@@ -652,12 +652,15 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *sv)
 	sv->f_frsize = BS;
 	sv->f_blocks = fs->data_blocks;
 	/* blocks freed but not yet committed are as good as free: an
-	 * allocation that needs them commits first */
+	 * allocation that needs them commits first.  Checkpoints live in
+	 * the data area (journal.c's J10): the blocks they hold are used,
+	 * those the next one needs are free but not available, and the
+	 * available blocks are what files and inodes (a 32-byte name each)
+	 * may still take, so both run out together. */
 	sv->f_bfree = tfs_alloc_free_blocks(fs->alloc) + fs->pend_blocks;
-	sv->f_bavail = sv->f_bfree;
-	cap = tfs_journal_slot_bytes(&fs->j);
-	used = tfs_meta_bytes(fs->m) + META_RESERVE;
-	sv->f_ffree = used < cap ? (cap - used) / per : 0;
+	avail = tfs_txn_avail(fs);
+	sv->f_bavail = avail;
+	sv->f_ffree = avail * BS / per;
 	sv->f_favail = sv->f_ffree;
 	sv->f_files = tfs_meta_inodes(fs->m) + sv->f_ffree;
 	sv->f_namemax = TFS_NAME_MAX;

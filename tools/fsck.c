@@ -251,8 +251,8 @@ static void print_summary(const char *path, struct tfs_fs *fs,
 	       (unsigned long long)r->symlinks,
 	       (unsigned long long)r->others,
 	       (unsigned long long)r->extents);
-	printf("%s: %s data, %s free in %llu pieces; metadata %s of "
-	       "%s\n", path,
+	printf("%s: %s data, %s free in %llu pieces; metadata %s, may "
+	       "grow to %s\n", path,
 	       tfs_format_size(info.data_blocks * info.block_size, h1,
 			       sizeof(h1)),
 	       tfs_format_size(info.free_blocks * info.block_size, h2,

@@ -243,8 +243,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!quiet)
-		printf("mkfs.tensorfs: formatted %s: %s in all, %s for data, "
-		       "%s for metadata\n", path,
+		printf("mkfs.tensorfs: formatted %s: %s in all, %s for data "
+		       "and checkpoints (metadata grows into it as files are "
+		       "made), %s for the journal\n", path,
 		       tfs_format_size(info.size, h1, sizeof(h1)),
 		       tfs_format_size(info.data_bytes, h2, sizeof(h2)),
 		       tfs_format_size(info.meta_bytes, h3, sizeof(h3)));

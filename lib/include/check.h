@@ -6,10 +6,11 @@
  * block (the allocator refuses).  tfs_check() verifies the rest: every
  * entry names a live inode, every directory has exactly one entry and
  * its ".." is right, link counts, reachability from the root, each
- * extent map's order, and that used plus free space is the data area.
+ * extent map's order, and that the blocks of files and checkpoints plus
+ * free space are the data area.
  * When loading fails because extents overlap, tfs_check_extents() says
- * which inodes share which blocks.  These are the invariants J6 and J9
- * of the crash protocol (lib/journal.c); each check names its own.
+ * which inodes share which blocks.  These are the invariants J6, J9 and
+ * J10 of the crash protocol (lib/journal.c); each check names its own.
  */
 #ifndef TFS_CHECK_H
 #define TFS_CHECK_H

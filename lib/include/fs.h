@@ -355,7 +355,11 @@ struct tfs_fs_info {
 	uint64_t free_extents;		/* pieces the free space is in */
 	uint64_t inodes;
 	uint64_t meta_bytes;		/* what a checkpoint takes */
-	uint64_t meta_capacity;		/* what a checkpoint slot holds */
+	uint64_t meta_capacity;		/* what a checkpoint may grow to: its
+					   size plus the free blocks beyond
+					   the checkpoint reserve */
+	uint64_t ckpt_blocks;		/* data blocks the checkpoints of the
+					   two superblock copies hold */
 	uint64_t meta_ram_bytes;	/* RAM the tree holds: tfs_meta_ram() */
 	uint64_t journal_bytes;
 	uint64_t generation;		/* superblock generation */

@@ -20,8 +20,10 @@ struct tfs_mkfs_opts {
 /* What mkfs made. */
 struct tfs_mkfs_info {
 	uint64_t size;		/* bytes formatted */
-	uint64_t data_bytes;	/* of which the data area */
-	uint64_t meta_bytes;	/* and the metadata: journal, checkpoints */
+	uint64_t data_bytes;	/* of which the data area: file data and
+				   the checkpoints, which grow in it */
+	uint64_t meta_bytes;	/* and the fixed metadata: superblocks and
+				   journal */
 };
 
 /*

@@ -18,11 +18,12 @@
 # nothing; tensorfs-fsck must find it (exit 4), tensorfs-fsck -y must
 # repair it (exit 1, both copies valid again) and a second tensorfs-fsck
 # find nothing (exit 0).  A bit flipped in the active checkpoint (found
-# through the superblock, format.h) fails its checksum; load falls back to
-# the older superblock copy and its slot (lib/journal.c J8): the mount
-# works and says so, tensorfs-fsck finds it (exit 4) and -y repairs it
-# (exit 1).  With the older slot damaged as well there is nothing to load
-# (refused; tensorfs-fsck and -y exit 4, image unchanged).
+# through the superblock's map, format.h) fails its checksum; load falls
+# back to the older superblock copy and its checkpoint (lib/journal.c J8;
+# J10 kept its blocks): the mount works and says so, tensorfs-fsck finds
+# it (exit 4) and -y repairs it (exit 1).  With the older checkpoint
+# damaged as well there is nothing to load (refused; tensorfs-fsck and -y
+# exit 4, image unchanged).  Map pieces near 2^63 are refused (J10).
 # Two files mapping the same block (a checkpoint rewritten with valid
 # checksums) are refused too; tensorfs-fsck names both inodes, says it
 # cannot repair that and exits 4.  tensorfs-fsck usage errors exit 16.
@@ -128,20 +129,22 @@ crc32c() {
 
 # locate: the current superblock of $CASE and its checkpoint (format.h):
 # SB (byte offset of the valid copy with the higher generation; both are
-# valid here), SLOT, CKPT (byte offset of the active slot), CKPT_LEN
+# valid here), GEN (its generation), CKPT (byte offset of the checkpoint,
+# one piece in so small a tree), CKPT_LEN
 locate() {
 	SB=0
 	[ "$(le 4112 8)" -gt "$(le 16 8)" ] && SB=4096
-	SLOT=$(le $((SB + 80)) 4)
-	CKPT=$(($(le $((SB + 48 + 8 * SLOT)) 8) * 4096))
-	CKPT_LEN=$(le $((SB + 88)) 8)
+	GEN=$(le $((SB + 16)) 8)
+	tfs_eq "map pieces of the good image's checkpoint" 1 "$(le $((SB + 60)) 4)"
+	CKPT=$(($(le $((SB + 128)) 8) * 4096))
+	CKPT_LEN=$(le $((SB + 64)) 8)
 	[ "$CKPT_LEN" -gt 64 ] || tfs_fail "checkpoint of a good image: expected more than its 64-byte header, got $CKPT_LEN bytes"
 }
 
 # reseal: after a change inside the checkpoint, store its new CRC in the
 # current superblock and that superblock's own CRC, as a write would
 reseal() {
-	put_le $((SB + 96)) 4 "$(crc32c "$CKPT" "$CKPT_LEN")"
+	put_le $((SB + 72)) 4 "$(crc32c "$CKPT" "$CKPT_LEN")"
 	put_le $((SB + 4092)) 4 "$(crc32c "$SB" 4092)"
 }
 
@@ -261,24 +264,49 @@ for trial in 1 2 3; do
 	not_repaired "one bit flipped in each superblock copy (trial $trial)" "4|8"
 done
 
-# checkpoint offsets near 2^63, in both copies, checksums fixed:
-# journal_blocks + 2^63 and ckpt_blocks + 2^62, ckpt_start[0] and [1] to
-# match, so that every sum and byte offset wraps around 2^64 onto the real
-# one (data_start included).  The layout check once added without
-# overflow: fsck passed it and it mounted.
+# offsets near 2^63, in both copies, checksums fixed: journal_blocks,
+# data_start and the checkpoint's first map piece + 2^63, so that every
+# sum and byte offset wraps around 2^64 onto the real one.  The layout
+# check once added without overflow: fsck passed it and it mounted.
 fresh
 for sb in 0 4096; do
-	for off in 40 48 56; do
+	for off in 40 48 128; do
 		put_le $((sb + off)) 8 $(($(le $((sb + off)) 8) + (1 << 63)))
 	done
-	put_le $((sb + 56)) 8 $(($(le $((sb + 56)) 8) + (1 << 62)))
-	put_le $((sb + 64)) 8 $(($(le $((sb + 64)) 8) + (1 << 62)))
 	put_le $((sb + 4092)) 4 "$(crc32c "$sb" 4092)"
 done
-what="checkpoint offsets near 2^63 in both superblock copies"
+what="offsets near 2^63 in both superblock copies"
 refused "$what" "4|8" "superblock" "layout"
 tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "superblock" "layout"
 not_repaired "$what" "4|8"
+# J10: only the map piece: its start + 2^63, its length 2^63 + its own,
+# so that its end wraps onto the real one
+fresh
+for sb in 0 4096; do
+	put_le $((sb + 128)) 8 $(($(le $((sb + 128)) 8) + (1 << 63)))
+	put_le $((sb + 136)) 8 $(($(le $((sb + 136)) 8) + (1 << 63)))
+	put_le $((sb + 4092)) 4 "$(crc32c "$sb" 4092)"
+done
+what="a checkpoint map piece near 2^63 in both superblock copies"
+refused "$what" "4|8" "superblock" "layout"
+not_repaired "$what" "4|8"
+
+# an image of format version 1 (fixed checkpoint slots): refused, saying
+# what to do; version 3, from the future, too
+for v in 1 3; do
+	fresh
+	for sb in 0 4096; do
+		put_le $((sb + 8)) 4 "$v"
+		put_le $((sb + 4092)) 4 "$(crc32c "$sb" 4092)"
+	done
+	what="format version $v in both superblock copies"
+	if [ "$v" = 1 ]; then
+		refused "$what" "4|8" "older mkfs.tensorfs" "recreate it with mkfs.tensorfs"
+	else
+		refused "$what" "4|8" "version 3" "newer tensorfs"
+	fi
+	not_repaired "$what" "4|8"
+done
 
 for trial in 1 2; do
 	fresh
@@ -405,14 +433,15 @@ esac
 tfs_umount
 tfs_fsck_clean
 
-# ===== the checkpoint: the tree, checksummed, two slots (J2, J8) =====
+# ===== the checkpoint: the tree, checksummed, two kept (J2, J8, J10) =====
 
 fresh
 locate
-# the older copy's slot, the other one: the good image was mounted once,
-# so its older superblock (the mount's) names the slot mkfs wrote
-OLD_CKPT=$(($(le $((SB + 48 + 8 * (SLOT ^ 1))) 8) * 4096))
-tfs_log "good image: superblock copy $((SB / 4096)) is current, checkpoint slot $SLOT at byte $CKPT, $CKPT_LEN bytes"
+# the older copy's checkpoint, another one: the good image was unmounted
+# with a final checkpoint, so its older superblock names the one before
+OLD_CKPT=$(($(le $(((SB ^ 4096) + 128)) 8) * 4096))
+[ "$OLD_CKPT" != "$CKPT" ] || tfs_fail "good image: both superblock copies name the checkpoint at byte $CKPT, expected two"
+tfs_log "good image: superblock copy $((SB / 4096)) is current (generation $GEN), checkpoint at byte $CKPT, $CKPT_LEN bytes; the older at byte $OLD_CKPT"
 for part in header records; do
 	fresh
 	FLIPPED=""
@@ -421,10 +450,10 @@ for part in header records; do
 	else
 		flip_any $((CKPT + 64)) $((CKPT_LEN - 64))
 	fi
-	what="one bit flipped in the checkpoint's $part (slot $SLOT, byte$FLIPPED)"
-	# J8: the older copy and its slot instead, said out loud
+	what="one bit flipped in the checkpoint's $part (byte$FLIPPED)"
+	# J8: the older copy and its checkpoint instead, said out loud
 	tfs_expect_exit 4 "$what: tensorfs-fsck" "$FSCK" "$CASE"
-	tfs_expect_words "$what: tensorfs-fsck" "$WORK/out" "checkpoint in slot $SLOT is corrupted" "using the older copy"
+	tfs_expect_words "$what: tensorfs-fsck" "$WORK/out" "checkpoint of superblock generation $GEN is corrupted" "using the older copy"
 	tfs_mount
 	usable "$what, the older copy mounted"
 	tfs_umount
@@ -434,14 +463,14 @@ for part in header records; do
 	fresh
 	flip_nonzero "$CKPT" 64
 	repair "$what" 1
-	# both slots damaged: nothing to load
+	# both checkpoints damaged: nothing to load
 	fresh
 	FLIPPED=""
 	flip_nonzero "$CKPT" 64
 	flip_nonzero "$OLD_CKPT" 64
-	what="one bit flipped in each checkpoint slot's header (byte$FLIPPED)"
+	what="one bit flipped in each checkpoint's header (byte$FLIPPED)"
 	refused "$what" 4 "checkpoint" "corrupted"
-	tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "checkpoint in slot $SLOT is corrupted" "older superblock copy's"
+	tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "checkpoint of superblock generation $GEN is corrupted" "older superblock copy's"
 	not_repaired "$what" 4
 	tfs_expect_words "$what: tensorfs-fsck -y" "$WORK/err" "checkpoint"
 done

@@ -20,8 +20,9 @@ status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 # a counter from .tensorfs/stats
 stat_of() { awk -v k="$1" '$1 == k {print $2}' "$MNT/.tensorfs/stats"; }
 
-# a sparse 64 GiB image: its checkpoint slots hold about three million
-# files (lib/format.c tfs_layout), a 1 GiB image's about 47,000
+# a sparse 64 GiB image: the checkpoints grow into its data area (format
+# version 2, lib/journal.c J10), so it holds far more files than the test
+# makes
 opts=max_in_cpu=64MiB,buffer_count=4,buffer_size=8MiB
 tfs_setup 64G -o "$opts"
 fixed_kb=$(((64 + 32 + 64) * KiB)) # cache + pool + MOUNT_SPARE

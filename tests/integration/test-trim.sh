@@ -50,10 +50,12 @@ fell_by $((46 * 1024)) "$full" ||
 grep -qE '\(([1-9][0-9]*) bytes\) trimmed' "$WORK/fstrim.out" ||
 	tfs_fail "fstrim -v: expected a non-zero count of bytes trimmed, got '$(cat "$WORK/fstrim.out")'"
 cmp <("$TFS_SYS" pattern $((16 * MiB)) 4) "$MNT/f4" || tfs_fail "f4 differs after fstrim"
-# a second fstrim finds nothing left
+# a second fstrim finds nothing left but the blocks of the checkpoints
+# the first one replaced (lib/journal.c J10: checkpoints move), a few KiB
 fstrim -v "$MNT" >"$WORK/fstrim.out" 2>&1 || tfs_fail "second fstrim failed"
-grep -q '(0 bytes) trimmed' "$WORK/fstrim.out" ||
-	tfs_fail "second fstrim: expected 0 bytes trimmed, got '$(cat "$WORK/fstrim.out")'"
+again=$(sed -n 's/.*(\([0-9]*\) bytes) trimmed.*/\1/p' "$WORK/fstrim.out")
+[ -n "$again" ] && [ "$again" -le 65536 ] ||
+	tfs_fail "second fstrim: expected at most 64 KiB trimmed, got '$(cat "$WORK/fstrim.out")'"
 tfs_umount
 tfs_fsck_clean
 # and after a remount the kept file is still exact

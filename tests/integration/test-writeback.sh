@@ -62,10 +62,12 @@ tfs_fsck_clean
 # the fault injection (TFS_FAULT_WRITE_EIO_FROM) is only in a test build
 "$TENSORFS" --version | grep -q "built with test hooks" ||
 	tfs_skip "device write errors: tensorfs is built without -DTFS_TEST_HOOKS=ON (the parts above passed)"
-# metadata sits below the data area: fail every write from its start on
-meta_mib=$("$MKFS" -f -s 256M "$IMG" | sed -n 's/.*, \([0-9]*\)\.0 MiB for metadata.*/\1/p')
-[ -n "$meta_mib" ] || tfs_fail "cannot tell the metadata size from mkfs.tensorfs's output"
-export TFS_FAULT_WRITE_EIO_FROM=$((meta_mib * MiB))
+# the superblocks and the journal sit below the data area: fail every
+# write from its start on (checkpoints, in the data area since format
+# version 2, fail too: J10)
+journal_mib=$("$MKFS" -f -s 256M "$IMG" | sed -n 's/.*, \([0-9]*\)\.0 MiB for the journal.*/\1/p')
+[ -n "$journal_mib" ] || tfs_fail "cannot tell the journal's size from mkfs.tensorfs's output"
+export TFS_FAULT_WRITE_EIO_FROM=$((journal_mib * MiB + 8192))
 tfs_mount
 unset TFS_FAULT_WRITE_EIO_FROM
 python3 - "$MNT" <<'PY' || { cat "$WORK/daemon.log" >&2; tfs_fail "write errors did not reach the application as EIO"; }
@@ -104,6 +106,19 @@ time.sleep(1.5)
 expect_eio("close after a failed write-back", lambda: os.close(fd))
 PY
 grep -q "write-back of inode" "$WORK/daemon.log" || tfs_fail "the failed write-back was not logged"
+# the final checkpoint cannot be written either: the daemon says so and
+# exits 1; the journal holds what was committed (J7: a failed checkpoint
+# write is not the error state), so fsck replays it and finds it clean
+fusermount3 -u "$MNT" || tfs_fail "fusermount3 -u failed"
+wait "$DAEMON_PID"
+rc=$?
+DAEMON_PID=""
+tfs_eq "daemon exit after its final checkpoint failed" 1 "$rc"
+grep -q "final write failed" "$WORK/daemon.log" ||
+	tfs_fail "the failed final checkpoint was not logged: $(tail -3 "$WORK/daemon.log")"
+tfs_fsck_clean
+tfs_mount
+tfs_eq "files after the replay" "a b c" "$(cd "$MNT" && echo *)"
 tfs_umount
 tfs_fsck_clean
 tfs_pass

@@ -702,18 +702,17 @@ static void test_check_extents_reports_extent_outside_data_area(
 static void test_check_extents_of_a_damaged_checkpoint_fails(void **state)
 {
 	struct fx *f = *state;
-	struct tfs_super sb;
+	static struct tfs_super sb, older;
 	char *text;
-	int n, copy;
+	int n, copy = 0;
 
 	assert_int_equal(tfs_fs_close(f->fs), 0);
 	f->fs = NULL;
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
-	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot] *
-				  TFS_BLOCK_SIZE + 8), 0);
+	assert_int_equal(img_super_copy(f->path, copy ^ 1, &older), 0);
+	assert_int_equal(img_flip(f->path, img_ckpt_off(&sb, 8)), 0);
 	/* J8: and the older copy's, or load falls back to it */
-	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot ^ 1] *
-				  TFS_BLOCK_SIZE + 8), 0);
+	assert_int_equal(img_flip(f->path, img_ckpt_off(&older, 8)), 0);
 	text = check_extents(f, &n);
 	assert_int_equal(n, -EUCLEAN);
 	assert_has(f->err, "checkpoint");

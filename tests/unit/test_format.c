@@ -19,13 +19,13 @@
 #include "crc32c.h"
 #include "format.h"
 
-/* A superblock with every field set to something distinguishable. */
+/* A superblock with every field set to something distinguishable: a
+ * checkpoint of 12345 bytes (4 blocks) in two pieces of the data area. */
 static void sample_super(struct tfs_super *s)
 {
 	memset(s, 0, sizeof(*s));
 	assert_int_equal(tfs_layout(65536, s), 0);	/* 256 MiB */
 	s->generation = 0x0102030405060708ull;
-	s->slot = 1;
 	s->flags = TFS_SB_CLEAN;
 	s->ckpt_len = 12345;
 	s->ckpt_crc = 0xdeadbeef;
@@ -34,6 +34,11 @@ static void sample_super(struct tfs_super *s)
 		s->uuid[i] = (uint8_t)(0xa0 + i);
 	s->ctime_ns = 1700000000123456789ull;
 	s->wtime_ns = 1700000001987654321ull;
+	s->npieces = 2;
+	s->map[0].start = s->data_start + 100;
+	s->map[0].len = 3;
+	s->map[1].start = s->data_start + 7;
+	s->map[1].len = 1;
 }
 
 /* Recompute the CRC of a superblock block after patching it. */
@@ -55,11 +60,12 @@ static void test_format_super_roundtrip(void **state)
 	assert_int_equal(d.dev_blocks, s.dev_blocks);
 	assert_int_equal(d.journal_start, s.journal_start);
 	assert_int_equal(d.journal_blocks, s.journal_blocks);
-	assert_int_equal(d.ckpt_start[0], s.ckpt_start[0]);
-	assert_int_equal(d.ckpt_start[1], s.ckpt_start[1]);
-	assert_int_equal(d.ckpt_blocks, s.ckpt_blocks);
 	assert_int_equal(d.data_start, s.data_start);
-	assert_int_equal(d.slot, s.slot);
+	assert_int_equal(d.npieces, s.npieces);
+	for (uint32_t i = 0; i < s.npieces; i++) {
+		assert_int_equal(d.map[i].start, s.map[i].start);
+		assert_int_equal(d.map[i].len, s.map[i].len);
+	}
 	assert_int_equal(d.flags, s.flags);
 	assert_int_equal(d.ckpt_len, s.ckpt_len);
 	assert_int_equal(d.ckpt_crc, s.ckpt_crc);
@@ -78,7 +84,7 @@ static void test_format_super_fields_at_documented_offsets(void **state)
 	sample_super(&s);
 	tfs_super_encode(&s, b);
 	assert_memory_equal(b, "tensorfs", 8);
-	assert_int_equal(tfs_get32(b + 8), 1);
+	assert_int_equal(tfs_get32(b + 8), 2);
 	assert_int_equal(tfs_get32(b + 12), 4096);
 	/* little-endian: the lowest byte first */
 	assert_int_equal(b[16], 0x08);
@@ -87,21 +93,25 @@ static void test_format_super_fields_at_documented_offsets(void **state)
 	assert_int_equal(tfs_get64(b + 24), s.dev_blocks);
 	assert_int_equal(tfs_get64(b + 32), s.journal_start);
 	assert_int_equal(tfs_get64(b + 40), s.journal_blocks);
-	assert_int_equal(tfs_get64(b + 48), s.ckpt_start[0]);
-	assert_int_equal(tfs_get64(b + 56), s.ckpt_start[1]);
-	assert_int_equal(tfs_get64(b + 64), s.ckpt_blocks);
-	assert_int_equal(tfs_get64(b + 72), s.data_start);
-	assert_int_equal(tfs_get32(b + 80), 1);
-	assert_int_equal(tfs_get32(b + 84), TFS_SB_CLEAN);
-	assert_int_equal(tfs_get64(b + 88), 12345);
-	assert_int_equal(tfs_get32(b + 96), 0xdeadbeef);
-	assert_int_equal(tfs_get32(b + 100), 0);
-	assert_int_equal(tfs_get64(b + 104), s.ckpt_seq);
-	assert_memory_equal(b + 112, s.uuid, 16);
-	assert_int_equal(tfs_get64(b + 128), s.ctime_ns);
-	assert_int_equal(tfs_get64(b + 136), s.wtime_ns);
-	for (int i = 144; i < 4092; i++)
+	assert_int_equal(tfs_get64(b + 48), s.data_start);
+	assert_int_equal(tfs_get32(b + 56), TFS_SB_CLEAN);
+	assert_int_equal(tfs_get32(b + 60), 2);
+	assert_int_equal(tfs_get64(b + 64), 12345);
+	assert_int_equal(tfs_get32(b + 72), 0xdeadbeef);
+	assert_int_equal(tfs_get32(b + 76), 0);
+	assert_int_equal(tfs_get64(b + 80), s.ckpt_seq);
+	assert_memory_equal(b + 88, s.uuid, 16);
+	assert_int_equal(tfs_get64(b + 104), s.ctime_ns);
+	assert_int_equal(tfs_get64(b + 112), s.wtime_ns);
+	assert_int_equal(tfs_get64(b + 120), 0);
+	assert_int_equal(tfs_get64(b + 128), s.map[0].start);
+	assert_int_equal(tfs_get64(b + 136), 3);
+	assert_int_equal(tfs_get64(b + 144), s.map[1].start);
+	assert_int_equal(tfs_get64(b + 152), 1);
+	for (int i = 160; i < 4092; i++)
 		assert_int_equal(b[i], 0);
+	/* the largest map still fits before the CRC */
+	assert_true(128 + 16 * TFS_MAP_MAX <= 4092);
 	assert_int_equal(tfs_get32(b + 4092), tfs_crc32c(0, b, 4092));
 }
 
@@ -149,9 +159,15 @@ static void test_format_super_unknown_version_is_eproto(void **state)
 	(void)state;
 	sample_super(&s);
 	tfs_super_encode(&s, b);
-	tfs_put32(b + 8, 2);
+	tfs_put32(b + 8, 3);
 	super_recrc(b);
 	assert_int_equal(tfs_super_decode(b, &d), -EPROTO);
+	assert_int_equal(tfs_super_version(b), 3);
+	/* version 1, two fixed checkpoint slots: refused, not misread */
+	tfs_put32(b + 8, 1);
+	super_recrc(b);
+	assert_int_equal(tfs_super_decode(b, &d), -EPROTO);
+	assert_int_equal(tfs_super_version(b), 1);
 }
 
 /* Patch a 64- or 32-bit field with a valid CRC: the layout check must
@@ -180,26 +196,32 @@ static int decode_patched32(const struct tfs_super *s, size_t off,
 	return tfs_super_decode(b, &d);
 }
 
-/* Fields near 2^63 or 2^64 whose sums wrap around to the layout mkfs
- * makes (each superblock consistent modulo 2^64, its checksum right) are
- * refused: they passed the layout check and were read at wrapped byte
- * offsets. */
+/* Fields near 2^63 or 2^64 whose sums wrap around to a layout that
+ * looks right (each superblock's checksum right) are refused: they
+ * passed the layout check and were read at wrapped byte offsets. */
 static void test_format_super_offsets_that_wrap_are_refused(void **state)
 {
 	static const struct {
-		uint64_t dev_blocks, journal_blocks, ckpt_blocks, ckpt_len;
+		uint64_t dev_blocks, journal_blocks;
 	} bad[] = {
-		/* checkpoint slots near 2^63, data_start wrapping to 12 */
-		{ 65536, 1ull << 63, (1ull << 62) + 5, 12345 },
-		/* a journal that ends at 2^64: slot 0 at block 0 */
-		{ 65536, UINT64_MAX - 1, 10, 12345 },
-		/* checkpoint slots of 2^63 + 1 blocks: 4096 bytes, wrapped */
-		{ 65536, 100, (1ull << 63) + 1, 100 },
-		/* a slot of 2^52 blocks, 2^64 bytes: its length wraps to 0 */
-		{ 1ull << 51, 100, 1ull << 52, 100 },
+		/* a journal near 2^63 + 2^62: data_start wraps */
+		{ 65536, (1ull << 63) + (1ull << 62) },
+		/* a journal that ends at 2^64: data_start 0 */
+		{ 65536, UINT64_MAX - 1 },
 		/* a device of 2^63 blocks, whose byte size wraps */
-		{ 1ull << 63, 100, 1000, 100 },
-		{ UINT64_MAX, UINT64_MAX - 1, 1ull << 63, 100 },
+		{ 1ull << 63, 100 },
+		{ UINT64_MAX, UINT64_MAX - 1 },
+	};
+	static const struct {
+		uint64_t start, len;
+	} badmap[] = {
+		/* pieces whose end wraps around 2^64 to inside the device */
+		{ UINT64_MAX - 1, 4 },
+		{ 1ull << 63, (1ull << 63) + 200 },
+		/* a piece of 2^52 blocks: its byte length wraps to 0 */
+		{ 1000, 1ull << 52 },
+		/* start inside, length past the end */
+		{ 65535, 2 },
 	};
 	uint8_t b[TFS_BLOCK_SIZE];
 	struct tfs_super s, d;
@@ -209,19 +231,27 @@ static void test_format_super_offsets_that_wrap_are_refused(void **state)
 		sample_super(&s);
 		s.dev_blocks = bad[i].dev_blocks;
 		s.journal_blocks = bad[i].journal_blocks;
-		s.ckpt_blocks = bad[i].ckpt_blocks;
-		s.ckpt_start[0] = s.journal_start + s.journal_blocks;
-		s.ckpt_start[1] = s.ckpt_start[0] + s.ckpt_blocks;
-		s.data_start = s.ckpt_start[1] + s.ckpt_blocks;
-		s.ckpt_len = bad[i].ckpt_len;
+		s.data_start = s.journal_start + s.journal_blocks;
 		tfs_super_encode(&s, b);
 		if (tfs_super_decode(b, &d) != -EUCLEAN)
-			fail_msg("superblock %zu (journal %llu blocks, slots "
-				 "%llu blocks, device %llu blocks) was not "
-				 "refused", i,
+			fail_msg("superblock %zu (journal %llu blocks, device "
+				 "%llu blocks) was not refused", i,
 				 (unsigned long long)s.journal_blocks,
-				 (unsigned long long)s.ckpt_blocks,
 				 (unsigned long long)s.dev_blocks);
+	}
+	for (size_t i = 0; i < sizeof(badmap) / sizeof(badmap[0]); i++) {
+		sample_super(&s);
+		s.npieces = 2;
+		s.map[1].start = badmap[i].start;
+		s.map[1].len = badmap[i].len;
+		/* the lengths add up to the checkpoint's, modulo 2^64 */
+		s.ckpt_len = (3 + badmap[i].len) * TFS_BLOCK_SIZE;
+		tfs_super_encode(&s, b);
+		if (tfs_super_decode(b, &d) != -EUCLEAN)
+			fail_msg("map piece %zu (%llu blocks from %llu) was "
+				 "not refused", i,
+				 (unsigned long long)badmap[i].len,
+				 (unsigned long long)badmap[i].start);
 	}
 	/* the largest device whose bytes fit an off_t still decodes */
 	sample_super(&s);
@@ -232,31 +262,51 @@ static void test_format_super_offsets_that_wrap_are_refused(void **state)
 
 static void test_format_super_rejects_inconsistent_layout(void **state)
 {
-	struct tfs_super s;
+	struct tfs_super s, t;
 
 	(void)state;
 	sample_super(&s);
 	assert_int_equal(decode_patched32(&s, 12, 8192), -EUCLEAN);
 	assert_int_equal(decode_patched64(&s, 32, 3), -EUCLEAN);
 	assert_int_equal(decode_patched64(&s, 40, 1), -EUCLEAN);
-	assert_int_equal(decode_patched64(&s, 48, s.ckpt_start[0] + 1),
-			 -EUCLEAN);
-	assert_int_equal(decode_patched64(&s, 56, s.ckpt_start[0]), -EUCLEAN);
-	assert_int_equal(decode_patched64(&s, 64, 1), -EUCLEAN);
-	assert_int_equal(decode_patched64(&s, 72, s.data_start - 1), -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 48, s.data_start + 1), -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 48, s.data_start - 1), -EUCLEAN);
 	/* the data area must not be empty or outside the device */
 	assert_int_equal(decode_patched64(&s, 24, s.data_start), -EUCLEAN);
 	assert_int_equal(decode_patched64(&s, 24, UINT64_MAX), -EUCLEAN);
-	assert_int_equal(decode_patched32(&s, 80, 2), -EUCLEAN);
-	assert_int_equal(decode_patched64(&s, 88, TFS_HDR_SIZE - 1), -EUCLEAN);
-	assert_int_equal(decode_patched64(&s, 88,
-					  s.ckpt_blocks * TFS_BLOCK_SIZE + 1),
+	/* the map: 1..TFS_MAP_MAX pieces, adding up to the length */
+	assert_int_equal(decode_patched32(&s, 60, 0), -EUCLEAN);
+	assert_int_equal(decode_patched32(&s, 60, TFS_MAP_MAX + 1), -EUCLEAN);
+	assert_int_equal(decode_patched32(&s, 60, 1), -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 64, TFS_HDR_SIZE - 1), -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 64, 3 * TFS_BLOCK_SIZE),
 			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 64, 4 * TFS_BLOCK_SIZE + 1),
+			 -EUCLEAN);
+	/* a piece in the journal, empty, or overlapping another */
+	assert_int_equal(decode_patched64(&s, 128, s.data_start - 1),
+			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 152, 0), -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 144, s.map[0].start + 2),
+			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 144, s.dev_blocks), -EUCLEAN);
 	/* the limits themselves are fine */
-	assert_int_equal(decode_patched64(&s, 88, TFS_HDR_SIZE), 0);
-	assert_int_equal(decode_patched64(&s, 88,
-					  s.ckpt_blocks * TFS_BLOCK_SIZE), 0);
-	assert_int_equal(decode_patched64(&s, 24, s.data_start + 1), 0);
+	assert_int_equal(decode_patched64(&s, 64, 3 * TFS_BLOCK_SIZE + 1), 0);
+	assert_int_equal(decode_patched64(&s, 64, 4 * TFS_BLOCK_SIZE), 0);
+	assert_int_equal(decode_patched64(&s, 144, s.map[0].start + 3), 0);
+	assert_int_equal(decode_patched64(&s, 144, s.dev_blocks - 1), 0);
+	assert_int_equal(decode_patched64(&s, 144, s.data_start), 0);
+	/* TFS_MAP_MAX one-block pieces */
+	t = s;
+	t.npieces = TFS_MAP_MAX;
+	t.ckpt_len = TFS_MAP_MAX * TFS_BLOCK_SIZE;
+	for (uint32_t i = 0; i < TFS_MAP_MAX; i++) {
+		t.map[i].start = t.data_start + 2 * i;
+		t.map[i].len = 1;
+	}
+	assert_int_equal(decode_patched64(&t, 64, t.ckpt_len), 0);
+	t.map[TFS_MAP_MAX - 1].start = t.map[0].start;
+	assert_int_equal(decode_patched64(&t, 64, t.ckpt_len), -EUCLEAN);
 }
 
 static void check_layout(uint64_t dev_blocks)
@@ -264,22 +314,22 @@ static void check_layout(uint64_t dev_blocks)
 	const uint64_t mib = (1u << 20) / TFS_BLOCK_SIZE;
 	struct tfs_super s = { 0 }, d;
 	uint8_t b[TFS_BLOCK_SIZE];
-	uint64_t meta;
 
 	assert_int_equal(tfs_layout(dev_blocks, &s), 0);
 	assert_int_equal(s.dev_blocks, dev_blocks);
 	assert_int_equal(s.journal_start, 2);
-	assert_true(s.journal_blocks >= 2);
+	assert_true(s.journal_blocks >= 3 * mib);
 	assert_true(s.journal_blocks <= 1024 * mib);
-	assert_int_equal(s.ckpt_start[0], s.journal_start + s.journal_blocks);
-	assert_int_equal(s.ckpt_start[1], s.ckpt_start[0] + s.ckpt_blocks);
-	assert_int_equal(s.data_start, s.ckpt_start[1] + s.ckpt_blocks);
+	assert_true(s.journal_blocks + 1 >= dev_blocks / 256 ||
+		    s.journal_blocks == 1024 * mib);
+	assert_int_equal(s.data_start, s.journal_start + s.journal_blocks);
 	assert_true(s.data_start < s.dev_blocks);
-	meta = s.data_start - 2;
-	assert_true(meta + 1 >= 12 * mib || meta + 1 >= dev_blocks / 64);
-	assert_true(meta <= 32768 * mib);
-	/* A layout tfs_layout() makes is one the decoder accepts. */
+	/* A layout tfs_layout() makes, with a one-block checkpoint at the
+	 * start of the data area, is one the decoder accepts. */
 	s.ckpt_len = TFS_HDR_SIZE;
+	s.npieces = 1;
+	s.map[0].start = s.data_start;
+	s.map[0].len = 1;
 	tfs_super_encode(&s, b);
 	assert_int_equal(tfs_super_decode(b, &d), 0);
 }
@@ -292,7 +342,7 @@ static void test_format_layout_regions_in_order(void **state)
 	check_layout(65536 + 7);		/* odd sizes */
 	check_layout(262144);			/* 1 GiB */
 	check_layout(1ull << 28);		/* 1 TiB */
-	check_layout(1ull << 34);		/* 64 TiB: meta capped */
+	check_layout(1ull << 34);		/* 64 TiB: journal capped */
 }
 
 static void test_format_layout_rejects_below_minimum(void **state)

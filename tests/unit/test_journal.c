@@ -3,7 +3,8 @@
  * Description: on a 64 MiB image file, transactions committed with
  * tfs_journal_commit() come back at load; a torn last transaction is
  * dropped quietly, damage followed by later transactions is -EUCLEAN;
- * checkpoints switch slots and superblock copies so that a crash (or a
+ * checkpoints go to newly allocated blocks and switch superblock copies,
+ * giving back the blocks no copy names any more (J10), so that a crash (or a
  * lost superblock write) at any point leaves one complete state; the
  * load errors (-EINVAL, -EUCLEAN, -EPROTO) come with a message.
  */
@@ -34,6 +35,7 @@ struct fix {
 	struct tfs_dev *d;
 	struct tfs_journal j;
 	struct tfs_meta *m;
+	struct tfs_alloc *a;	/* the data area; checkpoints take from it */
 	int loaded;
 	uint64_t used;		/* data blocks the committed extents map */
 	uint64_t pblk;		/* next made-up data block */
@@ -60,6 +62,8 @@ static void unload(struct fix *f)
 	if (f->loaded)
 		tfs_journal_release(&f->j);
 	f->loaded = 0;
+	tfs_alloc_free(f->a);
+	f->a = NULL;
 	tfs_meta_free(f->m);
 	f->m = NULL;
 }
@@ -87,7 +91,14 @@ static int load(struct fix *f)
 	f->err[0] = '\0';
 	rc = tfs_journal_load(&f->j, f->d, f->m, f->err, sizeof(f->err));
 	f->loaded = rc == 0;
-	return rc;
+	if (rc)
+		return rc;
+	/* J10: the extents here are made up (no data), only the
+	 * checkpoints' blocks are held */
+	f->a = tfs_alloc_new(f->j.sb.data_start,
+			     f->j.sb.dev_blocks - f->j.sb.data_start);
+	assert_non_null(f->a);
+	return tfs_journal_hold(&f->j, f->a, f->err, sizeof(f->err));
 }
 
 /* Load as a mount does: then mark the file system in use (not CLEAN). */
@@ -176,7 +187,7 @@ static void test_journal_format_then_load_gives_empty_root(void **state)
 	struct fix *f = *state;
 	struct tfs_inode *r;
 	struct tfs_super sb;
-	int copy;
+	int copy = 0;
 
 	assert_int_equal(load(f), 0);
 	r = root(f);
@@ -193,13 +204,17 @@ static void test_journal_format_then_load_gives_empty_root(void **state)
 	assert_int_equal(f->j.replayed, 0);
 	assert_int_equal(f->j.head, 0);
 	assert_int_equal(f->j.sb.flags, TFS_SB_CLEAN);
-	assert_int_equal(f->j.sb.slot, 0);
+	/* J10: the first checkpoint is one block at the data area's start */
+	assert_int_equal(f->j.sb.npieces, 1);
+	assert_int_equal(f->j.sb.map[0].start, f->j.sb.data_start);
+	assert_int_equal(f->j.sb.map[0].len, 1);
+	assert_int_equal(tfs_journal_held_blocks(&f->j), 1);
+	assert_int_equal(tfs_alloc_free_blocks(f->a),
+			 f->j.sb.dev_blocks - f->j.sb.data_start - 1);
 	assert_int_equal(f->j.sb.dev_blocks, IMG_BYTES / TFS_BLOCK_SIZE);
 	assert_int_equal(f->j.sb.ckpt_seq, f->j.seq);
 	assert_int_equal(tfs_journal_free(&f->j),
 			 f->j.sb.journal_blocks * TFS_BLOCK_SIZE);
-	assert_int_equal(tfs_journal_slot_bytes(&f->j),
-			 f->j.sb.ckpt_blocks * TFS_BLOCK_SIZE);
 	/* both superblock copies are valid from the start */
 	{
 		uint8_t b[2][TFS_BLOCK_SIZE];
@@ -208,7 +223,7 @@ static void test_journal_format_then_load_gives_empty_root(void **state)
 		assert_int_equal(img_pread(f->path, 0, b, sizeof(b)), 0);
 		assert_int_equal(tfs_super_decode(b[0], &s0), 0);
 		assert_int_equal(tfs_super_decode(b[1], &s1), 0);
-		assert_int_equal(s0.slot, s1.slot);
+		assert_true(tfs_super_same_ckpt(&s0, &s1));
 		assert_int_equal(s0.ckpt_crc, s1.ckpt_crc);
 		assert_memory_equal(s0.uuid, s1.uuid, 16);
 		/* the copy (generation & 1) holds that generation */
@@ -305,6 +320,28 @@ static void test_journal_unknown_version_is_eproto(void **state)
 	}
 	assert_int_equal(load(f), -EPROTO);
 	assert_non_null(strstr(f->err, "version"));
+	assert_non_null(strstr(f->err, "use a newer tensorfs"));
+}
+
+/* Format version 1 (fixed checkpoint slots): refused, saying what to do;
+ * its slot fields are never read as a map. */
+static void test_journal_version_1_is_refused_with_what_to_do(void **state)
+{
+	struct fix *f = *state;
+	uint8_t b[TFS_BLOCK_SIZE];
+
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(img_pread(f->path, (uint64_t)c * TFS_BLOCK_SIZE,
+					   b, sizeof(b)), 0);
+		tfs_put32(b + 8, 1);
+		tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
+		assert_int_equal(img_pwrite(f->path, (uint64_t)c *
+						     TFS_BLOCK_SIZE, b,
+					    sizeof(b)), 0);
+	}
+	assert_int_equal(load(f), -EPROTO);
+	assert_non_null(strstr(f->err, "made by an older mkfs.tensorfs"));
+	assert_non_null(strstr(f->err, "recreate it with mkfs.tensorfs"));
 }
 
 /* Protects J8. */
@@ -318,12 +355,13 @@ static void test_journal_both_superblocks_corrupt_is_euclean(void **state)
 	assert_non_null(strstr(f->err, "superblock"));
 }
 
-/* J8: both checkpoints damaged is -EUCLEAN, naming both slots. */
+/* J8: both checkpoints damaged is -EUCLEAN, naming both copies. */
 static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 {
 	struct fix *f = *state;
-	struct tfs_super sb;
-	int copy;
+	struct tfs_super sb, older;
+	int copy = 0;
+	char want[96];
 
 	mount(f);
 	assert_true(commit_file(f, 2, "a") >= 0);
@@ -331,22 +369,28 @@ static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, TFS_SB_CLEAN), 0);
 	unload(f);
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
-	assert_int_equal(sb.slot, 1);
-	/* a byte in the middle of the records of each slot */
-	assert_int_equal(img_flip(f->path, sb.ckpt_start[1] * TFS_BLOCK_SIZE +
-					   sb.ckpt_len / 2), 0);
-	assert_int_equal(img_flip(f->path, sb.ckpt_start[0] * TFS_BLOCK_SIZE +
-					   100), 0);
+	assert_int_equal(img_super_copy(f->path, copy ^ 1, &older), 0);
+	/* J10: two checkpoints, on different blocks */
+	assert_false(tfs_super_same_ckpt(&sb, &older));
+	assert_true(sb.map[0].start != older.map[0].start);
+	/* a byte in the middle of the records of each */
+	assert_int_equal(img_flip(f->path, img_ckpt_off(&sb, sb.ckpt_len / 2)),
+			 0);
+	assert_int_equal(img_flip(f->path, img_ckpt_off(&older, 100)), 0);
 	assert_int_equal(load(f), -EUCLEAN);
-	assert_non_null(strstr(f->err, "checkpoint in slot 1 is corrupted"));
-	assert_non_null(strstr(f->err, "older superblock copy's, in slot 0"));
-	assert_int_equal(img_flip(f->path, sb.ckpt_start[0] * TFS_BLOCK_SIZE +
-					   100), 0);
-	/* bytes of the slot past the checkpoint's length do not matter */
-	assert_int_equal(img_flip(f->path, sb.ckpt_start[1] * TFS_BLOCK_SIZE +
-					   sb.ckpt_len / 2), 0);
-	assert_int_equal(img_flip(f->path, sb.ckpt_start[1] * TFS_BLOCK_SIZE +
-					   sb.ckpt_len + 10), 0);
+	snprintf(want, sizeof(want), "checkpoint of superblock generation %llu "
+		 "is corrupted", (unsigned long long)sb.generation);
+	assert_non_null(strstr(f->err, want));
+	snprintf(want, sizeof(want), "older superblock copy's (generation "
+		 "%llu)", (unsigned long long)older.generation);
+	assert_non_null(strstr(f->err, want));
+	assert_int_equal(img_flip(f->path, img_ckpt_off(&older, 100)), 0);
+	/* bytes of the last block past the checkpoint's length do not
+	 * matter */
+	assert_int_equal(img_flip(f->path, img_ckpt_off(&sb, sb.ckpt_len / 2)),
+			 0);
+	assert_true(sb.ckpt_len % TFS_BLOCK_SIZE != 0);
+	assert_int_equal(img_flip(f->path, img_ckpt_off(&sb, sb.ckpt_len)), 0);
 	assert_int_equal(load(f), 0);
 	assert_true(has(f, "a"));
 }
@@ -601,12 +645,13 @@ static void test_journal_commit_when_full_is_enospc(void **state)
 /* ===== checkpoints ===== */
 
 /* Protects J3, J4. */
-static void test_journal_checkpoint_switches_slot(void **state)
+static void test_journal_checkpoint_takes_new_blocks(void **state)
 {
 	struct fix *f = *state;
-	uint64_t gen, seq;
+	uint64_t gen, seq, free0;
 	struct tfs_super sb;
-	int copy;
+	static struct tfs_super first, second, third;
+	int copy = 0;
 
 	mount(f);
 	assert_true(commit_file(f, 2, "a") >= 0);
@@ -615,16 +660,21 @@ static void test_journal_checkpoint_switches_slot(void **state)
 	assert_int_equal(load(f), 0);
 	gen = f->j.sb.generation;
 	seq = f->j.seq;
-	assert_int_equal(f->j.sb.slot, 0);
+	first = f->j.sb;
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
-	assert_int_equal(f->j.sb.slot, 1);
+	/* J10: new blocks, the old checkpoint's still held by the other
+	 * superblock copy */
+	assert_false(tfs_super_same_ckpt(&f->j.sb, &first));
+	assert_int_equal(tfs_journal_held_blocks(&f->j),
+			 tfs_super_map_blocks(&first) +
+				 tfs_super_map_blocks(&f->j.sb));
 	assert_int_equal(f->j.sb.generation, gen + 1);
 	/* J3: a number of its own, above every transaction before it */
 	assert_int_equal(f->j.sb.ckpt_seq, seq + 1);
 	assert_int_equal(f->j.seq, seq + 1);
 	assert_int_equal(f->j.head, 0);
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
-	assert_int_equal(sb.slot, 1);
+	assert_true(tfs_super_same_ckpt(&sb, &f->j.sb));
 	assert_int_equal(sb.generation, gen + 1);
 	assert_int_equal(copy, (int)((gen + 1) & 1));
 
@@ -643,9 +693,24 @@ static void test_journal_checkpoint_switches_slot(void **state)
 	assert_int_equal(f->j.replayed, 1);
 	assert_true(has(f, "d") && has(f, "a"));
 
-	/* and back to slot 0 */
+	/* J10: both copies name the second checkpoint (set_flags wrote the
+	 * other): a third one takes new blocks and frees none; a fourth
+	 * replaces the copy naming the second, whose blocks go back */
+	second = f->j.sb;
+	free0 = tfs_alloc_free_blocks(f->a);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	third = f->j.sb;
+	assert_false(tfs_super_same_ckpt(&third, &second));
+	assert_int_equal(tfs_alloc_free_blocks(f->a),
+			 free0 - tfs_super_map_blocks(&third));
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, TFS_SB_CLEAN), 0);
-	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(tfs_alloc_free_blocks(f->a),
+			 free0 - tfs_super_map_blocks(&third) -
+				 tfs_super_map_blocks(&f->j.sb) +
+				 tfs_super_map_blocks(&second));
+	assert_int_equal(tfs_journal_held_blocks(&f->j),
+			 tfs_super_map_blocks(&third) +
+				 tfs_super_map_blocks(&f->j.sb));
 	assert_int_equal(load(f), 0);
 	assert_int_equal(f->j.sb.flags, TFS_SB_CLEAN);
 	assert_int_equal(f->j.replayed, 0);
@@ -690,14 +755,34 @@ static void test_journal_checkpoint_larger_than_a_chunk(void **state)
 			 f->j.sb.data_start + 12345);
 }
 
-/* Protects J4. */
+/* Take every free block of the allocator but 'keep' single blocks,
+ * every other one (so no two are adjacent). */
+static void fill_alloc(struct fix *f, uint64_t keep)
+{
+	uint64_t start, n, first = UINT64_MAX;
+
+	for (;;) {
+		n = UINT64_MAX >> 1;
+		if (tfs_alloc_get(f->a, UINT64_MAX, &start, &n))
+			break;
+		if (first == UINT64_MAX && n >= 2 * keep)
+			first = start;
+	}
+	assert_true(first != UINT64_MAX || keep == 0);
+	for (uint64_t i = 0; i < keep; i++)
+		assert_int_equal(tfs_alloc_put(f->a, first + 2 * i, 1), 0);
+	assert_int_equal(tfs_alloc_free_blocks(f->a), keep);
+}
+
+/* Protects J4, J10: a checkpoint that the free space cannot hold, or
+ * not in TFS_MAP_MAX pieces, is -ENOSPC and changes nothing. */
 static void test_journal_checkpoint_too_big_is_enospc(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_inode *r;
-	uint64_t gen;
+	uint64_t gen, need;
 	struct tfs_super sb;
-	int copy;
+	int copy = 0;
 
 	mount(f);
 	assert_true(commit_file(f, 2, "kept") >= 0);
@@ -705,7 +790,7 @@ static void test_journal_checkpoint_too_big_is_enospc(void **state)
 	gen = f->j.sb.generation;
 	r = root(f);
 	for (uint64_t ino = 10; tfs_meta_bytes(f->m) <=
-				tfs_journal_slot_bytes(&f->j); ino++) {
+				(TFS_MAP_MAX + 1) * TFS_BLOCK_SIZE; ino++) {
 		struct tfs_attr a = { 0 };
 		char name[32];
 		int k = snprintf(name, sizeof(name), "n%llu",
@@ -717,13 +802,31 @@ static void test_journal_checkpoint_too_big_is_enospc(void **state)
 		assert_non_null(tfs_meta_add(f->m, &a));
 		assert_int_equal(tfs_dir_add(f->m, r, name, (size_t)k, ino), 0);
 	}
+	need = tfs_journal_ckpt_blocks(tfs_meta_bytes(f->m));
+	/* enough blocks, but in more than TFS_MAP_MAX pieces */
+	fill_alloc(f, need);
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), -ENOSPC);
+	assert_int_equal(tfs_alloc_free_blocks(f->a), need);
+	/* not enough blocks, one piece */
+	assert_int_equal(tfs_alloc_put(f->a, f->j.sb.dev_blocks - need, need),
+			 0);
+	fill_alloc(f, 0);
+	assert_int_equal(tfs_alloc_put(f->a, f->j.sb.dev_blocks - need + 1,
+				       need - 1), 0);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), -ENOSPC);
+	assert_int_equal(tfs_alloc_free_blocks(f->a), need - 1);
 	/* the superblock did not move */
 	assert_int_equal(f->j.sb.generation, gen);
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
 	assert_int_equal(sb.generation, gen);
 	assert_int_equal(load(f), 0);
 	assert_int_equal(tfs_dir_count(root(f)), 1);
+	assert_true(has(f, "kept"));
+	/* TFS_MAP_MAX pieces are fine */
+	fill_alloc(f, TFS_MAP_MAX);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_int_equal(f->j.sb.npieces, 1);
+	assert_int_equal(load(f), 0);
 	assert_true(has(f, "kept"));
 }
 
@@ -744,22 +847,24 @@ static void test_journal_lost_superblock_write_keeps_previous_state(
 {
 	struct fix *f = *state;
 	static uint8_t old[2][TFS_BLOCK_SIZE];
+	static struct tfs_super before;
 
 	mount(f);
 	assert_true(commit_file(f, 2, "a") >= 0);
 	assert_true(commit_file(f, 3, "b") >= 0);
 	assert_int_equal(load(f), 0);
 	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
+	before = f->j.sb;
 	save_supers(f, old);
 	/*
-	 * A crash after the checkpoint reached the other slot but before
-	 * its superblock did: the old superblock still points at the old
-	 * slot and the journal after it, both untouched.
+	 * A crash after the checkpoint reached its new blocks but before
+	 * its superblock did: the old superblock still names the old
+	 * checkpoint and the journal after it, both untouched.
 	 */
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
 	restore_supers(f, old);
 	assert_int_equal(load(f), 0);
-	assert_int_equal(f->j.sb.slot, 0);
+	assert_true(tfs_super_same_ckpt(&f->j.sb, &before));
 	assert_int_equal(f->j.replayed, 2);
 	assert_true(has(f, "a") && has(f, "b"));
 }
@@ -771,7 +876,7 @@ static void test_journal_torn_superblock_falls_back_to_other_copy(
 	struct fix *f = *state;
 	struct tfs_super sb;
 	uint64_t gen;
-	int copy;
+	int copy = 0;
 
 	mount(f);
 	assert_true(commit_file(f, 2, "a") >= 0);
@@ -788,7 +893,7 @@ static void test_journal_torn_superblock_falls_back_to_other_copy(
 			 0);
 	assert_int_equal(load(f), 0);
 	assert_int_equal(f->j.sb.generation, gen - 1);
-	assert_int_equal(f->j.sb.slot, 0);
+	assert_false(tfs_super_same_ckpt(&f->j.sb, &sb));
 	assert_int_equal(f->j.replayed, 2);
 	assert_true(has(f, "a") && has(f, "b"));
 	unload(f);
@@ -799,17 +904,19 @@ static void test_journal_torn_superblock_falls_back_to_other_copy(
 						   TFS_BLOCK_SIZE + 90), 0);
 	assert_int_equal(load(f), 0);
 	assert_int_equal(f->j.sb.generation, gen);
-	assert_int_equal(f->j.sb.slot, 1);
+	assert_true(tfs_super_same_ckpt(&f->j.sb, &sb));
 	assert_int_equal(f->j.replayed, 0);
 	assert_true(has(f, "a") && has(f, "b"));
 }
 
-/* Protects J4, J7 (a failed slot write is retried). */
+/* Protects J4, J7 (a failed checkpoint write is retried), J10 (its
+ * blocks go back). */
 static void test_journal_failed_checkpoint_write_keeps_previous_state(
 	void **state)
 {
 	struct fix *f = *state;
-	uint64_t gen;
+	static struct tfs_super before;
+	uint64_t gen, free0;
 	int rc;
 
 	mount(f);
@@ -817,15 +924,31 @@ static void test_journal_failed_checkpoint_write_keeps_previous_state(
 	assert_int_equal(load(f), 0);
 	assert_int_equal(tfs_journal_set_flags(&f->j, 0), 0);
 	gen = f->j.sb.generation;
-	/* the device fails inside the inactive slot */
-	tfs_dev_fail_writes(f->d, f->j.sb.ckpt_start[1] * TFS_BLOCK_SIZE, EIO);
+	before = f->j.sb;
+	free0 = tfs_alloc_free_blocks(f->a);
+	/* the device fails in the data area, where checkpoints go */
+	tfs_dev_fail_writes(f->d, f->j.sb.data_start * TFS_BLOCK_SIZE, EIO);
 	rc = tfs_journal_checkpoint(&f->j, f->m, 0);
 	tfs_dev_fail_writes(f->d, 0, 0);
 	assert_int_equal(rc, -EIO);
 	assert_int_equal(f->j.sb.generation, gen);
-	assert_int_equal(f->j.sb.slot, 0);
+	assert_true(tfs_super_same_ckpt(&f->j.sb, &before));
+	assert_int_equal(tfs_alloc_free_blocks(f->a), free0);
+	/* retried: it works */
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
 	assert_int_equal(load(f), 0);
-	assert_int_equal(f->j.sb.slot, 0);
+	assert_int_equal(f->j.replayed, 0);
+	assert_true(has(f, "a"));
+	/* a failed write without a retry: the old state, with its journal */
+	assert_true(commit_file(f, 3, "b") >= 0);
+	assert_int_equal(load(f), 0);
+	before = f->j.sb;
+	tfs_dev_fail_writes(f->d, f->j.sb.data_start * TFS_BLOCK_SIZE, EIO);
+	rc = tfs_journal_checkpoint(&f->j, f->m, 0);
+	tfs_dev_fail_writes(f->d, 0, 0);
+	assert_int_equal(rc, -EIO);
+	assert_int_equal(load(f), 0);
+	assert_true(tfs_super_same_ckpt(&f->j.sb, &before));
 	assert_int_equal(f->j.replayed, 1);
 	assert_true(has(f, "a"));
 }
@@ -966,12 +1089,11 @@ static void test_failed_superblock_flush_then_power_cut_keeps_the_tree(
 static struct tfs_super damage_newest_checkpoint(struct fix *f)
 {
 	struct tfs_super sb;
-	int copy;
+	int copy = 0;
 
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
-	assert_int_equal(img_flip(f->path, sb.ckpt_start[sb.slot] *
-						   TFS_BLOCK_SIZE +
-					   sb.ckpt_len / 2), 0);
+	assert_int_equal(img_flip(f->path, img_ckpt_off(&sb, sb.ckpt_len / 2)),
+			 0);
 	return sb;
 }
 
@@ -991,7 +1113,7 @@ static void test_journal_falls_back_to_older_copy_when_checkpoint_damaged(
 	unload(f);
 	sb = damage_newest_checkpoint(f);
 	assert_int_equal(load(f), 0);
-	assert_int_equal(f->j.sb.slot, sb.slot ^ 1);
+	assert_false(tfs_super_same_ckpt(&f->j.sb, &sb));
 	assert_int_equal(f->j.sb.generation, sb.generation - 1);
 	assert_non_null(strstr(f->j.note, "using the older copy"));
 	assert_non_null(strstr(f->j.note, "corrupted"));
@@ -1125,6 +1247,7 @@ int main(void)
 		T(test_journal_load_rejects_non_tensorfs),
 		T(test_journal_load_rejects_truncated_image),
 		T(test_journal_unknown_version_is_eproto),
+		T(test_journal_version_1_is_refused_with_what_to_do),
 		T(test_journal_both_superblocks_corrupt_is_euclean),
 		T(test_journal_corrupt_checkpoint_is_euclean),
 		T(test_journal_transaction_that_does_not_apply_is_euclean),
@@ -1137,7 +1260,7 @@ int main(void)
 		T(test_journal_detects_corruption_in_the_middle),
 		T(test_journal_large_transaction_beyond_scratch_buffer),
 		T(test_journal_commit_when_full_is_enospc),
-		T(test_journal_checkpoint_switches_slot),
+		T(test_journal_checkpoint_takes_new_blocks),
 		T(test_journal_checkpoint_larger_than_a_chunk),
 		T(test_journal_checkpoint_too_big_is_enospc),
 		T(test_journal_lost_superblock_write_keeps_previous_state),

@@ -248,6 +248,26 @@ static inline uint64_t bfree(struct tfs_fs *fs)
 	return sv.f_bfree;
 }
 
+/* Data blocks no file holds: free or held by checkpoints, which (J10)
+ * may be one or two, as the superblock copies name them. */
+static inline uint64_t not_file_data(struct tfs_fs *fs)
+{
+	struct tfs_fs_info info;
+
+	tfs_fs_get_info(fs, &info);
+	return info.free_blocks + info.ckpt_blocks;
+}
+
+/* Blocks a file may still take: free ones minus the next checkpoint's
+ * reserve (journal.c's J10). */
+static inline uint64_t bavail(struct tfs_fs *fs)
+{
+	struct statvfs sv;
+
+	assert_int_equal(tfs_statfs(fs, &sv), 0);
+	return sv.f_bavail;
+}
+
 static inline int set_size(struct tfs_fs *fs, uint64_t ino, off_t size)
 {
 	struct stat in = { 0 };

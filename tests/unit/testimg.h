@@ -180,6 +180,28 @@ static inline int img_super(const char *path, struct tfs_super *sb,
 	return 0;
 }
 
+/* Decode superblock copy 'copy' of the image. */
+static inline int img_super_copy(const char *path, int copy,
+				 struct tfs_super *sb)
+{
+	uint8_t b[TFS_BLOCK_SIZE];
+
+	if (img_pread(path, (uint64_t)copy * TFS_BLOCK_SIZE, b, sizeof(b)))
+		return -EIO;
+	return tfs_super_decode(b, sb);
+}
+
+/* Device byte offset of byte pos of the checkpoint sb names (its map). */
+static inline uint64_t img_ckpt_off(const struct tfs_super *sb, uint64_t pos)
+{
+	for (uint32_t i = 0; i < sb->npieces; i++) {
+		if (pos < sb->map[i].len * TFS_BLOCK_SIZE)
+			return sb->map[i].start * TFS_BLOCK_SIZE + pos;
+		pos -= sb->map[i].len * TFS_BLOCK_SIZE;
+	}
+	return UINT64_MAX;
+}
+
 /* A byte pattern that differs per offset and per seed. */
 static inline uint8_t pat(uint64_t off, unsigned int seed)
 {
