@@ -56,11 +56,12 @@ tfs_fsck_clean
 
 # write-back errors, daemonised: they reach the file
 if "$TENSORFS" --version | grep -q "built with test hooks"; then
-	# fail every write in the data area (metadata sits below it)
-	meta_mib=$("$MKFS" -f -s 256M "$IMG" | sed -n 's/.*, \([0-9]*\)\.0 MiB for metadata.*/\1/p')
-	[ -n "$meta_mib" ] || tfs_fail "cannot tell the metadata size from mkfs.tensorfs's output"
+	# fail every write in the data area (the superblocks and the journal
+	# sit below it; checkpoints, in it, fail too: lib/journal.c J10)
+	journal_mib=$("$MKFS" -f -s 256M "$IMG" | sed -n 's/.*, \([0-9]*\)\.0 MiB for the journal.*/\1/p')
+	[ -n "$journal_mib" ] || tfs_fail "cannot tell the journal's size from mkfs.tensorfs's output"
 	: >"$WORK/tfs.log"
-	TFS_FAULT_WRITE_EIO_FROM=$((meta_mib * MiB)) "$TENSORFS" -o log="$WORK/tfs.log" "$IMG" "$MNT" ||
+	TFS_FAULT_WRITE_EIO_FROM=$((journal_mib * MiB + 8192)) "$TENSORFS" -o log="$WORK/tfs.log" "$IMG" "$MNT" ||
 		tfs_fail "mount for the write-back error failed"
 	python3 - "$MNT/w" <<'PY' || tfs_fail "the failed write-back did not reach fsync as EIO"
 import errno, os, sys
