@@ -440,6 +440,23 @@ warm() {
 	echo 3 >/proc/sys/vm/drop_caches || die "cannot drop caches"
 }
 
+# record ID TARGET KIND FILE FIO_JSON CMD...: a run for report.py, and its
+# command line (with the temporary directory shown as $WORK) for
+# commands.txt
+record() {
+	local id=$1 t=$2 kind=$3 file=$4 fj=$5 cmd
+	shift 5
+	cmd=$(printf '%q ' "$@")
+	cmd=${cmd% }
+	# shellcheck disable=SC2016  # a literal $WORK, $OUT in the text
+	cmd=${cmd//"$WORK"/'$WORK'}
+	# shellcheck disable=SC2016
+	cmd=${cmd//"$RES"/'$OUT/runs'}
+	printf 'run\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$t" "$REP" "$kind" \
+		"$file" "$fj" "$cmd" >>"$MANIFEST"
+	printf '%s\n' "$cmd" >>"$WORK/commands.txt"
+}
+
 # fio_run ID TARGET FILE ARGS...: one fio job, measured
 fio_run() {
 	local id=$1 t=$2 file=$3 base
@@ -453,9 +470,7 @@ fio_run() {
 		cat "$base.log" >&2
 		die "fio failed ($id on $t): $(printf '%q ' "${args[@]}")"
 	fi
-	printf 'run\t%s\t%s\t%s\tfio\t%s\t%s\n' "$id" "$t" "$REP" \
-		"$base.measure.json" "$base.fio.json" >>"$MANIFEST"
-	printf '%s\n' "$(printf '%q ' "${args[@]}")" >>"$WORK/commands.txt"
+	record "$id" "$t" fio "$base.measure.json" "$base.fio.json" "${args[@]}"
 }
 
 # client_run ID TARGET PYTHON OP PATH SIZE: one clients.py step, measured
@@ -469,8 +484,7 @@ client_run() {
 		cat "$base.log" >&2
 		die "client failed ($id on $t): clients.py $*"
 	fi
-	printf 'run\t%s\t%s\t%s\tclient\t%s\n' "$id" "$t" "$REP" "$base.client.json" >>"$MANIFEST"
-	printf '%s\n' "$(printf '%q ' "$py" tools/bench/clients.py "$@")" >>"$WORK/commands.txt"
+	record "$id" "$t" client "$base.client.json" "" "$py" tools/bench/clients.py "$@"
 }
 
 # dsaio_run ID TARGET ARGS...: one dsaio run, measured
@@ -484,8 +498,7 @@ dsaio_run() {
 		cat "$base.log" >&2
 		die "dsaio failed ($id on $t): dsaio $*"
 	fi
-	printf 'run\t%s\t%s\t%s\tdsaio\t%s\n' "$id" "$t" "$REP" "$base.measure.json" >>"$MANIFEST"
-	printf '%s\n' "$(printf '%q ' dsaio "$@")" >>"$WORK/commands.txt"
+	record "$id" "$t" dsaio "$base.measure.json" "" dsaio "$@"
 }
 
 clean_dirs() {
@@ -684,7 +697,7 @@ meta repeat "$REPEAT"
 meta elapsed_s "$((END - START))"
 meta cpu_accounting "client utime+stime (getrusage) + tensorfs daemon utime+stime (/proc/PID/stat, all threads) + all kernel threads' utime+stime (/proc/*/stat of kthreadd's children: kworkers, which do the loop device's work, jbd2, flushers), over each run"
 
-cp "$WORK/commands.txt" "$OUT/commands.txt" 2>/dev/null
+awk '!seen[$0]++' "$WORK/commands.txt" >"$OUT/commands.txt" 2>/dev/null
 "$PY" "$helpers/report.py" "$MANIFEST" "$OUT" || die "cannot build the report from the runs in '$RES'"
 if [ -n "$GNUPLOT" ]; then
 	"$GNUPLOT" -e "datafile='$OUT/ratios.dat'; outfile='$OUT/ratios.png'; subtitle='$COMMIT, $(date -u +%Y-%m-%d), load $(cut -d' ' -f1 /proc/loadavg)'" \

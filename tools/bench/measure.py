@@ -78,27 +78,28 @@ def kthread_cpu_s():
 
 
 def snapshot(daemon_pid=None):
-    """The counters now (a dict); pass it to delta()."""
+    """The counters now (a dict); pass it to delta().  The clock is read
+    last, so scanning /proc is outside the interval measured."""
+    k = kthread_cpu_s()
+    d = proc_cpu_s(daemon_pid)
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "t": time.perf_counter(),
-        "self": ru.ru_utime + ru.ru_stime,
-        "daemon": proc_cpu_s(daemon_pid),
-        "kthreads": kthread_cpu_s(),
-    }
+    return {"self": ru.ru_utime + ru.ru_stime, "daemon": d, "kthreads": k,
+            "t": time.perf_counter()}
 
 
 def delta(s0, daemon_pid=None):
-    """Seconds elapsed and CPU seconds spent since snapshot s0."""
-    s1 = snapshot(daemon_pid)
-    d = None
-    if s0["daemon"] is not None and s1["daemon"] is not None:
-        d = s1["daemon"] - s0["daemon"]
+    """Seconds elapsed and CPU seconds spent since snapshot s0 (the clock
+    is read first, so scanning /proc is outside the interval)."""
+    t = time.perf_counter()
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    d = proc_cpu_s(daemon_pid)
+    k = kthread_cpu_s()
     return {
-        "wall_s": s1["t"] - s0["t"],
-        "client_cpu_s": s1["self"] - s0["self"],
-        "daemon_cpu_s": d,
-        "kthread_cpu_s": s1["kthreads"] - s0["kthreads"],
+        "wall_s": t - s0["t"],
+        "client_cpu_s": ru.ru_utime + ru.ru_stime - s0["self"],
+        "daemon_cpu_s": None if d is None or s0["daemon"] is None
+        else d - s0["daemon"],
+        "kthread_cpu_s": k - s0["kthreads"],
     }
 
 

@@ -5,10 +5,11 @@
 
 MANIFEST (written by bench.sh) has tab-separated lines:
   test  ID GROUP UNIT LABEL                 a test, in table order
-  run   ID TARGET REP KIND FILE [FIO_JSON]   one measured run; KIND is fio
-        (FILE is measure.py's record and FIO_JSON fio's report), client
+  run   ID TARGET REP KIND FILE FIO_JSON CMD  one measured run; KIND is
+        fio (FILE is measure.py's record and FIO_JSON fio's report), client
         (FILE is clients.py's output) or dsaio (FILE is measure.py's record
-        with dsaio's output)
+        with dsaio's output); FIO_JSON is empty but for fio; CMD is the
+        command line
   skip  ID TARGET REASON                    a run that could not be done
   hwm   PID KB                              a daemon's VmHWM at unmount
   meta  KEY VALUE                           facts about the run (strings)
@@ -101,9 +102,11 @@ def main(manifest, outdir):
                           "label": label, "targets": {}}
             order.append(tid)
         elif f[0] == "run":
-            tid, target, rep, kind, path = f[1:6]
-            fio_json = f[6] if len(f) > 6 else None
+            tid, target, rep, kind, path, fio_json, cmd = f[1:8]
             t = tests[tid]["targets"].setdefault(target, {"runs": []})
+            t.setdefault("commands", [])
+            if cmd not in t["commands"]:
+                t["commands"].append(cmd)
             try:
                 r = load_run(kind, path, fio_json)
             except (OSError, ValueError, KeyError) as e:
