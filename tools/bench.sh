@@ -157,6 +157,7 @@ REPEAT=""
 ONLY=a,b,c,d,e,f,g
 TFS_OPTS=()
 
+ARGS_GIVEN=$(printf ' %q' "$@")
 need_val() { [ "$2" -ge 2 ] || usage_error "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -231,7 +232,7 @@ on() { case "$GROUPS_ON" in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ===== tools =====
 
-[ "$(id -u)" = 0 ] || die "must run as root: it drops the kernel's caches, attaches a loop device and mounts ext4; run: sudo $0 $*"
+[ "$(id -u)" = 0 ] || die "must run as root: it drops the kernel's caches, attaches a loop device and mounts ext4; run: sudo $0$ARGS_GIVEN"
 command -v fio >/dev/null 2>&1 || die "fio not found; install it (apt-get install fio, or tools/install-deps.sh)"
 for c in python3 fusermount3 mountpoint losetup mkfs.ext4 mount umount findmnt; do
 	command -v "$c" >/dev/null 2>&1 || die "$c not found; run tools/install-deps.sh"
