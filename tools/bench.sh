@@ -625,6 +625,12 @@ run_once() {
 }
 
 meta() { printf 'meta\t%s\t%s\n' "$1" "$2" >>"$MANIFEST"; }
+# the commit of this tree when the run starts (the binaries of --bin are
+# the user's to match with it)
+COMMIT=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$top" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+	COMMIT="$COMMIT (with uncommitted changes)"
+fi
 meta load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 START=$(date +%s)
 for REP in $(seq "$REPEAT"); do
@@ -681,10 +687,6 @@ PY
 meta hwm_bound_kb "${BOUND%%	*}"
 meta hwm_bound_text "${BOUND#*	}"
 meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
-COMMIT=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$top" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-	COMMIT="$COMMIT (with uncommitted changes)"
-fi
 meta commit "$COMMIT"
 meta kernel "$(uname -srm)"
 meta cpus "$(nproc) x $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
