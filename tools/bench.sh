@@ -79,7 +79,7 @@
 #   a quiet machine (the load average at start and end is recorded).
 #
 # OPTIONS
-#   --quick        a smoke run: 16 MiB files, 4 MiB for c, 2 x 8 MiB for
+#   --quick        a smoke run: 16 MiB files, 1 MiB for c, 2 x 8 MiB for
 #                  f, 200 files for g, queue depth 1 only (f: 8, one
 #                  thread), one repeat.  Figures from it mean nothing.
 #   --bin DIR      directory of tensorfs and mkfs.tensorfs (default:
@@ -142,7 +142,7 @@ usage_error() {
 	printf '%s: %s\nTry "%s --help".\n' "$prog" "$1" "$0" >&2
 	exit 2
 }
-log() { printf '%s: %s\n' "$prog" "$*" >&2; }
+log() { printf '%s: [%ss] %s\n' "$prog" "$SECONDS" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 # ===== arguments =====
@@ -202,7 +202,7 @@ parse_size() {
 }
 
 if [ "$QUICK" = 1 ]; then
-	SIZE=$((16 * MIB)); SMALL=$((4 * MIB)); DS_FILES=2; DS_BYTES=$((8 * MIB))
+	SIZE=$((16 * MIB)); SMALL=$((1 * MIB)); DS_FILES=2; DS_BYTES=$((8 * MIB))
 	META_N=200; QDS=(1); DS_QDS=(8); DS_THREADS=(1); RR_RUNTIME=""
 	: "${REPEAT:=1}"
 else
@@ -250,20 +250,33 @@ if [ -z "$BIN" ] || [ ! -x "$TENSORFS" ] || [ ! -x "$MKFS" ]; then
 	die "tensorfs and mkfs.tensorfs not found${BIN:+ in $BIN}; build them (cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel) and pass --bin build/rel/bin"
 fi
 BIN=$(cd "$BIN" && pwd)
-PY=python3
-# find_py MODULE: a python3 that imports MODULE (Debian's first: a pyenv
-# python3 ahead in PATH may lack python3-numpy and python3-torch)
+# find_py MODULE: a python3 that has MODULE (Debian's first: a pyenv
+# python3 ahead in PATH may lack python3-numpy and python3-torch, and its
+# shim costs half a second a start)
 find_py() {
 	local p
 	for p in /usr/bin/python3 python3; do
-		if command -v "$p" >/dev/null 2>&1 && "$p" -c "import $1" 2>/dev/null; then
-			echo "$p"; return 0
+		if command -v "$p" >/dev/null 2>&1 && "$p" -c "import importlib.util, sys
+sys.exit(importlib.util.find_spec('$1') is None)" 2>/dev/null; then
+			command -v "$p"; return 0
 		fi
 	done
 	return 1
 }
-PY_NP=$(find_py numpy) || PY_NP=""
-PY_TORCH=$(find_py torch) || PY_TORCH=""
+PY=$(find_py json) || die "no working python3"
+# one client process runs every step of d, e and g (clients.py --serve),
+# so numpy and torch are imported once: the python3 that has the most
+HAVE_NP=0
+HAVE_TORCH=0
+if PY_CLIENT=$(find_py torch) && "$PY_CLIENT" -c 'import numpy' 2>/dev/null; then
+	HAVE_NP=1; HAVE_TORCH=1
+elif PY_CLIENT=$(find_py numpy); then
+	HAVE_NP=1
+	log "warning: no python3 with torch (apt-get install python3-torch): torch steps skipped"
+else
+	PY_CLIENT=$PY
+	log "warning: no python3 with numpy (apt-get install python3-numpy): numpy and torch steps skipped"
+fi
 GNUPLOT=$(command -v gnuplot 2>/dev/null) || GNUPLOT=""
 [ -n "$GNUPLOT" ] || log "warning: gnuplot not found (apt-get install gnuplot-nox): no ratios.png"
 
@@ -279,6 +292,7 @@ TFS_PID=""
 EXT4_MNT=""
 LOOPDEV=""
 MANIFEST=""
+CLIENT_PID=""
 
 stop_tensorfs() {
 	local i hwm
@@ -308,6 +322,10 @@ stop_tensorfs() {
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
+	if [ -n "$CLIENT_PID" ]; then
+		kill "$CLIENT_PID" 2>/dev/null
+		wait "$CLIENT_PID" 2>/dev/null
+	fi
 	stop_tensorfs
 	TFS_MNT=""
 	if [ -n "$EXT4_MNT" ] && mountpoint -q "$EXT4_MNT" 2>/dev/null; then
@@ -463,8 +481,11 @@ fio_run() {
 	local id=$1 t=$2 file=$3 base
 	shift 3
 	base=$RES/$id.$t.$REP
+	# clock_gettime: fio's default clock calibrates the TSC first, a
+	# third of a second of CPU for every job
 	local args=(fio --name="$id" --filename="$file" --numjobs=1
-		"$@" --output-format=json --output="$base.fio.json")
+		--clocksource=clock_gettime "$@" --output-format=json
+		--output="$base.fio.json")
 	log "run $REP: $id on $t"
 	if ! "$PY" "$helpers/measure.py" run --out "$base.measure.json" \
 		--daemon "$(pid_of "$t")" -- "${args[@]}" >"$base.log" 2>&1; then
@@ -474,18 +495,27 @@ fio_run() {
 	record "$id" "$t" fio "$base.measure.json" "$base.fio.json" "${args[@]}"
 }
 
-# client_run ID TARGET PYTHON OP PATH SIZE: one clients.py step, measured
+# the client process (clients.py --serve), its stdin and stdout in CLIENT
+coproc CLIENT { exec "$PY_CLIENT" "$helpers/clients.py" --serve 2>>"$WORK/clients.log"; }
+
+# client_run ID TARGET OP PATH SIZE: one clients.py step, measured
 client_run() {
-	local id=$1 t=$2 py=$3 base
-	shift 3
+	local id=$1 t=$2 base line
+	shift 2
 	base=$RES/$id.$t.$REP
 	log "run $REP: $id on $t"
-	if ! "$py" "$helpers/clients.py" "$@" --daemon "$(pid_of "$t")" \
-		>"$base.client.json" 2>"$base.log"; then
-		cat "$base.log" >&2
-		die "client failed ($id on $t): clients.py $*"
+	local in=${CLIENT[1]:-} out=${CLIENT[0]:-}
+	if [ -z "$in" ] || [ -z "$out" ] ||
+		! printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(pid_of "$t")" 1>&"$in" ||
+		! IFS= read -r line <&"$out"; then
+		cat "$WORK/clients.log" >&2
+		die "the client process (clients.py --serve) died during $id on $t"
 	fi
-	record "$id" "$t" client "$base.client.json" "" "$py" tools/bench/clients.py "$@"
+	case "$line" in
+	'{"error"'*) die "client failed ($id on $t): clients.py $*: $line" ;;
+	esac
+	printf '%s\n' "$line" >"$base.client.json"
+	record "$id" "$t" client "$base.client.json" "" "$PY_CLIENT" tools/bench/clients.py "$@"
 }
 
 # dsaio_run ID TARGET ARGS...: one dsaio run, measured
@@ -527,14 +557,15 @@ fio_pair() {
 	clean_dirs
 }
 
-# client_pair WID RID GROUP LABELW LABELR PY WOP ROP FILE WARM: the same
-# with clients.py; WARM=1 adds a warm read on tensorfs
+# client_pair WID RID GROUP LABELW LABELR HAVE WOP ROP FILE WARM: the same
+# with clients.py, when HAVE is 1 (the client has the module it needs);
+# WARM=1 adds a warm read on tensorfs
 client_pair() {
-	local wid=$1 rid=$2 group=$3 lw=$4 lr=$5 py=$6 wop=$7 rop=$8 f=$9 warm=${10} t
+	local wid=$1 rid=$2 group=$3 lw=$4 lr=$5 have=$6 wop=$7 rop=$8 f=$9 warm=${10} t
 	deftest "$wid" "$group" MB/s "$lw"
 	deftest "$rid" "$group" MB/s "$lr (cold)"
 	[ "$warm" = 1 ] && deftest "$rid-warm" "$group" MB/s "$lr (tensorfs warm)"
-	if [ -z "$py" ]; then
+	if [ "$have" != 1 ]; then
 		for t in "${TARGETS[@]}"; do
 			skip_run "$wid" "$t" "no python3 with the module"
 			skip_run "$rid" "$t" "no python3 with the module"
@@ -542,12 +573,12 @@ client_pair() {
 		[ "$warm" = 1 ] && skip_run "$rid-warm" tfs "no python3 with the module"
 		return 0
 	fi
-	for t in "${TARGETS[@]}"; do client_run "$wid" "$t" "$py" "$wop" "$(dir_of "$t")/$f" "$SIZE"; done
+	for t in "${TARGETS[@]}"; do client_run "$wid" "$t" "$wop" "$(dir_of "$t")/$f" "$SIZE"; done
 	cold
-	for t in "${TARGETS[@]}"; do client_run "$rid" "$t" "$py" "$rop" "$(dir_of "$t")/$f" "$SIZE"; done
+	for t in "${TARGETS[@]}"; do client_run "$rid" "$t" "$rop" "$(dir_of "$t")/$f" "$SIZE"; done
 	if [ "$warm" = 1 ]; then
 		warm
-		client_run "$rid-warm" tfs "$py" "$rop" "$(dir_of tfs)/$f" "$SIZE"
+		client_run "$rid-warm" tfs "$rop" "$(dir_of tfs)/$f" "$SIZE"
 	fi
 	clean_dirs
 }
@@ -577,17 +608,17 @@ run_once() {
 	fi
 	if on d; then
 		client_pair d-mw d-mr d "mmap seq write + msync, fsync" "mmap seq read" \
-			"$PY" mmap-write mmap-read mmap.dat 0
+			1 mmap-write mmap-read mmap.dat 0
 	fi
 	if on e; then
 		client_pair e-npsave e-npload e "np.save + fsync" "np.load" \
-			"$PY_NP" np-save np-load a.npy 1
+			"$HAVE_NP" np-save np-load a.npy 1
 		client_pair e-mmw e-mmr e "np.memmap write + flush, fsync" "np.memmap read" \
-			"$PY_NP" memmap-write memmap-read m.bin 1
+			"$HAVE_NP" memmap-write memmap-read m.bin 1
 		client_pair e-tsave e-tload e "torch.save state dict + fsync" "torch.load" \
-			"$PY_TORCH" torch-save torch-load sd.pt 1
+			"$HAVE_TORCH" torch-save torch-load sd.pt 1
 		client_pair e-stw e-str e "safetensors layout write + fsync" "safetensors layout read (mmap)" \
-			"$PY_NP" st-write st-read t.safetensors 1
+			"$HAVE_NP" st-write st-read t.safetensors 1
 	fi
 	if on f; then
 		for qd in "${DS_QDS[@]}"; do
@@ -616,10 +647,10 @@ run_once() {
 		deftest g-create g ops/s "create $META_N files"
 		deftest g-stat g ops/s "stat $META_N files (cold)"
 		deftest g-unlink g ops/s "unlink $META_N files"
-		for t in "${TARGETS[@]}"; do client_run g-create "$t" "$PY" meta-create "$(dir_of "$t")/meta" "$META_N"; done
+		for t in "${TARGETS[@]}"; do client_run g-create "$t" meta-create "$(dir_of "$t")/meta" "$META_N"; done
 		cold
-		for t in "${TARGETS[@]}"; do client_run g-stat "$t" "$PY" meta-stat "$(dir_of "$t")/meta" "$META_N"; done
-		for t in "${TARGETS[@]}"; do client_run g-unlink "$t" "$PY" meta-unlink "$(dir_of "$t")/meta" "$META_N"; done
+		for t in "${TARGETS[@]}"; do client_run g-stat "$t" meta-stat "$(dir_of "$t")/meta" "$META_N"; done
+		for t in "${TARGETS[@]}"; do client_run g-unlink "$t" meta-unlink "$(dir_of "$t")/meta" "$META_N"; done
 		clean_dirs
 	fi
 }
@@ -694,7 +725,7 @@ meta disk "$(findmnt -n -o SOURCE,FSTYPE --target "$WORK" | tr -s ' ') under $PA
 meta ext4 "$LOOPDEV, dio=$LOOP_DIO"
 meta tensorfs_mount "$TFS_CMD"
 meta fio "$(fio --version)"
-meta python "$PY_NP${PY_TORCH:+, torch via $PY_TORCH}"
+meta python "$PY_CLIENT (numpy $HAVE_NP, torch $HAVE_TORCH)"
 meta sizes "files $SIZE B (a b d e), $SMALL B (c), f $DS_FILES x $DS_BYTES B, g $META_N files; repeat $REPEAT$([ "$QUICK" = 1 ] && echo ", --quick")"
 meta repeat "$REPEAT"
 meta elapsed_s "$((END - START))"

@@ -2,6 +2,7 @@
 """clients.py: the real-client steps of tools/bench.sh.
 
   clients.py OP PATH SIZE [--daemon PID]
+  clients.py --serve
 
 does one step to PATH and prints one JSON object on stdout: the seconds of
 the timed section ("wall_s"), the bytes or operations it moved, and the
@@ -11,6 +12,12 @@ to write and importing numpy or torch happen before the timed section;
 every write step ends with fsync() (and close) inside it, so the data is
 on the device when the clock stops.  Each read step checks what it read
 and exits 1 on a wrong byte.
+
+With --serve it reads steps, one a line ("OP PATH SIZE [PID]", fields
+separated by tabs), from stdin and answers each with one JSON line on
+stdout ({"error": MESSAGE} when it failed), until end of input: numpy
+and torch are then imported once for the whole benchmark, not once a
+step (importing torch takes seconds).  No file stays open between steps.
 
 OP is one of:
   mmap-write    open, ftruncate to SIZE, mmap(MAP_SHARED), copy SIZE
@@ -46,9 +53,12 @@ MIB = 1 << 20
 NTENSORS = 16
 
 
+class ClientError(Exception):
+    """A step that went wrong: wrong data read back, a bad argument."""
+
+
 def fail(msg):
-    sys.stderr.write("clients.py: %s\n" % msg)
-    sys.exit(1)
+    raise ClientError(msg)
 
 
 def fill_value(i):
@@ -295,7 +305,38 @@ OPS = {
 }
 
 
+def step(op, path, size, pid):
+    """Run one step; its JSON-able result."""
+    if op not in OPS:
+        fail("unknown step '%s'" % op)
+    fn, kind = OPS[op]
+    if kind == "bytes" and (size <= 0 or size % (4 * NTENSORS * 1024)):
+        fail("SIZE %d must be a positive multiple of 64 KiB" % size)
+    s0, amount = fn(path, size, pid)
+    d = measure.delta(s0, pid)
+    d[kind] = amount
+    d["op"] = op
+    return d
+
+
+def serve():
+    for line in sys.stdin:
+        f = line.rstrip("\n").split("\t")
+        try:
+            if len(f) not in (3, 4):
+                fail("a step is OP PATH SIZE [PID], not '%s'" % line.strip())
+            pid = int(f[3]) if len(f) == 4 and f[3] else None
+            d = step(f[0], f[1], int(f[2]), pid)
+        except Exception as e:  # noqa: BLE001 - reported to the driver
+            d = {"error": "%s: %s" % (type(e).__name__, e)}
+        sys.stdout.write(json.dumps(d) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 def main(argv):
+    if argv == ["--serve"]:
+        return serve()
     if len(argv) < 3 or argv[0] not in OPS:
         sys.stderr.write(__doc__)
         return 2
@@ -306,13 +347,11 @@ def main(argv):
     elif len(argv) != 3:
         sys.stderr.write(__doc__)
         return 2
-    if OPS[op][1] == "bytes" and (size <= 0 or size % (4 * NTENSORS * 1024)):
-        fail("SIZE %d must be a positive multiple of 64 KiB" % size)
-    fn, kind = OPS[op]
-    s0, amount = fn(path, size, pid)
-    d = measure.delta(s0, pid)
-    d[kind] = amount
-    d["op"] = op
+    try:
+        d = step(op, path, size, pid)
+    except (ClientError, OSError) as e:
+        sys.stderr.write("clients.py: %s: %s\n" % (op, e))
+        return 1
     json.dump(d, sys.stdout)
     sys.stdout.write("\n")
     return 0
