@@ -106,10 +106,12 @@
 #   ("x raw", "x ext4"), CPU s/GB of each and tensorfs's CPU ratio to
 #   ext4; then VmHWM, date, commit, kernel, load.  In --out DIR:
 #   results.json (every run's figures and CPU parts, the medians, the
-#   commands, the machine), table.txt, ratios.png (gnuplot; skipped with a
-#   message when gnuplot is missing), ratios.dat, and runs/ (each run's
-#   raw record: fio's JSON, the clients' output).  Progress goes to
-#   stderr.
+#   commands, the machine), table.txt, commands.txt (every command run,
+#   the temporary directory written $WORK), ratios.png (gnuplot; skipped
+#   with a message when gnuplot is missing), ratios.dat, and runs/ (each
+#   run's raw record: fio's JSON, the clients' output).  Progress goes to
+#   stderr, each line with the seconds since the start.
+#   tools/bench/markdown.py OUT/results.json prints the table as Markdown.
 #
 # REQUIREMENTS
 #   root (it drops caches, attaches a loop device, mounts ext4); fio,
@@ -117,7 +119,8 @@
 #   python3-torch for e (a python3 that imports them is looked for:
 #   /usr/bin/python3 first); gnuplot for the plot; libaio for f.
 #   tools/install-deps.sh installs them all.  Free space under --dir:
-#   about 3 x SIZE + 1 GiB.
+#   it asks for 2 x (3 x SIZE + 1 GiB), the two images' size; they are
+#   sparse and use less.
 #
 #   Everything it made (mounts, the loop device, the daemon, the images)
 #   is removed on every exit path, a failure or Ctrl-C included.
