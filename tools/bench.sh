@@ -295,7 +295,7 @@ TFS_PID=""
 EXT4_MNT=""
 LOOPDEV=""
 MANIFEST=""
-CLIENT_PID=""
+SERVER_PID=""
 
 stop_tensorfs() {
 	local i hwm
@@ -325,9 +325,11 @@ stop_tensorfs() {
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
-	if [ -n "$CLIENT_PID" ]; then
-		kill "$CLIENT_PID" 2>/dev/null
-		wait "$CLIENT_PID" 2>/dev/null
+	# nothing may stop the clean-up half-way
+	set +u
+	if [ -n "$SERVER_PID" ]; then
+		kill "$SERVER_PID" 2>/dev/null
+		wait "$SERVER_PID" 2>/dev/null
 	fi
 	stop_tensorfs
 	TFS_MNT=""
@@ -499,7 +501,9 @@ fio_run() {
 }
 
 # the client process (clients.py --serve), its stdin and stdout in CLIENT
+# (bash unsets CLIENT_PID when it ends: keep the pid for the clean-up)
 coproc CLIENT { exec "$PY_CLIENT" "$helpers/clients.py" --serve 2>>"$WORK/clients.log"; }
+SERVER_PID=$CLIENT_PID
 
 # client_run ID TARGET OP PATH SIZE: one clients.py step, measured
 client_run() {

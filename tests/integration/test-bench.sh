@@ -1,12 +1,12 @@
 #!/bin/bash
-# Description: tools/bench.sh --quick (tiny files, one repeat) runs every group, a to g with h's CPU per GB and i's VmHWM, on the raw file, ext4 on a loop device and tensorfs, and writes the table, results.json and ratios.png; a mount that fails half-way leaves no mount, loop device or image behind; bad arguments are refused. It asserts no speed: the benchmark is a tool.
+# Description: tools/bench.sh --quick (tiny files, one repeat) runs every group, a to g with h's CPU per GB and i's VmHWM, on the raw file, ext4 on a loop device and tensorfs, and writes the table, results.json and ratios.png; a mount that fails half-way, and Ctrl-C during the clients, leave no mount, loop device or image behind; bad arguments are refused. It asserts no speed: the benchmark is a tool.
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 set -e
 
 [ "$(id -u)" = 0 ] || tfs_skip "bench.sh needs root (drop_caches, a loop device, an ext4 mount)"
-tfs_need fio losetup mkfs.ext4 fusermount3
+tfs_need fio losetup mkfs.ext4 fusermount3 timeout
 tfs_need_numpy
 tfs_need_torch
 [ -e /dev/fuse ] || tfs_skip "no /dev/fuse"
@@ -49,6 +49,18 @@ tfs_eq "exit status with a refused tensorfs option" 1 "$rc"
 grep -q 'tensorfs exited before mounting' "$WORK/err" ||
 	tfs_fail "no clear error for a refused mount: $(cat "$WORK/err")"
 leftovers "after a failed mount"
+
+# ----- Ctrl-C in the middle of the clients (e): everything undone -----
+# (timeout sends SIGINT to bench.sh alone, as a terminal's Ctrl-C would
+# reach it and its children alike; wherever it lands, nothing may stay)
+set +e
+timeout -s INT 4 "$BENCH" --quick --only e --bin "$TFS_BIN" --out "$WORK/int" \
+	--dir "$WORK" >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+tfs_eq "exit status of an interrupted run (timeout's)" 124 "$rc"
+grep -q 'interrupted' "$WORK/err" || tfs_fail "an interrupted run does not say so: $(cat "$WORK/err")"
+leftovers "after Ctrl-C"
 
 # ----- the smoke run -----
 t0=$SECONDS
