@@ -355,6 +355,12 @@ mkdir -p "$RES" || die "cannot make '$RES'"
 MANIFEST=$WORK/manifest.tsv
 : >"$MANIFEST"
 
+# the raw target and both loop device and tensorfs reach the disk with
+# O_DIRECT: tmpfs, for one, refuses it before Linux 6.6
+dd if=/dev/zero of="$WORK/odirect.probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
+	die "the file system of '$PARENT' does not support O_DIRECT (tmpfs?); pick a directory on a disk with --dir"
+rm -f "$WORK/odirect.probe"
+
 IMG_BYTES=$((SIZE * 3 + 1024 * MIB))
 need_kib=$((IMG_BYTES * 2 / 1024))
 avail_kib=$(df -Pk "$WORK" | awk 'NR == 2 { print $4 }')

@@ -14,8 +14,13 @@ tfs_need_torch
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$TOP/tools/bench.sh
 [ -x "$BENCH" ] || tfs_fail "no executable '$BENCH'"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tfs-$TEST_NAME.XXXXXX")
+# on a disk: the benchmark needs O_DIRECT, which tmpfs (a common /tmp)
+# refuses before Linux 6.6
+WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/tfs-$TEST_NAME.XXXXXX")
 [ -d "$WORK" ] || tfs_fail "mktemp -d failed"
+dd if=/dev/zero of="$WORK/odirect" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
+	tfs_skip "no O_DIRECT in '$WORK' (tmpfs?); set TMPDIR to a directory on a disk"
+rm -f "$WORK/odirect"
 OUT=$WORK/out
 
 # leftovers WHAT: fail if a mount, a loop device or a temporary
