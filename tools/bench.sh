@@ -1,194 +1,291 @@
 #!/bin/bash
-# bench.sh: tensorfs against its own backing disk, in one run.
+# NAME
+#   bench.sh - tensorfs against ext4 and the raw disk, on what users run
 #
-# Usage: tools/bench.sh [OPTIONS]
+# SYNOPSIS
+#   sudo tools/bench.sh [--quick] [--bin DIR] [--out DIR] [OPTIONS]
 #
-# Runs fio (ioengine=io_uring, bs=1M, iodepth=8, numjobs=1, one file of
-# SIZE, sequential write and then read of it) on five targets that all
-# live in one new directory, so on one disk:
+# DESCRIPTION
+#   Measures, in one run, three targets that all live in one new directory
+#   (--dir), so on one disk:
 #
-#   a) raw    a plain file in that directory, on the host file system
-#             that holds the tensorfs image (the backing image file
-#             itself), O_DIRECT (direct=1);
-#   b) ext4   a file on a loop-mounted ext4 image in that directory,
-#             O_DIRECT.  Needs root; skipped with a message otherwise;
-#   c) tfs    a file on tensorfs mounted from an image in that
-#             directory: O_DIRECT write on a fresh mount, then an
-#             O_DIRECT read after a remount (tensorfs's RAM cache empty,
-#             so the data comes from the device);
-#   d) tfs    the same O_DIRECT read again: the file fits in max_in_cpu,
-#             so this is the re-read from tensorfs's RAM cache;
-#   e) tfs    buffered (direct=0) write and read of a second file, for
-#             information.
+#     raw   plain files in that directory, on the host file system that
+#           holds the two images below;
+#     ext4  ext4 on a loop device attached with "losetup --direct-io=on" to
+#           an image file in that directory (so ext4, like tensorfs,
+#           reaches its image with O_DIRECT, not through the host's page
+#           cache);
+#     tfs   tensorfs mounted (tensorfs -f) from an image file in that
+#           directory.
 #
-# Every write job ends with an fsync (end_fsync=1), counted in its time,
-# so written data has reached the disk.  As root, "sync" and
-# "echo 3 > /proc/sys/vm/drop_caches" run before every read job but d)
-# (which is meant to find tensorfs's cache).
-# Not as root, caches are not dropped, and the output says so.
+#   Every step runs on the three targets in turn, raw, ext4, tfs, and the
+#   whole sequence is repeated (--repeat), so the runs interleave
+#   (A B C A B C ...) and a disk that changes speed over time moves all
+#   three alike.  Each figure is the median of the repeats, with the
+#   min-max beside it.
 #
-# It prints a table: each test, MB/s (10^6 bytes/s, from fio's bw_bytes),
-# the ratio to the raw backing and to ext4 in the same direction (write
-# to write, read to read); then the date, kernel, CPUs, fio version, the
-# backing device and the exact fio command lines.  Progress messages go
-# to stderr.  Everything it made (mounts, loop device, daemon, images) is
-# removed on every exit path, Ctrl-C included.  The defaults (1G, three
-# runs) take about a minute and a half on 2 cores.
+#   Before every cold read: sync, tensorfs is unmounted and mounted again
+#   (its RAM cache starts empty) and "echo 3 > /proc/sys/vm/drop_caches"
+#   empties the kernel's caches.  A warm read (tensorfs only) follows a
+#   cold one with the kernel's caches dropped again but the mount kept, so
+#   the data comes from tensorfs's own RAM cache.
 #
-# Options:
-#   --size SIZE    size of each test file (default 1G).  Suffixes K, M, G,
-#                  T (powers of 1024; also KiB..TiB) or KB..TB (powers of
-#                  1000); at least 16M.  The disk needs about 2.5 x SIZE
-#                  free.
+# TESTS
+#   a  fio, 1 MiB sequential O_DIRECT write (end_fsync=1) and cold read,
+#      ioengine=io_uring, queue depth 1, 8 and 32 (--quick: 1)
+#   b  fio, buffered (ioengine=psync, what write(2) users do) 1 MiB
+#      sequential write ending with fsync, and a cold read
+#   c  fio, buffered 4 KiB sequential write ending with fsync, and a cold
+#      4 KiB random read (psync; at most 10 s of it)
+#   d  mmap: sequential write (ftruncate, mmap MAP_SHARED, copy 1 MiB at a
+#      time, msync, fsync) and cold read of a SIZE file
+#      (tools/bench/clients.py, stdlib only)
+#   e  real clients, Debian's python3-numpy and python3-torch: np.save and
+#      np.load; np.memmap write + flush, and read; torch.save and
+#      torch.load of a state dict of 16 float32 tensors; the safetensors
+#      layout (8-byte header length, JSON header, raw bytes) written and
+#      read back as safetensors does (mmap, copy each tensor); every write
+#      ends with fsync; reads cold, and on tensorfs also warm
+#   f  DeepSpeed's async_io pattern through libaio (the project's dsaio
+#      client, tests/integration/dsaio.c: O_DIRECT, 1 MiB requests, no
+#      fsync, as DeepSpeed does) writing and cold-reading files, queue depth
+#      8 and 32, 1 and 4 threads per file (--quick: 8, 1)
+#   g  metadata: create, then (cold) stat, then unlink of 20,000 empty files
+#      in one directory, ops/s
+#   h  CPU seconds per GB moved (10^9 bytes) for every test that moves
+#      bytes (see CPU ACCOUNTING)
+#   i  the daemon's peak resident memory (VmHWM, read from /proc before
+#      each unmount) against its bound: max_in_cpu + buffer_count x
+#      buffer_size + 64 MiB + TFS_META_BYTES_PER_FILE per file
+#
+#   MB/s is 10^6 bytes/s: fio's own bandwidth (its job runtime, end_fsync
+#   included) for a to c; the timed section of the client for d, e and g
+#   (see tools/bench/clients.py: the file's open to its close, fsync
+#   included); dsaio's own time for f.
+#
+# CPU ACCOUNTING
+#   For each run: the client's utime + stime (fio's own usr_cpu + sys_cpu
+#   over its job, so not its start-up; dsaio's from getrusage of the
+#   waited process; a Python client's own getrusage around its timed
+#   section, so interpreter start and imports are not counted), plus, on tensorfs, the daemon's utime + stime over the run
+#   from /proc/PID/stat (every thread: FUSE workers, io_uring workers),
+#   plus, on every target, the utime + stime of all kernel threads
+#   (kthreadd and its children, from /proc/*/stat) over the run.  The
+#   loop device has no thread of its own in current kernels: its work runs
+#   in unbound kworkers, so it is counted there, with jbd2, writeback
+#   flushers and the rest.  Not counted: a kernel thread that starts and
+#   ends within a run, and interrupt-context work (charged to whoever ran).
+#   Kernel threads also work for other programs on the machine: run it on
+#   a quiet machine (the load average at start and end is recorded).
+#
+# OPTIONS
+#   --quick        a smoke run: 16 MiB files, 1 MiB for c, 2 x 8 MiB for
+#                  f, 200 files for g, queue depth 1 only (f: 8, one
+#                  thread), one repeat.  Figures from it mean nothing.
+#   --bin DIR      directory of tensorfs and mkfs.tensorfs (default:
+#                  $TFS_BIN, else build/bin of this tree, else PATH)
+#   --testbin DIR  directory of the dsaio client (default: $TFS_TESTBIN,
+#                  else DIR/../testbin; else it is compiled from
+#                  tests/integration/dsaio.c with cc -laio)
+#   --out DIR      where to write the results (created; default
+#                  ./bench-YYYYmmdd-HHMMSS)
 #   --dir DIR      make the temporary directory holding every image and
-#                  file under DIR (default /var/tmp).  DIR chooses the
-#                  disk under test.
-#   --bin DIR      directory holding tensorfs and mkfs.tensorfs (default:
-#                  $TFS_BIN, else build/bin of this source tree, else PATH)
-#   -o KEY=VALUE   a tensorfs setting for the mount (tensorfs -o), e.g.
-#                  -o max_threads=8; may be repeated
-#   --repeat N     run the whole sequence a) to e) N times (default 3)
-#                  and report each test's median, with every run's
-#                  figure beside it: a virtual disk's speed can swing by
-#                  half from one run to the next
-#   --json         print a machine-readable summary (JSON) on stdout
-#                  instead of the table; the table then goes to stderr
-#   --no-ext4      skip b)
-#   --loop-buffered  mount the ext4 image with plain "mount -o loop"
-#                  (the loop device then reads and writes the image
-#                  through the host page cache).  By default the loop
-#                  device is attached with "losetup --direct-io=on", so
-#                  that ext4, like tensorfs, reaches its image with
-#                  O_DIRECT.
+#                  file under DIR (default /var/tmp): DIR chooses the disk
+#   --size SIZE    file size for a, b, d, e (default 1G; K, M, G suffixes
+#                  are powers of 1024; at least 1M)
+#   --repeat N     repeats (default 3; --quick 1)
+#   --only LIST    run only these groups, e.g. --only a,e (default all:
+#                  a,b,c,d,e,f,g; h and i come with them)
+#   -o KEY=VALUE   a tensorfs setting for every mount (tensorfs -o), e.g.
+#                  -o max_in_cpu=4GiB; may be repeated
 #   -h, --help     this text
 #
-# Needs fio, python3 (to read fio's JSON), fusermount3, and for b)
-# mkfs.ext4, losetup and mount; tools/install-deps.sh installs them.
+# OUTPUT
+#   The table on stdout: for each test, unit, the median (min-max) of the
+#   raw file, ext4 and tensorfs, tensorfs's ratio to raw and to ext4
+#   ("x raw", "x ext4"), CPU s/GB of each and tensorfs's CPU ratio to
+#   ext4; then VmHWM, date, commit, kernel, load.  In --out DIR:
+#   results.json (every run's figures and CPU parts, the medians, the
+#   commands, the machine), table.txt, commands.txt (every command run,
+#   the temporary directory written $WORK), ratios.png (gnuplot; skipped
+#   with a message when gnuplot is missing), ratios.dat, and runs/ (each
+#   run's raw record: fio's JSON, the clients' output).  Progress goes to
+#   stderr, each line with the seconds since the start.
+#   tools/bench/markdown.py OUT/results.json prints the table as Markdown.
 #
-# Exit status: 0 when every test ran (b skipped counts as ran), 1 on a
-# failure (a tool missing, a mount or an fio job failed, not enough
-# space), 2 on a usage error.
+# REQUIREMENTS
+#   root (it drops caches, attaches a loop device, mounts ext4); fio,
+#   python3, losetup, mkfs.ext4, fusermount3; python3-numpy and
+#   python3-torch for e (a python3 that imports them is looked for:
+#   /usr/bin/python3 first); gnuplot for the plot; libaio for f.
+#   tools/install-deps.sh installs them all.  Free space under --dir:
+#   it asks for 2 x (3 x SIZE + 1 GiB), the two images' size; they are
+#   sparse and use less.
 #
-# Example:
-#   sudo tools/bench.sh --bin build/bin
-#   sudo tools/bench.sh --size 4G --dir /mnt/nvme --json > bench.json
+#   Everything it made (mounts, the loop device, the daemon, the images)
+#   is removed on every exit path, a failure or Ctrl-C included.
+#
+# EXIT STATUS
+#   0 done; 1 a failure (not root, a tool missing, a mount, a run or a
+#   check of the data read back failed); 2 a usage error.
+#
+# EXAMPLES
+#   sudo tools/bench.sh --bin build/rel/bin --out /tmp/bench
+#   sudo tools/bench.sh --quick
+#   sudo tools/bench.sh --only a,f --size 4G --dir /mnt/nvme
 
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+helpers=$top/tools/bench
 prog=bench.sh
 
-usage() {
-	sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
-}
+usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
 usage_error() {
 	printf '%s: %s\nTry "%s --help".\n' "$prog" "$1" "$0" >&2
 	exit 2
 }
-log() { printf '%s: %s\n' "$prog" "$*" >&2; }
+log() { printf '%s: [%ss] %s\n' "$prog" "$SECONDS" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 # ===== arguments =====
 
-SIZE_ARG=1G
-PARENT=/var/tmp
+QUICK=0
 BIN=""
-JSON=0
-REPEAT=3
-DO_EXT4=1
-LOOP_DIO=1
+TESTBIN=""
+OUT=""
+PARENT=/var/tmp
+SIZE_ARG=""
+REPEAT=""
+ONLY=a,b,c,d,e,f,g
 TFS_OPTS=()
 
+ARGS_GIVEN=$(printf ' %q' "$@")
+need_val() { [ "$2" -ge 2 ] || usage_error "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--size) [ $# -ge 2 ] || usage_error "--size needs a value"
-		SIZE_ARG=$2; shift 2 ;;
-	--size=*) SIZE_ARG=${1#--size=}; shift ;;
-	--dir) [ $# -ge 2 ] || usage_error "--dir needs a value"
-		PARENT=$2; shift 2 ;;
-	--dir=*) PARENT=${1#--dir=}; shift ;;
-	--bin) [ $# -ge 2 ] || usage_error "--bin needs a value"
-		BIN=$2; shift 2 ;;
-	--bin=*) BIN=${1#--bin=}; shift ;;
-	-o) [ $# -ge 2 ] || usage_error "-o needs KEY=VALUE"
+	--quick) QUICK=1; shift ;;
+	--bin) need_val "$1" $#; BIN=$2; shift 2 ;;
+	--bin=*) BIN=${1#*=}; shift ;;
+	--testbin) need_val "$1" $#; TESTBIN=$2; shift 2 ;;
+	--testbin=*) TESTBIN=${1#*=}; shift ;;
+	--out) need_val "$1" $#; OUT=$2; shift 2 ;;
+	--out=*) OUT=${1#*=}; shift ;;
+	--dir) need_val "$1" $#; PARENT=$2; shift 2 ;;
+	--dir=*) PARENT=${1#*=}; shift ;;
+	--size) need_val "$1" $#; SIZE_ARG=$2; shift 2 ;;
+	--size=*) SIZE_ARG=${1#*=}; shift ;;
+	--repeat) need_val "$1" $#; REPEAT=$2; shift 2 ;;
+	--repeat=*) REPEAT=${1#*=}; shift ;;
+	--only) need_val "$1" $#; ONLY=$2; shift 2 ;;
+	--only=*) ONLY=${1#*=}; shift ;;
+	-o) need_val "$1" $#
 		case "$2" in *=*) ;; *) usage_error "-o needs KEY=VALUE, not '$2'" ;; esac
 		TFS_OPTS+=(-o "$2"); shift 2 ;;
-	--json) JSON=1; shift ;;
-	--repeat) [ $# -ge 2 ] || usage_error "--repeat needs a number"
-		REPEAT=$2; shift 2 ;;
-	--repeat=*) REPEAT=${1#--repeat=}; shift ;;
-	--no-ext4) DO_EXT4=0; shift ;;
-	--loop-buffered) LOOP_DIO=0; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage_error "unknown argument '$1'" ;;
 	esac
 done
 
-# parse_size TEXT: print the size in bytes (mkfs.tensorfs's syntax)
+MIB=$((1024 * 1024))
+# parse_size TEXT: bytes, or fail
 parse_size() {
 	local num unit mult
 	num=$(printf '%s' "$1" | sed -n 's/^\([0-9][0-9]*\).*$/\1/p')
-	[ -n "$num" ] || return 1
+	[ -n "$num" ] && [ ${#num} -le 12 ] || return 1
 	unit=${1#"$num"}
 	case "$unit" in
 	""|B) mult=1 ;;
 	K|k|KiB) mult=1024 ;;
-	M|m|MiB) mult=$((1024 ** 2)) ;;
-	G|g|GiB) mult=$((1024 ** 3)) ;;
-	T|t|TiB) mult=$((1024 ** 4)) ;;
-	KB|kB) mult=1000 ;;
-	MB) mult=$((1000 ** 2)) ;;
-	GB) mult=$((1000 ** 3)) ;;
-	TB) mult=$((1000 ** 4)) ;;
+	M|m|MiB) mult=$MIB ;;
+	G|g|GiB) mult=$((1024 * MIB)) ;;
 	*) return 1 ;;
 	esac
-	[ ${#num} -le 15 ] || return 1
 	echo $((num * mult))
 }
 
-SIZE=$(parse_size "$SIZE_ARG") || usage_error "invalid --size '$SIZE_ARG'; give bytes or a size like 1G"
-MIB=$((1024 * 1024))
-[ "$SIZE" -ge $((16 * MIB)) ] || usage_error "--size must be at least 16M"
-# whole 1 MiB blocks, as every job uses bs=1M
-SIZE=$((SIZE / MIB * MIB))
+if [ "$QUICK" = 1 ]; then
+	SIZE=$((16 * MIB)); SMALL=$((1 * MIB)); DS_FILES=2; DS_BYTES=$((8 * MIB))
+	META_N=200; QDS=(1); DS_QDS=(8); DS_THREADS=(1); RR_RUNTIME=""
+	: "${REPEAT:=1}"
+else
+	SIZE=$((1024 * MIB)); SMALL=$((256 * MIB)); DS_FILES=4; DS_BYTES=$((256 * MIB))
+	META_N=20000; QDS=(1 8 32); DS_QDS=(8 32); DS_THREADS=(1 4); RR_RUNTIME=10
+	: "${REPEAT:=3}"
+fi
+if [ -n "$SIZE_ARG" ]; then
+	SIZE=$(parse_size "$SIZE_ARG") || usage_error "invalid --size '$SIZE_ARG'; give a size like 1G or 512M"
+	SIZE=$((SIZE / MIB * MIB))
+	[ "$SIZE" -ge "$MIB" ] || usage_error "--size must be at least 1M"
+	[ "$SMALL" -le "$SIZE" ] || SMALL=$SIZE
+	[ "$DS_BYTES" -le "$SIZE" ] || DS_BYTES=$SIZE
+fi
+case "$REPEAT" in
+''|*[!0-9]*|0) usage_error "--repeat needs a whole number of at least 1, not '$REPEAT'" ;;
+esac
+GROUPS_ON=" "
+for g in ${ONLY//,/ }; do
+	case "$g" in
+	[abcdefg]) GROUPS_ON="$GROUPS_ON$g " ;;
+	*) usage_error "--only takes groups among a,b,c,d,e,f,g, not '$g'" ;;
+	esac
+done
+on() { case "$GROUPS_ON" in *" $1 "*) return 0 ;; esac; return 1; }
 [ -d "$PARENT" ] || usage_error "--dir '$PARENT' is not a directory"
 
 # ===== tools =====
 
+[ "$(id -u)" = 0 ] || die "must run as root: it drops the kernel's caches, attaches a loop device and mounts ext4; run: sudo $0$ARGS_GIVEN"
+command -v fio >/dev/null 2>&1 || die "fio not found; install it (apt-get install fio, or tools/install-deps.sh)"
+for c in python3 fusermount3 mountpoint losetup mkfs.ext4 mount umount findmnt; do
+	command -v "$c" >/dev/null 2>&1 || die "$c not found; run tools/install-deps.sh"
+done
+[ -e /dev/fuse ] || die "no /dev/fuse; load the fuse module (modprobe fuse)"
 if [ -z "$BIN" ]; then
-	if [ -n "${TFS_BIN:-}" ]; then
-		BIN=$TFS_BIN
-	elif [ -x "$top/build/bin/tensorfs" ]; then
-		BIN=$top/build/bin
-	elif command -v tensorfs >/dev/null 2>&1; then
-		BIN=$(dirname "$(command -v tensorfs)")
+	if [ -n "${TFS_BIN:-}" ]; then BIN=$TFS_BIN
+	elif [ -x "$top/build/bin/tensorfs" ]; then BIN=$top/build/bin
+	elif command -v tensorfs >/dev/null 2>&1; then BIN=$(dirname "$(command -v tensorfs)")
 	fi
 fi
 TENSORFS=$BIN/tensorfs
 MKFS=$BIN/mkfs.tensorfs
 if [ -z "$BIN" ] || [ ! -x "$TENSORFS" ] || [ ! -x "$MKFS" ]; then
-	die "tensorfs and mkfs.tensorfs not found${BIN:+ in $BIN}; build them (cmake -S . -B build && cmake --build build) or pass --bin DIR"
+	die "tensorfs and mkfs.tensorfs not found${BIN:+ in $BIN}; build them (cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel) and pass --bin build/rel/bin"
 fi
-for c in fio python3 fusermount3 mountpoint; do
-	command -v "$c" >/dev/null 2>&1 || die "needs $c; run tools/install-deps.sh"
-done
-python3 -c 'import json' 2>/dev/null || die "python3 cannot import json"
-[ -e /dev/fuse ] || die "no /dev/fuse"
-
-IS_ROOT=0
-[ "$(id -u)" = 0 ] && IS_ROOT=1
-EXT4_SKIP=""
-if [ "$DO_EXT4" = 0 ]; then
-	EXT4_SKIP="skipped (--no-ext4)"
-elif [ "$IS_ROOT" = 0 ]; then
-	EXT4_SKIP="skipped: mounting an ext4 image needs root"
-else
-	for c in mkfs.ext4 losetup mount umount; do
-		command -v "$c" >/dev/null 2>&1 ||
-			{ EXT4_SKIP="skipped: $c not found"; break; }
+BIN=$(cd "$BIN" && pwd)
+# find_py MODULE: a python3 that has MODULE (Debian's first: a pyenv
+# python3 ahead in PATH may lack python3-numpy and python3-torch, and its
+# shim costs half a second a start)
+find_py() {
+	local p
+	for p in /usr/bin/python3 python3; do
+		if command -v "$p" >/dev/null 2>&1 && "$p" -c "import importlib.util, sys
+sys.exit(importlib.util.find_spec('$1') is None)" 2>/dev/null; then
+			command -v "$p"; return 0
+		fi
 	done
+	return 1
+}
+PY=$(find_py json) || die "no working python3"
+# one client process runs every step of d, e and g (clients.py --serve),
+# so numpy and torch are imported once: the python3 that has the most
+HAVE_NP=0
+HAVE_TORCH=0
+if PY_CLIENT=$(find_py torch) && "$PY_CLIENT" -c 'import numpy' 2>/dev/null; then
+	HAVE_NP=1; HAVE_TORCH=1
+elif PY_CLIENT=$(find_py numpy); then
+	HAVE_NP=1
+	log "warning: no python3 with torch (apt-get install python3-torch): torch steps skipped"
+else
+	PY_CLIENT=$PY
+	log "warning: no python3 with numpy (apt-get install python3-numpy): numpy and torch steps skipped"
 fi
-[ -n "$EXT4_SKIP" ] && log "ext4: $EXT4_SKIP"
+GNUPLOT=$(command -v gnuplot 2>/dev/null) || GNUPLOT=""
+[ -n "$GNUPLOT" ] || log "warning: gnuplot not found (apt-get install gnuplot-nox): no ratios.png"
+
+OUT=${OUT:-$PWD/bench-$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT" || die "cannot make the output directory '$OUT'"
+OUT=$(cd "$OUT" && pwd)
 
 # ===== clean-up, on every exit path =====
 
@@ -197,367 +294,462 @@ TFS_MNT=""
 TFS_PID=""
 EXT4_MNT=""
 LOOPDEV=""
+MANIFEST=""
+SERVER_PID=""
 
 stop_tensorfs() {
+	local i hwm
+	if [ -n "$TFS_PID" ] && [ -n "$MANIFEST" ]; then
+		hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$TFS_PID/status" 2>/dev/null)
+		[ -n "$hwm" ] && printf 'hwm\t%s\t%s\n' "$TFS_PID" "$hwm" >>"$MANIFEST"
+	fi
 	if [ -n "$TFS_MNT" ] && mountpoint -q "$TFS_MNT" 2>/dev/null; then
-		fusermount3 -u "$TFS_MNT" 2>/dev/null ||
-			umount -l "$TFS_MNT" 2>/dev/null
+		fusermount3 -u "$TFS_MNT" 2>/dev/null || umount -l "$TFS_MNT" 2>/dev/null
 	fi
 	if [ -n "$TFS_PID" ]; then
-		# unmounting makes the daemon write everything and exit
-		local i
-		for i in $(seq 300); do
+		# unmounting makes the daemon write everything back and exit
+		for i in $(seq 600); do
 			kill -0 "$TFS_PID" 2>/dev/null || break
-			[ "$i" = 300 ] && { kill -TERM "$TFS_PID" 2>/dev/null; sleep 1; kill -KILL "$TFS_PID" 2>/dev/null; }
+			if [ "$i" = 600 ]; then
+				log "warning: tensorfs $TFS_PID still running 60 s after unmount; killing it"
+				kill -TERM "$TFS_PID" 2>/dev/null; sleep 1; kill -KILL "$TFS_PID" 2>/dev/null
+			fi
 			sleep 0.1
 		done
 		wait "$TFS_PID" 2>/dev/null
 	fi
 	TFS_PID=""
-	TFS_MNT=""
-}
-
-stop_ext4() {
-	if [ -n "$EXT4_MNT" ] && mountpoint -q "$EXT4_MNT" 2>/dev/null; then
-		umount "$EXT4_MNT" 2>/dev/null || umount -l "$EXT4_MNT" 2>/dev/null
-	fi
-	EXT4_MNT=""
-	if [ -n "$LOOPDEV" ]; then
-		losetup -d "$LOOPDEV" 2>/dev/null
-		LOOPDEV=""
-	fi
 }
 
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
+	# nothing may stop the clean-up half-way
+	set +u
+	if [ -n "$SERVER_PID" ]; then
+		kill "$SERVER_PID" 2>/dev/null
+		wait "$SERVER_PID" 2>/dev/null
+	fi
 	stop_tensorfs
-	stop_ext4
+	TFS_MNT=""
+	if [ -n "$EXT4_MNT" ] && mountpoint -q "$EXT4_MNT" 2>/dev/null; then
+		umount "$EXT4_MNT" 2>/dev/null || umount -l "$EXT4_MNT" 2>/dev/null
+	fi
+	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		# never follow into a mount that could not be unmounted
 		rm -rf --one-file-system "$WORK" 2>/dev/null ||
-			log "warning: could not remove all of $WORK"
+			log "warning: could not remove all of '$WORK'"
 	fi
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'log "interrupted"; exit 1' INT TERM HUP
+trap 'log "interrupted"; exit 130' INT TERM HUP
 
 WORK=$(mktemp -d "$PARENT/tensorfs-bench.XXXXXX") || die "cannot make a directory under '$PARENT'"
 WORK=$(cd "$WORK" && pwd -P)
-
-# free space: tensorfs holds two files at the end (c/d and e), plus slack
-need_kib=$(( (SIZE * 5 / 2 + 256 * MIB) / 1024 ))
-avail_kib=$(df -Pk "$WORK" | awk 'NR == 2 { print $4 }')
-if [ -z "$avail_kib" ] || [ "$avail_kib" -lt "$need_kib" ]; then
-	die "$WORK has ${avail_kib:-?} KiB free; size $SIZE_ARG needs about $need_kib KiB"
-fi
-
-BACKING_DEV=$(findmnt -n -o SOURCE --target "$WORK" 2>/dev/null ||
-	df -P "$WORK" | awk 'NR == 2 { print $1 }')
-BACKING_FSTYPE=$(findmnt -n -o FSTYPE --target "$WORK" 2>/dev/null ||
-	stat -f -c %T "$WORK" 2>/dev/null || echo unknown)
-
-# ===== fio =====
-
-FIO_COMMON=(--ioengine=io_uring --bs=1M --iodepth=8 --numjobs=1 --size="$SIZE")
+RES=$OUT/runs
+rm -rf "${RES:?}"
+mkdir -p "$RES" || die "cannot make '$RES'"
 MANIFEST=$WORK/manifest.tsv
 : >"$MANIFEST"
-DROPPED=1
 
-drop_caches() {
-	sync
-	if [ "$IS_ROOT" = 1 ]; then
-		echo 3 >/proc/sys/vm/drop_caches || die "cannot drop caches"
-	else
-		DROPPED=0
-	fi
-}
+# the raw target and both loop device and tensorfs reach the disk with
+# O_DIRECT: tmpfs, for one, refuses it before Linux 6.6
+dd if=/dev/zero of="$WORK/odirect.probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
+	die "the file system of '$PARENT' does not support O_DIRECT (tmpfs?); pick a directory on a disk with --dir"
+rm -f "$WORK/odirect.probe"
 
-# record ID LABEL DIR [JSON] [COMMAND]: one line of the manifest
-record() {
-	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" "${5:-}" >>"$MANIFEST"
-}
+IMG_BYTES=$((SIZE * 3 + 1024 * MIB))
+need_kib=$((IMG_BYTES * 2 / 1024))
+avail_kib=$(df -Pk "$WORK" | awk 'NR == 2 { print $4 }')
+if [ -z "$avail_kib" ] || [ "$avail_kib" -lt "$need_kib" ]; then
+	die "'$WORK' has ${avail_kib:-?} KiB free; this run needs about $need_kib KiB (lower --size or pick another --dir)"
+fi
 
-# fio_job ID LABEL RW DIRECT FILE [EXTRA...]: run one fio job, keep its JSON
-fio_job() {
-	local id=$1 label=$2 rw=$3 direct=$4 file=$5 out cmd
-	shift 5
-	out=$WORK/$id.$REP.json
-	local args=(fio --name="$id" --filename="$file" --rw="$rw"
-		--direct="$direct" "${FIO_COMMON[@]}" "$@"
-		--output-format=json --output="$out")
-	[ "$rw" = write ] && args+=(--end_fsync=1)
-	cmd=$(printf '%q ' "${args[@]}")
-	cmd=${cmd% }
-	log "$id: $label"
-	"${args[@]}" >"$WORK/$id.$REP.log" 2>&1 || {
-		cat "$WORK/$id.$REP.log" >&2
-		die "fio failed in $id: $cmd"
-	}
-	record "$id" "$label" "$rw" "$out" "$cmd"
-}
+# ===== the three targets =====
 
-# write_read PREFIX NAME DIRECT FILE: sequential write, drop caches, read
-write_read() {
-	local mode=O_DIRECT
-	[ "$3" = 0 ] && mode=buffered
-	fio_job "$1-write" "$2 write $mode" write "$3" "$4"
-	drop_caches
-	fio_job "$1-read" "$2 read $mode" read "$3" "$4"
-}
+mkdir -p "$WORK/raw"
 
-case "$REPEAT" in
-''|*[!0-9]*|0) usage_error "--repeat needs a whole number of at least 1, not '$REPEAT'" ;;
-esac
-START=$(date +%s)
+log "ext4: mkfs on an image of $((IMG_BYTES / MIB)) MiB, loop device with direct I/O"
+truncate -s "$IMG_BYTES" "$WORK/ext4.img" || die "cannot make '$WORK/ext4.img'"
+mkfs.ext4 -q -F "$WORK/ext4.img" >"$WORK/mkfs.ext4.log" 2>&1 ||
+	{ cat "$WORK/mkfs.ext4.log" >&2; die "mkfs.ext4 failed"; }
+LOOPDEV=$(losetup --find --show --direct-io=on "$WORK/ext4.img") ||
+	die "losetup --direct-io=on failed (the host file system of --dir must support O_DIRECT)"
+mkdir -p "$WORK/ext4"
+EXT4_MNT=$WORK/ext4
+mount -t ext4 "$LOOPDEV" "$EXT4_MNT" || die "cannot mount $LOOPDEV on '$EXT4_MNT'"
+LOOP_DIO=$(cat "/sys/block/${LOOPDEV#/dev/}/loop/dio" 2>/dev/null || echo '?')
+[ "$LOOP_DIO" = 1 ] || log "warning: $LOOPDEV reports dio=$LOOP_DIO: the kernel fell back to buffered loop I/O"
 
-run_all() {
-	# a) the host file system, next to the images
-	log "a) raw backing file in $WORK ($BACKING_DEV, $BACKING_FSTYPE)"
-	write_read raw "a) raw backing" 1 "$WORK/raw.dat"
-	rm -f "$WORK/raw.dat"
+log "tensorfs: mkfs on an image of $((IMG_BYTES / MIB)) MiB"
+"$MKFS" -q -s "$IMG_BYTES" "$WORK/tensorfs.img" >"$WORK/mkfs.log" 2>&1 ||
+	{ cat "$WORK/mkfs.log" >&2; die "mkfs.tensorfs failed"; }
+mkdir -p "$WORK/tfs"
+TFS_MNT=$WORK/tfs
+TFS_CMD=$(printf '%q ' "$TENSORFS" -f "${TFS_OPTS[@]}" IMAGE MOUNTPOINT)
+TFS_CMD=${TFS_CMD% }
 
-	# b) ext4 on a loop device over an image file in the same directory
-	EXT4_MODE=""
-	if [ -z "$EXT4_SKIP" ]; then
-		img=$WORK/ext4.img
-		# room for the file, the journal and metadata
-		truncate -s $((SIZE + SIZE / 4 + 128 * MIB)) "$img" || die "cannot make $img"
-		mkfs.ext4 -q -F "$img" >"$WORK/mkfs.ext4.log" 2>&1 || {
-			cat "$WORK/mkfs.ext4.log" >&2; die "mkfs.ext4 failed"; }
-		mkdir -p "$WORK/ext4"
-		if [ "$LOOP_DIO" = 1 ]; then
-			LOOPDEV=$(losetup --find --show --direct-io=on "$img") ||
-				die "losetup --direct-io=on failed; try --loop-buffered"
-			EXT4_MNT=$WORK/ext4
-			mount -t ext4 "$LOOPDEV" "$EXT4_MNT" || die "cannot mount $LOOPDEV"
-		else
-			EXT4_MNT=$WORK/ext4
-			mount -o loop "$img" "$EXT4_MNT" || die "mount -o loop $img failed"
-			LOOPDEV=""	# umount detaches it
+start_tensorfs() {
+	local i
+	"$TENSORFS" -f "${TFS_OPTS[@]}" "$WORK/tensorfs.img" "$TFS_MNT" >>"$WORK/tensorfs.log" 2>&1 &
+	TFS_PID=$!
+	for i in $(seq 200); do
+		mountpoint -q "$TFS_MNT" && return 0
+		if ! kill -0 "$TFS_PID" 2>/dev/null; then
+			cat "$WORK/tensorfs.log" >&2
+			TFS_PID=""
+			die "tensorfs exited before mounting: $TFS_CMD"
 		fi
-		dev=$(findmnt -n -o SOURCE "$EXT4_MNT" 2>/dev/null)
-		dio=$(cat "/sys/block/${dev#/dev/}/loop/dio" 2>/dev/null || echo '?')
-		EXT4_MODE="loop device $dev, dio=$dio"
-		log "b) ext4 on $EXT4_MODE"
-		write_read ext4 "b) ext4" 1 "$EXT4_MNT/ext4.dat"
-		stop_ext4
-		rm -f "$img"
-	else
-		record ext4-write "b) ext4 write O_DIRECT" skip "" "$EXT4_SKIP"
-		record ext4-read "b) ext4 read O_DIRECT" skip "" "$EXT4_SKIP"
+		[ "$i" = 200 ] || sleep 0.05
+	done
+	die "tensorfs did not mount within 10 s: $TFS_CMD"
+}
+start_tensorfs
+cp "$TFS_MNT/.tensorfs/config" "$WORK/tfs.config" 2>/dev/null ||
+	log "warning: no .tensorfs/config on the mount: the memory bound is unknown"
+
+# dir_of TARGET: the directory the runs on TARGET use
+dir_of() {
+	case "$1" in
+	raw) echo "$WORK/raw" ;;
+	ext4) echo "$EXT4_MNT/b" ;;
+	tfs) echo "$TFS_MNT/b" ;;
+	esac
+}
+TARGETS=(raw ext4 tfs)
+for t in "${TARGETS[@]}"; do mkdir -p "$(dir_of "$t")" || die "cannot make a directory on $t"; done
+
+# ===== the dsaio client =====
+
+DSAIO=""
+DSAIO_SKIP=""
+if on f; then
+	for d in "$TESTBIN" "${TFS_TESTBIN:-}" "$BIN/../testbin"; do
+		if [ -n "$d" ] && [ -x "$d/dsaio" ]; then DSAIO=$(cd "$d" && pwd)/dsaio; break; fi
+	done
+	if [ -z "$DSAIO" ]; then
+		if command -v cc >/dev/null 2>&1 &&
+			cc -O2 -pthread -o "$WORK/dsaio" "$top/tests/integration/dsaio.c" -laio >"$WORK/cc.log" 2>&1; then
+			DSAIO=$WORK/dsaio
+		else
+			DSAIO_SKIP="no dsaio client (build the tree, or install libaio-dev and a C compiler)"
+			log "warning: f skipped: $DSAIO_SKIP"
+		fi
 	fi
+fi
 
-	# c), d), e) tensorfs on an image file in the same directory
-	TFS_IMG=$WORK/tensorfs.img
-	rm -f "$TFS_IMG"
-	"$MKFS" -q -s $((SIZE * 2 + SIZE / 4 + 256 * MIB)) "$TFS_IMG" >"$WORK/mkfs.log" 2>&1 || {
-		cat "$WORK/mkfs.log" >&2; die "mkfs.tensorfs failed"; }
-	mkdir -p "$WORK/tfs"
-	rm -f "$WORK/tensorfs.log"
-	TFS_CMD=$(printf '%q ' "$TENSORFS" -f "${TFS_OPTS[@]}" "$TFS_IMG" "$WORK/tfs")
-	TFS_CMD=${TFS_CMD% }
-	start_tensorfs() {
-		"$TENSORFS" -f "${TFS_OPTS[@]}" "$TFS_IMG" "$WORK/tfs" >>"$WORK/tensorfs.log" 2>&1 &
-		TFS_PID=$!
-		TFS_MNT=$WORK/tfs
-		for _ in $(seq 100); do
-			mountpoint -q "$TFS_MNT" && break
-			kill -0 "$TFS_PID" 2>/dev/null || {
-				cat "$WORK/tensorfs.log" >&2; TFS_PID=""; die "tensorfs exited before mounting"; }
-			sleep 0.1
-		done
-		mountpoint -q "$TFS_MNT" || die "tensorfs did not mount within 10 s"
-	}
-	start_tensorfs
-	log "tensorfs mounted: $TFS_CMD"
+# ===== running and recording =====
 
-	# c) O_DIRECT write on a fresh mount; the read after a remount, so it
-	# comes from the device (tensorfs's RAM cache starts empty)
-	fio_job tfs-write "c) tensorfs write O_DIRECT" write 1 "$TFS_MNT/direct.dat"
+REP=0
+declare -A DEFINED=()
+
+# deftest ID GROUP UNIT LABEL: a row of the table, in the order defined
+deftest() {
+	[ -n "${DEFINED[$1]:-}" ] && return 0
+	DEFINED[$1]=1
+	printf 'test\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$MANIFEST"
+}
+skip_run() { printf 'skip\t%s\t%s\t%s\n' "$1" "$2" "$3" >>"$MANIFEST"; }
+
+pid_of() { [ "$1" = tfs ] && echo "$TFS_PID"; }
+
+# cold: what comes before a cold read: the data on the disk, tensorfs's
+# RAM cache empty (a new mount), the kernel's caches empty
+cold() {
+	sync
 	stop_tensorfs
-	drop_caches
 	start_tensorfs
-	fio_job tfs-read "c) tensorfs read O_DIRECT (cold)" read 1 "$TFS_MNT/direct.dat"
-
-	# d) the same O_DIRECT read again: the file fits in max_in_cpu, so it comes
-	# from tensorfs's RAM cache (O_DIRECT bypasses only the kernel's)
-	fio_job tfs-reread "d) tensorfs re-read O_DIRECT (cached)" read 1 \
-		"$TFS_MNT/direct.dat"
-
-	write_read tfs-buf "e) tensorfs" 0 "$TFS_MNT/buffered.dat"
-
-	stop_tensorfs
+	echo 3 >/proc/sys/vm/drop_caches || die "cannot drop caches"
+}
+# warm: the kernel's caches empty, tensorfs's kept
+warm() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches || die "cannot drop caches"
 }
 
+# record ID TARGET KIND FILE FIO_JSON CMD...: a run for report.py, and its
+# command line (with the temporary directory shown as $WORK) for
+# commands.txt
+record() {
+	local id=$1 t=$2 kind=$3 file=$4 fj=$5 cmd
+	shift 5
+	cmd=$(printf '%q ' "$@")
+	cmd=${cmd% }
+	# shellcheck disable=SC2016  # a literal $WORK, $OUT in the text
+	cmd=${cmd//"$WORK"/'$WORK'}
+	# shellcheck disable=SC2016
+	cmd=${cmd//"$RES"/'$OUT/runs'}
+	printf 'run\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$t" "$REP" "$kind" \
+		"$file" "$fj" "$cmd" >>"$MANIFEST"
+	printf '%s\n' "$cmd" >>"$WORK/commands.txt"
+}
+
+# fio_run ID TARGET FILE ARGS...: one fio job, measured
+fio_run() {
+	local id=$1 t=$2 file=$3 base
+	shift 3
+	base=$RES/$id.$t.$REP
+	# clock_gettime: fio's default clock calibrates the TSC first, a
+	# third of a second of CPU for every job
+	local args=(fio --name="$id" --filename="$file" --numjobs=1
+		--clocksource=clock_gettime "$@" --output-format=json
+		--output="$base.fio.json")
+	log "run $REP: $id on $t"
+	if ! "$PY" "$helpers/measure.py" run --out "$base.measure.json" \
+		--daemon "$(pid_of "$t")" -- "${args[@]}" >"$base.log" 2>&1; then
+		cat "$base.log" >&2
+		die "fio failed ($id on $t): $(printf '%q ' "${args[@]}")"
+	fi
+	record "$id" "$t" fio "$base.measure.json" "$base.fio.json" "${args[@]}"
+}
+
+# the client process (clients.py --serve), its stdin and stdout in CLIENT
+# (bash unsets CLIENT_PID when it ends: keep the pid for the clean-up)
+coproc CLIENT { exec "$PY_CLIENT" "$helpers/clients.py" --serve 2>>"$WORK/clients.log"; }
+SERVER_PID=$CLIENT_PID
+
+# client_run ID TARGET OP PATH SIZE: one clients.py step, measured
+client_run() {
+	local id=$1 t=$2 base line
+	shift 2
+	base=$RES/$id.$t.$REP
+	log "run $REP: $id on $t"
+	local in=${CLIENT[1]:-} out=${CLIENT[0]:-}
+	if [ -z "$in" ] || [ -z "$out" ] ||
+		! printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(pid_of "$t")" 1>&"$in" ||
+		! IFS= read -r line <&"$out"; then
+		cat "$WORK/clients.log" >&2
+		die "the client process (clients.py --serve) died during $id on $t"
+	fi
+	case "$line" in
+	'{"error"'*) die "client failed ($id on $t): clients.py $*: $line" ;;
+	esac
+	printf '%s\n' "$line" >"$base.client.json"
+	record "$id" "$t" client "$base.client.json" "" "$PY_CLIENT" tools/bench/clients.py "$@"
+}
+
+# dsaio_run ID TARGET ARGS...: one dsaio run, measured
+dsaio_run() {
+	local id=$1 t=$2 base
+	shift 2
+	base=$RES/$id.$t.$REP
+	log "run $REP: $id on $t"
+	if ! "$PY" "$helpers/measure.py" run --capture --out "$base.measure.json" \
+		--daemon "$(pid_of "$t")" -- "$DSAIO" "$@" >"$base.log" 2>&1; then
+		cat "$base.log" >&2
+		die "dsaio failed ($id on $t): dsaio $*"
+	fi
+	record "$id" "$t" dsaio "$base.measure.json" "" dsaio "$@"
+}
+
+clean_dirs() {
+	local t d
+	for t in "${TARGETS[@]}"; do
+		d=$(dir_of "$t")
+		rm -rf --one-file-system "${d:?}"
+		mkdir -p "$d" || die "cannot make '$d'"
+	done
+}
+
+# fio_pair WID RID LABELW LABELR UNIT WRITEARGS -- READARGS: write on each
+# target, cold, read on each target
+fio_pair() {
+	local wid=$1 rid=$2 group=$3 lw=$4 lr=$5 t w=() r=()
+	shift 5
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do w+=("$1"); shift; done
+	shift
+	r=("$@")
+	deftest "$wid" "$group" MB/s "$lw"
+	deftest "$rid" "$group" MB/s "$lr"
+	for t in "${TARGETS[@]}"; do fio_run "$wid" "$t" "$(dir_of "$t")/$wid.dat" "${w[@]}"; done
+	cold
+	for t in "${TARGETS[@]}"; do fio_run "$rid" "$t" "$(dir_of "$t")/$wid.dat" "${r[@]}"; done
+	clean_dirs
+}
+
+# client_pair WID RID GROUP LABELW LABELR HAVE WOP ROP FILE WARM: the same
+# with clients.py, when HAVE is 1 (the client has the module it needs);
+# WARM=1 adds a warm read on tensorfs
+client_pair() {
+	local wid=$1 rid=$2 group=$3 lw=$4 lr=$5 have=$6 wop=$7 rop=$8 f=$9 warm=${10} t
+	deftest "$wid" "$group" MB/s "$lw"
+	deftest "$rid" "$group" MB/s "$lr (cold)"
+	[ "$warm" = 1 ] && deftest "$rid-warm" "$group" MB/s "$lr (tensorfs warm)"
+	if [ "$have" != 1 ]; then
+		for t in "${TARGETS[@]}"; do
+			skip_run "$wid" "$t" "no python3 with the module"
+			skip_run "$rid" "$t" "no python3 with the module"
+		done
+		[ "$warm" = 1 ] && skip_run "$rid-warm" tfs "no python3 with the module"
+		return 0
+	fi
+	for t in "${TARGETS[@]}"; do client_run "$wid" "$t" "$wop" "$(dir_of "$t")/$f" "$SIZE"; done
+	cold
+	for t in "${TARGETS[@]}"; do client_run "$rid" "$t" "$rop" "$(dir_of "$t")/$f" "$SIZE"; done
+	if [ "$warm" = 1 ]; then
+		warm
+		client_run "$rid-warm" tfs "$rop" "$(dir_of tfs)/$f" "$SIZE"
+	fi
+	clean_dirs
+}
+
+B1M=(--bs=1M --size="$SIZE")
+run_once() {
+	local qd t th id rr=()
+	if on a; then
+		for qd in "${QDS[@]}"; do
+			fio_pair "a-dw-qd$qd" "a-dr-qd$qd" a \
+				"O_DIRECT 1M seq write, io_uring QD$qd" \
+				"O_DIRECT 1M seq read cold, io_uring QD$qd" \
+				--rw=write --direct=1 --ioengine=io_uring --iodepth="$qd" "${B1M[@]}" --end_fsync=1 -- \
+				--rw=read --direct=1 --ioengine=io_uring --iodepth="$qd" "${B1M[@]}"
+		done
+	fi
+	if on b; then
+		fio_pair b-bw b-br b "buffered 1M seq write + fsync" "buffered 1M seq read cold" \
+			--rw=write --direct=0 --ioengine=psync "${B1M[@]}" --end_fsync=1 -- \
+			--rw=read --direct=0 --ioengine=psync "${B1M[@]}"
+	fi
+	if on c; then
+		[ -n "$RR_RUNTIME" ] && rr=(--runtime="$RR_RUNTIME")
+		fio_pair c-4kw c-4kr c "buffered 4K seq write + fsync" "buffered 4K random read cold" \
+			--rw=write --direct=0 --ioengine=psync --bs=4k --size="$SMALL" --end_fsync=1 -- \
+			--rw=randread --direct=0 --ioengine=psync --bs=4k --size="$SMALL" "${rr[@]}"
+	fi
+	if on d; then
+		client_pair d-mw d-mr d "mmap seq write + msync, fsync" "mmap seq read" \
+			1 mmap-write mmap-read mmap.dat 0
+	fi
+	if on e; then
+		client_pair e-npsave e-npload e "np.save + fsync" "np.load" \
+			"$HAVE_NP" np-save np-load a.npy 1
+		client_pair e-mmw e-mmr e "np.memmap write + flush, fsync" "np.memmap read" \
+			"$HAVE_NP" memmap-write memmap-read m.bin 1
+		client_pair e-tsave e-tload e "torch.save state dict + fsync" "torch.load" \
+			"$HAVE_TORCH" torch-save torch-load sd.pt 1
+		client_pair e-stw e-str e "safetensors layout write + fsync" "safetensors layout read (mmap)" \
+			"$HAVE_NP" st-write st-read t.safetensors 1
+	fi
+	if on f; then
+		for qd in "${DS_QDS[@]}"; do
+			for th in "${DS_THREADS[@]}"; do
+				id="f-qd$qd-t$th"
+				deftest "$id-w" f MB/s "DeepSpeed aio write, QD$qd, $th thread(s)/file"
+				deftest "$id-r" f MB/s "DeepSpeed aio read cold, QD$qd, $th thread(s)/file"
+				if [ -n "$DSAIO_SKIP" ]; then
+					for t in "${TARGETS[@]}"; do skip_run "$id-w" "$t" "$DSAIO_SKIP"; skip_run "$id-r" "$t" "$DSAIO_SKIP"; done
+					continue
+				fi
+				for t in "${TARGETS[@]}"; do
+					dsaio_run "$id-w" "$t" write "$(dir_of "$t")" "$DS_FILES" "$DS_BYTES" \
+						--threads "$th" --queue-depth "$qd" --block-size 1M
+				done
+				cold
+				for t in "${TARGETS[@]}"; do
+					dsaio_run "$id-r" "$t" read "$(dir_of "$t")" "$DS_FILES" "$DS_BYTES" \
+						--threads "$th" --queue-depth "$qd" --block-size 1M
+				done
+				clean_dirs
+			done
+		done
+	fi
+	if on g; then
+		deftest g-create g ops/s "create $META_N files"
+		deftest g-stat g ops/s "stat $META_N files (cold)"
+		deftest g-unlink g ops/s "unlink $META_N files"
+		for t in "${TARGETS[@]}"; do client_run g-create "$t" meta-create "$(dir_of "$t")/meta" "$META_N"; done
+		cold
+		for t in "${TARGETS[@]}"; do client_run g-stat "$t" meta-stat "$(dir_of "$t")/meta" "$META_N"; done
+		for t in "${TARGETS[@]}"; do client_run g-unlink "$t" meta-unlink "$(dir_of "$t")/meta" "$META_N"; done
+		clean_dirs
+	fi
+}
+
+meta() { printf 'meta\t%s\t%s\n' "$1" "$2" >>"$MANIFEST"; }
+# the commit of this tree when the run starts (the binaries of --bin are
+# the user's to match with it)
+COMMIT=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$top" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+	COMMIT="$COMMIT (with uncommitted changes)"
+fi
+meta load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+START=$(date +%s)
 for REP in $(seq "$REPEAT"); do
-	log "run $REP of $REPEAT"
-	run_all
+	log "repeat $REP of $REPEAT"
+	run_once
 done
-grep -i -E 'error|warn' "$WORK/tensorfs.log" >&2 || true
 END=$(date +%s)
+meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+stop_tensorfs
+if grep -i -E 'error|warn' "$WORK/tensorfs.log" >&2; then
+	log "warning: the daemon logged the lines above"
+fi
 
 # ===== report =====
 
-REV=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
-export B_DATE B_KERNEL B_CPUS B_CPU_MODEL B_FIO B_REV B_DIR B_DEV B_FSTYPE \
-	B_SIZE B_SIZE_ARG B_DROPPED B_EXT4_MODE B_TFS_CMD B_ELAPSED B_JSON B_IS_ROOT \
-	B_REPEAT
-B_DATE=$(date -u '+%Y-%m-%dT%H:%M:%SZ')
-B_KERNEL=$(uname -srm)
-B_CPUS=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
-B_CPU_MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
-B_FIO=$(fio --version 2>/dev/null)
-B_REV=$REV
-B_DIR=$WORK
-B_DEV=$BACKING_DEV
-B_FSTYPE=$BACKING_FSTYPE
-B_SIZE=$SIZE
-B_SIZE_ARG=$SIZE_ARG
-B_DROPPED=$DROPPED
-B_EXT4_MODE=${EXT4_MODE:-$EXT4_SKIP}
-B_TFS_CMD=$TFS_CMD
-B_ELAPSED=$((END - START))
-B_JSON=$JSON
-B_REPEAT=$REPEAT
-B_IS_ROOT=$IS_ROOT
-
-REPORT_PY=$WORK/report.py
-cat >"$REPORT_PY" <<'PY'
-import json, os, sys
-
-env = os.environ
-rows = []
-for line in open(sys.argv[1]):
-    tid, label, rw, path, cmd = line.rstrip("\n").split("\t")
-    row = {"id": tid, "test": label, "rw": rw, "command": cmd or None}
-    if rw == "skip":
-        row.update(rw=tid.split("-")[-1], skipped=cmd, command=None,
-                   mb_s=None, bw_bytes=None, runtime_ms=None)
-    else:
-        with open(path) as f:
-            job = json.load(f)["jobs"][0]
-        if job.get("error"):
-            sys.exit("fio job %s reported error %s" % (tid, job["error"]))
-        side = job[rw]
-        row.update(skipped=None, bw_bytes=side["bw_bytes"],
-                   mb_s=side["bw_bytes"] / 1e6, runtime_ms=side["runtime"],
-                   io_bytes=side["io_bytes"])
-    rows.append(row)
-
-# one row per test: the median of its runs, every run kept
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-grouped = {}
-for r in rows:
-    g = grouped.get(r["id"])
-    if g is None:
-        g = grouped[r["id"]] = dict(r, runs_mb_s=[])
-    if r["bw_bytes"] is not None:
-        g["runs_mb_s"].append(round(r["mb_s"]))
-        g.setdefault("_bws", []).append(r["bw_bytes"])
-rows = []
-for g in grouped.values():
-    if g.get("_bws"):
-        g["bw_bytes"] = median(g.pop("_bws"))
-        g["mb_s"] = g["bw_bytes"] / 1e6
-        g.pop("runtime_ms", None)
-        g.pop("io_bytes", None)
-    rows.append(g)
-
-def bw(tid):
-    for r in rows:
-        if r["id"] == tid:
-            return r["bw_bytes"]
-    return None
-
-for r in rows:
-    for ref in ("raw", "ext4"):
-        base = bw("%s-%s" % (ref, r["rw"]))
-        r["ratio_" + ref] = (r["bw_bytes"] / base
-                             if base and r["bw_bytes"] is not None else None)
-
-meta = {
-    "date": env["B_DATE"],
-    "kernel": env["B_KERNEL"],
-    "cpus": int(env["B_CPUS"]),
-    "cpu_model": env["B_CPU_MODEL"],
-    "fio": env["B_FIO"],
-    "tensorfs_rev": env["B_REV"],
-    "dir": env["B_DIR"],
-    "backing_device": env["B_DEV"],
-    "backing_fstype": env["B_FSTYPE"],
-    "size_bytes": int(env["B_SIZE"]),
-    "size": env["B_SIZE_ARG"],
-    "caches_dropped": env["B_DROPPED"] == "1",
-    "ext4": env["B_EXT4_MODE"],
-    "tensorfs_mount": env["B_TFS_CMD"],
-    "elapsed_s": int(env["B_ELAPSED"]),
-    "repeat": int(env["B_REPEAT"]),
-    "units": "MB/s = 10^6 bytes/s (fio bw_bytes); ratios are to the same "
-             "direction (write/read) of the raw backing and of ext4",
-}
-
-if env["B_JSON"] == "1":
-    json.dump({"meta": meta, "tests": rows}, sys.stdout, indent=2)
-    print()
+# the memory bound: cache + pool + 64 MiB + per-file metadata, from the
+# mount's effective configuration
+BOUND=$("$PY" - "$WORK/tfs.config" "$top/lib/include/memcheck.h" "$META_N" <<'PY'
+import re, sys
+sizes = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "fp8_e4m3": 1,
+         "fp8_e5m2": 1, "int8": 1, "uint8": 1, "int16": 2, "int32": 4,
+         "int64": 8, "bool": 1}
+try:
+    cfg = {}
+    # the first of a key's sections is the mount's ([offload_param]); a
+    # later one ([offload_optimizer]) is DeepSpeed's only
+    for k, v in re.findall(r"^(\w+)\s*=\s*(\S*)", open(sys.argv[1]).read(), re.M):
+        cfg.setdefault(k, v)
+except OSError:
     sys.exit(0)
-
-def ratio(x):
-    return "%.2f" % x if x is not None else "-"
-
-w = max(len(r["test"]) for r in rows)
-print("%-*s  %9s  %7s  %7s  %s" % (w, "test", "MB/s", "x raw", "x ext4",
-                                   "runs (MB/s)"))
-print("%s  %s  %s  %s  %s" % ("-" * w, "-" * 9, "-" * 7, "-" * 7, "-" * 11))
-for r in rows:
-    if r["skipped"]:
-        print("%-*s  %9s  %7s  %7s  (%s)" % (w, r["test"], "-", "-", "-",
-                                            r["skipped"]))
-    else:
-        print("%-*s  %9.0f  %7s  %7s  %s" % (
-            w, r["test"], r["mb_s"], ratio(r["ratio_raw"]),
-            ratio(r["ratio_ext4"]),
-            " ".join(str(x) for x in r["runs_mb_s"])))
-print()
-print("MB/s = 10^6 bytes/s, the median of %d runs; ratios of medians, to the"
-      % meta["repeat"])
-print("same direction (write/read).")
-print("writes end with an fsync (end_fsync=1), counted in their time.")
-if not meta["caches_dropped"]:
-    print("NOT root: page caches were not dropped before the reads.")
-print()
-print("date:     %s" % meta["date"])
-print("kernel:   %s" % meta["kernel"])
-print("CPUs:     %d (%s)" % (meta["cpus"], meta["cpu_model"] or "?"))
-print("fio:      %s" % meta["fio"])
-print("tensorfs: %s, %s" % (meta["tensorfs_rev"], meta["tensorfs_mount"]))
-print("disk:     %s (%s) under %s" % (meta["backing_device"],
-                                      meta["backing_fstype"], meta["dir"]))
-print("ext4:     %s" % meta["ext4"])
-print("size:     %s (%d bytes) per file; total %d s" % (
-    meta["size"], meta["size_bytes"], meta["elapsed_s"]))
-print()
-print("fio command lines:")
-for r in rows:
-    if r["command"]:
-        print("  " + r["command"])
+def size(v, dt):
+    m = re.fullmatch(r"([0-9.eE+]+)\s*([KMGT]?)(i?)B?", v)
+    if not m:
+        raise SystemExit(0)
+    n = float(m.group(1))
+    if m.group(2) or v.endswith("B"):
+        base = 1024 if m.group(3) else 1000
+        return int(n * base ** " KMGT".index(m.group(2) or " "))
+    return int(n * sizes.get(dt, 2))
+dt = cfg.get("dtype", "fp16")
+cache = size(cfg.get("max_in_cpu", "0"), dt)
+pool = int(cfg.get("buffer_count", "0")) * size(cfg.get("buffer_size", "0"), dt)
+per_file = 320
+try:
+    m = re.search(r"TFS_META_BYTES_PER_FILE\s+(\d+)", open(sys.argv[2]).read())
+    per_file = int(m.group(1)) if m else per_file
+except OSError:
+    pass
+files = int(sys.argv[3]) + 16
+kb = (cache + pool + 64 * 2**20 + files * per_file) // 1024
+print("%d\tmax_in_cpu %d + pool %d + 64 MiB + %d files x %d B" % (kb, cache, pool, files, per_file))
 PY
+)
+meta hwm_bound_kb "${BOUND%%	*}"
+meta hwm_bound_text "${BOUND#*	}"
+meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
+meta commit "$COMMIT"
+meta kernel "$(uname -srm)"
+meta cpus "$(nproc) x $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+meta disk "$(findmnt -n -o SOURCE,FSTYPE --target "$WORK" | tr -s ' ') under $PARENT"
+meta ext4 "$LOOPDEV, dio=$LOOP_DIO"
+meta tensorfs_mount "$TFS_CMD"
+meta fio "$(fio --version)"
+meta python "$PY_CLIENT (numpy $HAVE_NP, torch $HAVE_TORCH)"
+meta sizes "files $SIZE B (a b d e), $SMALL B (c), f $DS_FILES x $DS_BYTES B, g $META_N files; repeat $REPEAT$([ "$QUICK" = 1 ] && echo ", --quick")"
+meta repeat "$REPEAT"
+meta elapsed_s "$((END - START))"
+meta cpu_accounting "client utime+stime (getrusage) + tensorfs daemon utime+stime (/proc/PID/stat, all threads) + all kernel threads' utime+stime (/proc/*/stat of kthreadd's children: kworkers, which do the loop device's work, jbd2, flushers), over each run"
 
-# the table on stdout, or with --json the summary on stdout, table on stderr
-B_JSON=0 python3 "$REPORT_PY" "$MANIFEST" >"$WORK/table.txt" ||
-	die "cannot read fio's results"
-if [ "$JSON" = 1 ]; then
-	B_JSON=1 python3 "$REPORT_PY" "$MANIFEST" >"$WORK/summary.json" ||
-		die "cannot read fio's results"
-	cat "$WORK/table.txt" >&2
-	cat "$WORK/summary.json"
-else
-	cat "$WORK/table.txt"
+awk '!seen[$0]++' "$WORK/commands.txt" >"$OUT/commands.txt" 2>/dev/null
+"$PY" "$helpers/report.py" "$MANIFEST" "$OUT" || die "cannot build the report from the runs in '$RES'"
+if [ -n "$GNUPLOT" ]; then
+	"$GNUPLOT" -e "datafile='$OUT/ratios.dat'; outfile='$OUT/ratios.png'; subtitle='$COMMIT, $(date -u +%Y-%m-%d), load $(cut -d' ' -f1 /proc/loadavg)'" \
+		"$helpers/ratios.gp" 2>"$WORK/gnuplot.log" ||
+		{ cat "$WORK/gnuplot.log" >&2; die "gnuplot failed"; }
 fi
+log "results in $OUT (results.json, table.txt${GNUPLOT:+, ratios.png})"
 exit 0

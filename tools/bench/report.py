@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""report.py: the table, JSON and plot of tools/bench.sh (stdlib only).
+
+  report.py MANIFEST OUTDIR
+
+MANIFEST (written by bench.sh) has tab-separated lines:
+  test  ID GROUP UNIT LABEL                 a test, in table order
+  run   ID TARGET REP KIND FILE FIO_JSON CMD  one measured run; KIND is
+        fio (FILE is measure.py's record and FIO_JSON fio's report), client
+        (FILE is clients.py's output) or dsaio (FILE is measure.py's record
+        with dsaio's output); FIO_JSON is empty but for fio; CMD is the
+        command line
+  skip  ID TARGET REASON                    a run that could not be done
+  hwm   PID KB                              a daemon's VmHWM at unmount
+  meta  KEY VALUE                           facts about the run (strings)
+
+It writes OUTDIR/results.json, OUTDIR/table.txt and OUTDIR/ratios.dat
+(the plot's data), and prints the table.  Each test's figure is the median
+of its runs, with their min-max; "x raw" and "x ext4" are tensorfs's median
+over the raw file's and ext4's (for a "warm" row: over their cold read of
+the same data).  CPU s/GB = (client + daemon + kernel threads) CPU seconds
+over 10^9 bytes moved, the median of the runs' ratios.
+"""
+
+import json
+import os
+import re
+import sys
+
+TARGETS = ("raw", "ext4", "tfs")
+TNAMES = {"raw": "raw file", "ext4": "ext4 (loop, dio)", "tfs": "tensorfs"}
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    if not n:
+        return None
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def load_run(kind, path, fio_json):
+    """dict: seconds, bytes or ops, cpu parts; raises on a bad record."""
+    with open(path) as f:
+        rec = json.load(f)
+    out = {
+        "client_cpu_s": rec.get("client_cpu_s"),
+        "daemon_cpu_s": rec.get("daemon_cpu_s"),
+        "kthread_cpu_s": rec.get("kthread_cpu_s"),
+    }
+    if kind == "fio":
+        with open(fio_json) as f:
+            job = json.load(f)["jobs"][0]
+        if job.get("error"):
+            raise ValueError("fio reported error %s" % job["error"])
+        side = job["read"] if job["read"]["io_bytes"] else job["write"]
+        out["bytes"] = side["io_bytes"]
+        out["seconds"] = side["runtime"] / 1000.0
+        out["iops"] = side["iops"]
+        # fio's own CPU figure covers its job only, not its start-up
+        # (about 0.2 s, which would weigh on 1 GiB): usr_cpu and sys_cpu
+        # are percents of the job's runtime
+        out["client_process_cpu_s"] = out["client_cpu_s"]
+        out["client_cpu_s"] = (job["usr_cpu"] + job["sys_cpu"]) / 100.0 * \
+            job["job_runtime"] / 1000.0
+    elif kind == "client":
+        out["seconds"] = rec["wall_s"]
+        if "ops" in rec:
+            out["ops"] = rec["ops"]
+        else:
+            out["bytes"] = rec["bytes"]
+    elif kind == "dsaio":
+        m = re.search(r"dsaio: \w+ .*: (\d+) files x (\d+) bytes.*?: "
+                      r"([0-9.]+) s,", rec.get("stdout") or "")
+        if not m:
+            raise ValueError("no dsaio summary line in %s" % path)
+        out["bytes"] = int(m.group(1)) * int(m.group(2))
+        out["seconds"] = float(m.group(3))
+    else:
+        raise ValueError("unknown run kind %s" % kind)
+    if out["seconds"] <= 0:
+        out["seconds"] = 1e-6
+    amount = out.get("ops", out.get("bytes"))
+    out["rate"] = amount / out["seconds"] / (1 if "ops" in out else 1e6)
+    if "bytes" in out and out["client_cpu_s"] is not None:
+        cpu = out["client_cpu_s"] + (out["daemon_cpu_s"] or 0) + \
+            (out["kthread_cpu_s"] or 0)
+        out["cpu_s"] = cpu
+        out["cpu_s_per_gb"] = cpu / (out["bytes"] / 1e9) if out["bytes"] \
+            else None
+    return out
+
+
+def main(manifest, outdir):
+    tests, order, meta, hwm = {}, [], {}, []
+    errors = []
+    for line in open(manifest):
+        f = line.rstrip("\n").split("\t")
+        if f[0] == "test":
+            tid, group, unit, label = f[1:5]
+            tests[tid] = {"id": tid, "group": group, "unit": unit,
+                          "label": label, "targets": {}}
+            order.append(tid)
+        elif f[0] == "run":
+            tid, target, rep, kind, path, fio_json, cmd = f[1:8]
+            t = tests[tid]["targets"].setdefault(target, {"runs": []})
+            t.setdefault("commands", [])
+            if cmd not in t["commands"]:
+                t["commands"].append(cmd)
+            try:
+                r = load_run(kind, path, fio_json)
+            except (OSError, ValueError, KeyError) as e:
+                errors.append("%s on %s, run %s: %s" % (tid, target, rep, e))
+                continue
+            r["rep"] = int(rep)
+            t["runs"].append(r)
+        elif f[0] == "skip":
+            tid, target, reason = f[1:4]
+            tests[tid]["targets"].setdefault(target, {"runs": []})[
+                "skipped"] = reason
+        elif f[0] == "hwm":
+            hwm.append(int(f[2]))
+        elif f[0] == "meta":
+            meta[f[1]] = f[2]
+    if errors:
+        for e in errors:
+            sys.stderr.write("report.py: %s\n" % e)
+        return 1
+
+    for tid in order:
+        t = tests[tid]
+        for target, d in t["targets"].items():
+            rates = [r["rate"] for r in d["runs"]]
+            d["median"] = median(rates)
+            d["min"] = min(rates) if rates else None
+            d["max"] = max(rates) if rates else None
+            cpus = [r["cpu_s_per_gb"] for r in d["runs"]
+                    if r.get("cpu_s_per_gb") is not None]
+            d["cpu_s_per_gb"] = median(cpus)
+            d["cpu_s_per_gb_min"] = min(cpus) if cpus else None
+            d["cpu_s_per_gb_max"] = max(cpus) if cpus else None
+            for part in ("client_cpu_s", "daemon_cpu_s", "kthread_cpu_s"):
+                xs = [r[part] for r in d["runs"] if r.get(part) is not None]
+                d[part + "_median"] = median(xs)
+    # ratios: tensorfs over raw and ext4; a warm row against the cold one
+    for tid in order:
+        t = tests[tid]
+        ref = tests.get(tid[:-len("-warm")]) if tid.endswith("-warm") else t
+        tfs = t["targets"].get("tfs", {}).get("median")
+        for base in ("raw", "ext4"):
+            b = ref["targets"].get(base, {}).get("median") if ref else None
+            t["x_" + base] = tfs / b if tfs is not None and b else None
+        c_t = t["targets"].get("tfs", {}).get("cpu_s_per_gb")
+        c_e = (ref or t)["targets"].get("ext4", {}).get("cpu_s_per_gb")
+        t["cpu_x_ext4"] = c_t / c_e if c_t is not None and c_e else None
+        t["ratio_against"] = "cold read" if ref is not t else "same test"
+
+    bound = int(meta["hwm_bound_kb"]) if meta.get("hwm_bound_kb") else None
+    memory = {
+        "vmhwm_kb_max": max(hwm) if hwm else None,
+        "vmhwm_kb_per_mount": hwm,
+        "bound_kb": bound,
+        "bound": meta.get("hwm_bound_text"),
+        "within_bound": (max(hwm) <= bound) if hwm and bound else None,
+    }
+    result = {"meta": meta, "memory": memory,
+              "tests": [tests[tid] for tid in order]}
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+
+    text = table(result)
+    with open(os.path.join(outdir, "table.txt"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+
+    with open(os.path.join(outdir, "ratios.dat"), "w") as f:
+        f.write("# test x_raw x_ext4 (tensorfs median over raw, ext4)\n")
+        for tid in order:
+            t = tests[tid]
+            if t["x_ext4"] is None and t["x_raw"] is None:
+                continue
+            f.write('"%s" %s %s\n' % (
+                t["id"], fmt_num(t["x_raw"], "NaN"), fmt_num(t["x_ext4"],
+                                                             "NaN")))
+    return 0
+
+
+def fmt_num(x, none="-"):
+    return none if x is None else "%.3f" % x
+
+
+def fmt_rate(x):
+    if x is None:
+        return "-"
+    return "%.0f" % x if x >= 10 else "%.1f" % x
+
+
+def cell(d):
+    if not d:
+        return "-"
+    if d.get("skipped"):
+        return "skipped"
+    if d.get("median") is None:
+        return "-"
+    s = fmt_rate(d["median"])
+    if len(d["runs"]) > 1:
+        s += " (%s-%s)" % (fmt_rate(d["min"]), fmt_rate(d["max"]))
+    return s
+
+
+def cpu_cell(d):
+    if not d or d.get("cpu_s_per_gb") is None:
+        return "-"
+    return "%.2f" % d["cpu_s_per_gb"]
+
+
+def table(result):
+    rows = []
+    for t in result["tests"]:
+        tg = t["targets"]
+        rows.append([
+            t["group"], t["label"], t["unit"],
+            cell(tg.get("raw")), cell(tg.get("ext4")), cell(tg.get("tfs")),
+            "-" if t["x_raw"] is None else "%.2f" % t["x_raw"],
+            "-" if t["x_ext4"] is None else "%.2f" % t["x_ext4"],
+            cpu_cell(tg.get("raw")), cpu_cell(tg.get("ext4")),
+            cpu_cell(tg.get("tfs")),
+            "-" if t["cpu_x_ext4"] is None else "%.2f" % t["cpu_x_ext4"],
+        ])
+    head = ["", "test", "unit", "raw file", "ext4", "tensorfs", "x raw",
+            "x ext4", "cpu raw", "cpu ext4", "cpu tfs", "cpu x ext4"]
+    w = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    right = set(range(3, len(head)))
+
+    def line(r):
+        return "  ".join(c.rjust(w[i]) if i in right else c.ljust(w[i])
+                         for i, c in enumerate(r)).rstrip()
+    out = [line(head), line(["-" * x for x in w])]
+    out += [line(r) for r in rows]
+    m = result["meta"]
+    mem = result["memory"]
+    out.append("")
+    out.append("median of %s run(s), (min-max) beside it; MB/s = 10^6 bytes/s;"
+               " x raw, x ext4: tensorfs's median over theirs (warm rows: over"
+               % m.get("repeat", "?"))
+    out.append("their cold read).  cpu: CPU seconds per 10^9 bytes, client +"
+               " daemon + kernel threads (see --help, CPU ACCOUNTING).")
+    if mem["vmhwm_kb_max"] is not None:
+        out.append("i  daemon VmHWM: %d kB at most over %d mounts; bound %s kB"
+                   " (%s)%s" % (
+                       mem["vmhwm_kb_max"], len(mem["vmhwm_kb_per_mount"]),
+                       mem["bound_kb"] if mem["bound_kb"] else "?",
+                       mem["bound"] or "?",
+                       "" if mem["within_bound"] is None else
+                       (": within" if mem["within_bound"] else
+                        ": EXCEEDED")))
+    for k in ("date", "commit", "kernel", "cpus", "load_start", "load_end",
+              "disk", "ext4", "tensorfs_mount", "sizes", "elapsed_s"):
+        if k in m:
+            out.append("%-15s %s" % (k + ":", m[k]))
+    out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: report.py MANIFEST OUTDIR")
+    sys.exit(main(sys.argv[1], sys.argv[2]))
