@@ -57,9 +57,10 @@ leftovers "after a failed mount"
 
 # ----- Ctrl-C in the middle of the clients (e): everything undone -----
 # (timeout sends SIGINT to bench.sh alone, as a terminal's Ctrl-C would
-# reach it and its children alike; wherever it lands, nothing may stay)
+# reach it and its children alike; wherever it lands, nothing may stay;
+# 50 repeats keep the run longer than the timeout on a fast machine)
 set +e
-timeout -s INT 4 "$BENCH" --quick --only e --bin "$TFS_BIN" --out "$WORK/int" \
+timeout -s INT 4 "$BENCH" --quick --only e --repeat 50 --bin "$TFS_BIN" --out "$WORK/int" \
 	--dir "$WORK" >/dev/null 2>"$WORK/err"
 rc=$?
 set -e
