@@ -62,7 +62,7 @@ static void usage(FILE *f)
 "\n"
 "A clean file system gets one line, as e2fsck's: DEVICE: clean, N files,\n"
 "USED/TOTAL blocks (N counts directories and links too; blocks are those of\n"
-"the data area).\n"
+"the data area, where files and checkpoints of the metadata live).\n"
 "\n"
 "Exit status (as fsck(8)): 0 no errors, 1 errors were found and all\n"
 "repaired, 4 errors left unrepaired (without -y: any error found),\n"

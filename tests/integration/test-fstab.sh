@@ -65,7 +65,7 @@ expect_clean() {	# WHAT COMMAND...
 	"$@" >"$WORK/out" 2>&1
 	rc=$?
 	[ "$rc" = 0 ] || { cat "$WORK/out" >&2; tfs_fail "$what: exit $rc"; }
-	grep -q "^$IMG: clean, 1 files, 0/[0-9]* blocks\$" "$WORK/out" || tfs_fail "$what: no clean line: $(cat "$WORK/out")"
+	grep -Eq "^$IMG: clean, 1 files, [0-9]+/[0-9]+ blocks\$" "$WORK/out" || tfs_fail "$what: no clean line: $(cat "$WORK/out")"
 }
 expect_clean "fsck -t tensorfs" fsck -t tensorfs "$IMG"
 expect_clean "fsck -t fuse.tensorfs -a" fsck -t fuse.tensorfs -a "$IMG"
