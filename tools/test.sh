@@ -4,8 +4,8 @@
 #   sudo tools/test.sh [CTEST-ARGS...]
 #
 # 1. installs the missing Debian packages (tools/install-deps.sh);
-# 2. builds with clang and with gcc, warnings as errors, and with clang
-#    under ThreadSanitizer;
+# 2. builds with clang and with gcc, warnings as errors, with clang
+#    under ThreadSanitizer, and the Release build setup.sh installs (gcc);
 # 3. runs the cmocka unit tests under AddressSanitizer and
 #    UndefinedBehaviorSanitizer (clang build), then the integration tests
 #    labelled 'sanitized' (reads, writes, mmap, threads, crashes; see
@@ -51,6 +51,10 @@ cmake -S "$top" -B "$top/build/test-tsan" -DCMAKE_C_COMPILER=clang \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFS_SANITIZE=thread \
 	-DTFS_CHECKS=ON -DTFS_WERROR=ON -DTFS_TEST_HOOKS=ON
 cmake --build "$top/build/test-tsan" -j"$jobs"
+# what setup.sh installs, Release (-O3): its warnings differ from -O2's
+cmake -S "$top" -B "$top/build/test-rel" -DCMAKE_C_COMPILER=gcc \
+	-DCMAKE_BUILD_TYPE=Release -DTFS_WERROR=ON
+cmake --build "$top/build/test-rel" -j"$jobs"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
