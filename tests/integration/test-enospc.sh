@@ -123,7 +123,7 @@ while [ "$n" -lt "$LIMIT" ]; do
 	n=$((n + 1))
 done
 [ "$n" -lt "$LIMIT" ] || tfs_fail "small files: expected ENOSPC, got $LIMIT files of 3000 bytes on a 64 MiB device"
-tfs_log "small files: $n created before ENOSPC"
+tfs_log "small files: $n created before ENOSPC; statfs: $(stat -f -c '%f blocks free, %a available' "$MNT")"
 [ "$n" -ge 1000 ] || tfs_fail "small files: expected at least 1000 before ENOSPC, got $n ($(cat "$WORK/small.err"))"
 tfs_expect_words "small files until the device is full" "$WORK/small.err" "No space left on device"
 
