@@ -50,11 +50,12 @@ tfs_umount
 # ----- strictatime: every read; and still no commit per read -----
 
 tfs_mount -o strictatime
+touch -a -d '2001-01-01' "$MNT/f" || tfs_fail "touch -a failed"
 # the kernel's mount says so too (libfuse does not take strictatime: the
-# daemon sets it), so that a remount through mount(8) keeps it
+# daemon sets it before it serves, so after the touch), so that a remount
+# through mount(8) keeps it
 grep -E "^[^ ]+ $MNT " /proc/mounts | grep -qwE "relatime|noatime" &&
 	tfs_fail "-o strictatime: the mount's options say otherwise: $(grep " $MNT " /proc/mounts)"
-touch -a -d '2001-01-01' "$MNT/f" || tfs_fail "touch -a failed"
 s0=$(at "$MNT/f")
 cat "$MNT/f" >/dev/null || tfs_fail "read failed"
 s1=$(at "$MNT/f")
