@@ -174,8 +174,11 @@ enum tfs_offload_device {
 	X(mount, read_ahead_kb, UINT, "4096", 0, 1048576, "KiB", TFS,         \
 	  "Kernel readahead for buffered reads of this mount, set in "         \
 	  "/sys/class/bdi when mounted as root (the kernel's default is 128). " \
-	  "Readahead pages are kernel page cache, not tensorfs memory.  0 "    \
-	  "leaves the kernel's value.")                                       \
+	  "Readahead pages are kernel page cache, not tensorfs memory.  A "    \
+	  "cold sequential reader keeps up to this much in 1 MiB reads in "     \
+	  "flight; a page fault on a mapping reads this much around it (the "  \
+	  "first hundred faults of a random reader too).  0 leaves the "       \
+	  "kernel's value.")                                                  \
 	X(mount, bdi_max_ratio, UINT, "40", 0, 100, "percent", TFS,            \
 	  "Share of the kernel's dirty page limit that buffered writes and "   \
 	  "mmap of this mount may use before writers are throttled, set in "  \
