@@ -111,8 +111,8 @@ static int is_own_atime_opt(const char *tok)
  * kernel reads these options: relatime unless noatime, strictatime over
  * both, and a read-only mount writes no atime at all.  atime, noatime,
  * ro and rw go on to FUSE as well (the mount shows them); libfuse 3.14
- * refuses the others, so they are ours only (is_own_atime_opt()) and the
- * mount's own flags say relatime whatever we do.
+ * refuses the others, so they are ours only (is_own_atime_opt()); the
+ * mount's own flags say strictatime through show_strictatime().
  */
 static int atime_policy(const char *opts)
 {
@@ -144,6 +144,38 @@ static int atime_policy(const char *opts)
 	if (strict)
 		return TFS_ATIME_STRICT;
 	return noatime ? TFS_ATIME_NOATIME : TFS_ATIME_RELATIME;
+}
+
+/*
+ * The atime policy a remount's -o list asks for, or -1 if it names none
+ * (the policy stays, as the kernel keeps a mount's atime flags then).
+ * The last atime option wins: mount(8) passes the mount's options as
+ * /proc/mounts shows them (relatime or noatime, nothing for strictatime)
+ * with the remount's own after them, e.g. rw,relatime,remount,noatime.
+ * As the kernel: relatime unless noatime or strictatime; atime,
+ * norelatime and nostrictatime mean relatime.  ro and rw do not count:
+ * a read-only file system writes no atime whatever its policy.
+ */
+static int remount_atime(const char *opts)
+{
+	const char *p = opts;
+	int atime = -1;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+
+#define IS(word) (n == sizeof(word) - 1 && !strncmp(p, word, n))
+		if (IS("noatime"))
+			atime = TFS_ATIME_NOATIME;
+		else if (IS("strictatime"))
+			atime = TFS_ATIME_STRICT;
+		else if (IS("atime") || IS("relatime") || IS("norelatime") ||
+			 IS("nostrictatime"))
+			atime = TFS_ATIME_RELATIME;
+#undef IS
+		p += n + (p[n] == ',');
+	}
+	return atime;
 }
 
 /*
@@ -218,7 +250,9 @@ static void usage(FILE *f)
 "               (the default), noatime or strictatime say.  ro opens\n"
 "               DEVICE read-only; remount,ro and remount,rw (mount -o\n"
 "               remount,ro MOUNTPOINT) switch the running mount, which\n"
-"               writes everything back first; see tensorfs(8).\n"
+"               writes everything back first; remount,noatime (or\n"
+"               strictatime, relatime) changes its atime policy; see\n"
+"               tensorfs(8).\n"
 "               discard: discard freed blocks (or run fstrim\n"
 "               MOUNTPOINT).  log=FILE or log=syslog: where the daemon\n"
 "               logs; by default syslog if /dev/log accepts messages,\n"
@@ -259,6 +293,7 @@ struct cmdline {
 	int noperands;
 	int ro;			/* -o ro (the last of ro and rw) */
 	int remount;		/* -o remount: tell the running mount */
+	int remount_atime;	/* its TFS_ATIME_*, or -1: keep the policy */
 	char dev[PATH_MAX];	/* realpath of DEVICE */
 	char mnt[PATH_MAX];	/* realpath of MOUNTPOINT */
 };
@@ -401,6 +436,7 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 		return 2;
 	}
 	dm->atime = atime_policy(cl->fuseopts);
+	cl->remount_atime = remount_atime(cl->fuseopts);
 	if (cl->fuseopts &&
 	    split_options(&dm->cfg, &cl->fuseopts, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: -o %s\n", err);
@@ -503,11 +539,6 @@ static unsigned long remount_flags(const struct cmdline *cl,
 		{ "nosuid", MS_NOSUID, 0 }, { "suid", 0, MS_NOSUID },
 		{ "nodev", MS_NODEV, 0 }, { "dev", 0, MS_NODEV },
 		{ "noexec", MS_NOEXEC, 0 }, { "exec", 0, MS_NOEXEC },
-		{ "noatime", MS_NOATIME, MS_RELATIME | MS_STRICTATIME },
-		{ "atime", 0, MS_NOATIME },
-		{ "relatime", MS_RELATIME, MS_NOATIME | MS_STRICTATIME },
-		{ "norelatime", 0, MS_RELATIME },
-		{ "strictatime", MS_STRICTATIME, MS_NOATIME | MS_RELATIME },
 		{ "nodiratime", MS_NODIRATIME, 0 },
 		{ "diratime", 0, MS_NODIRATIME },
 	};
@@ -532,6 +563,13 @@ static unsigned long remount_flags(const struct cmdline *cl,
 			if (!strcmp(t, opt[i].name))
 				fl = (fl & ~opt[i].clear) | opt[i].set;
 	free(opts);
+	/* the atime options as the daemon takes them (remount_atime()) */
+	if (cl->remount_atime >= 0) {
+		fl &= ~(MS_NOATIME | MS_RELATIME | MS_STRICTATIME);
+		fl |= cl->remount_atime == TFS_ATIME_NOATIME ? MS_NOATIME :
+		      cl->remount_atime == TFS_ATIME_STRICT ? MS_STRICTATIME :
+							      MS_RELATIME;
+	}
 	return fl;
 }
 
@@ -543,7 +581,9 @@ static unsigned long remount_flags(const struct cmdline *cl,
  * after it; then the daemon writes everything back and marks the device
  * clean (TFS_IOC_SET_RO) before this returns.  To rw: the daemon first,
  * which refuses if it opened the device read-only, then the kernel.
- * Either way a failed second step undoes the first.
+ * Either way a failed second step undoes the first.  Then an atime
+ * option (remount_atime()) goes to the daemon (TFS_IOC_SET_ATIME), which
+ * updates atime itself: the kernel's flags alone change nothing there.
  */
 static int remount(const struct cmdline *cl)
 {
@@ -600,6 +640,13 @@ static int remount(const struct cmdline *cl)
 			(void)ioctl(fd, TFS_IOC_SET_RO);
 			goto out;
 		}
+	}
+	if (cl->remount_atime >= 0 &&
+	    ioctl(fd, TFS_IOC_SET_ATIME, &cl->remount_atime) < 0) {
+		fprintf(stderr, "tensorfs: remount,%s of '%s': the daemon did "
+			"not take the atime option: %s; reads update atime "
+			"as before\n", how, cl->mnt, strerror(errno));
+		goto out;
 	}
 	rc = 0;
 out:
@@ -865,6 +912,50 @@ static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
 }
 
 /*
+ * -o strictatime: libfuse does not take it, so the kernel's mount says
+ * relatime; make it say strictatime (as root), so that /proc/mounts
+ * shows the policy and a remount through mount(8), which passes the
+ * mount's options on, keeps it (remount_atime()).  A bind remount
+ * changes only the per-mount flags, all of them: the others are read
+ * from mountinfo (not statvfs, which would ask this daemon, not yet
+ * serving).
+ */
+static void show_strictatime(const char *mnt)
+{
+	static const struct {
+		const char *name;
+		unsigned long flag;
+	} opt[] = {
+		{ "ro", MS_RDONLY }, { "nosuid", MS_NOSUID },
+		{ "nodev", MS_NODEV }, { "noexec", MS_NOEXEC },
+		{ "nodiratime", MS_NODIRATIME },
+	};
+	char line[8192], m[4096], o[4096], last[4096] = "";
+	unsigned long fl = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return;
+	/* id parent major:minor root mountpoint options ...: the last */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %*s %4095s %4095s", m, o) == 2 &&
+		    !strcmp(m, mnt))
+			memcpy(last, o, sizeof(last));
+	fclose(f);
+	if (!*last)
+		return;
+	for (char *save = NULL, *t = strtok_r(last, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save))
+		for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+			if (!strcmp(t, opt[i].name))
+				fl |= opt[i].flag;
+	if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_BIND | MS_STRICTATIME | fl,
+		  NULL) < 0 && geteuid() == 0)
+		tfs_daemon_log(LOG_WARNING, "strictatime: cannot show it in "
+			       "the mount's flags: %s", strerror(errno));
+}
+
+/*
  * Mounted: tune the kernel's side, daemonise (unless foreground), and
  * only then start lib/'s threads, since fork keeps only this one.
  */
@@ -874,6 +965,8 @@ static int start_daemon(struct tfs_daemon *dm, const char *dev,
 	int rc;
 
 	tune_bdi(&dm->cfg, mnt);
+	if (dm->atime == TFS_ATIME_STRICT)
+		show_strictatime(mnt);
 	/* fork keeps only this thread: no ring may cross it */
 	tfs_fs_prepare_fork();
 	if (fuse_daemonize(foreground)) {

@@ -822,24 +822,58 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 					   (uint64_t)length));
 }
 
+/* TFS_IOC_SET_ATIME: the policy an int in in_buf names.  Replies. */
+static void state_set_atime(fuse_req_t req, const void *in_buf,
+			    size_t in_bufsz)
+{
+	static const char *const name[] = {
+		[TFS_ATIME_RELATIME] = "relatime",
+		[TFS_ATIME_NOATIME] = "noatime",
+		[TFS_ATIME_STRICT] = "strictatime",
+	};
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int atime;
+
+	if (in_bufsz < sizeof(atime)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&atime, in_buf, sizeof(atime));
+	if (atime != TFS_ATIME_RELATIME && atime != TFS_ATIME_NOATIME &&
+	    atime != TFS_ATIME_STRICT) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	tfs_fs_set_atime(dm->fs, atime);
+	tfs_daemon_log(LOG_NOTICE, "remounted %s", name[atime]);
+	fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 /*
- * tensorfs's own ioctls, on /.tensorfs (statedir.h): remount,ro and
- * remount,rw.  Only root or the daemon's user may send them (an open of
- * the directory needs only read permission).  Replies itself.
+ * tensorfs's own ioctls, on /.tensorfs (statedir.h): remount,ro,
+ * remount,rw and the atime options of a remount.  Only root or the
+ * daemon's user may send them (an open of the directory needs only read
+ * permission).  Replies itself.
  */
-static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd)
+static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+			const void *in_buf, size_t in_bufsz)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	int rc, ro = cmd == TFS_IOC_SET_RO;
 
 	if (!tfs_statedir_is_dir(ino) ||
-	    (cmd != TFS_IOC_SET_RO && cmd != TFS_IOC_SET_RW)) {
+	    (cmd != TFS_IOC_SET_RO && cmd != TFS_IOC_SET_RW &&
+	     cmd != TFS_IOC_SET_ATIME)) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
 	if (c->uid != 0 && c->uid != geteuid()) {
 		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (cmd == TFS_IOC_SET_ATIME) {
+		state_set_atime(req, in_buf, in_bufsz);
 		return;
 	}
 	rc = tfs_fs_set_readonly(dm->fs, ro);
@@ -908,7 +942,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, ioctl_cmd cmd, void *arg,
 	(void)arg;
 	(void)fi;
 	if (tfs_statedir_is(ino)) {
-		state_ioctl(req, ino, (unsigned int)cmd);
+		state_ioctl(req, ino, (unsigned int)cmd, in_buf, in_bufsz);
 		return;
 	}
 	if (!(flags & FUSE_IOCTL_COMPAT) && (unsigned int)cmd == FITRIM) {

@@ -33,17 +33,22 @@
 
 /*
  * tensorfs's own ioctls, answered on the /.tensorfs directory only (an
- * open of it, O_RDONLY, as root or the mount's owner).  No argument.
+ * open of it, O_RDONLY, as root or the mount's owner).
  *
- *   TFS_IOC_SET_RO  write everything back, mark the device clean, refuse
- *                   every change from then on (tfs_fs_set_readonly())
- *   TFS_IOC_SET_RW  take changes again
+ *   TFS_IOC_SET_RO     write everything back, mark the device clean,
+ *                      refuse every change from then on
+ *                      (tfs_fs_set_readonly()); no argument
+ *   TFS_IOC_SET_RW     take changes again; no argument
+ *   TFS_IOC_SET_ATIME  the atime policy from then on, an int
+ *                      TFS_ATIME_* (tfs_fs_set_atime())
  *
- * "tensorfs -o remount,ro|rw" sends them around its mount(MS_REMOUNT).
+ * "tensorfs -o remount,..." sends them around its mount(MS_REMOUNT):
+ * SET_RO or SET_RW, then SET_ATIME if the -o list has an atime option.
  */
-#define TFS_IOC_MAGIC	0xb5
-#define TFS_IOC_SET_RO	_IO(TFS_IOC_MAGIC, 1)
-#define TFS_IOC_SET_RW	_IO(TFS_IOC_MAGIC, 2)
+#define TFS_IOC_MAGIC		0xb5
+#define TFS_IOC_SET_RO		_IO(TFS_IOC_MAGIC, 1)
+#define TFS_IOC_SET_RW		_IO(TFS_IOC_MAGIC, 2)
+#define TFS_IOC_SET_ATIME	_IOW(TFS_IOC_MAGIC, 3, int)
 
 struct tfs_config;
 

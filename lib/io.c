@@ -63,6 +63,7 @@ struct tfs_dev {
 	uint64_t fail_from;	/* fault injection; UINT64_MAX = off */
 	int fail_err;
 	uint64_t short_left;	/* requests still to cut short (tests) */
+	uint64_t discard_ms;	/* each discard waits this long first */
 	uint64_t flush_skip;	/* flushes to let through, then ... */
 	uint64_t flush_fail;	/* ... flushes to fail with -EIO (tests) */
 	struct fault_state *fault;	/* the fault device, or NULL */
@@ -170,6 +171,23 @@ static void faults_release(struct tfs_dev *d)
 void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n)
 {
 	__atomic_store_n(&d->short_left, n, __ATOMIC_RELAXED);
+}
+
+void tfs_dev_slow_discards(struct tfs_dev *d, uint64_t ms)
+{
+	__atomic_store_n(&d->discard_ms, ms, __ATOMIC_RELAXED);
+}
+
+/* A discard's wait (tfs_dev_slow_discards()). */
+static void discard_wait(struct tfs_dev *d)
+{
+	uint64_t ms = __atomic_load_n(&d->discard_ms, __ATOMIC_RELAXED);
+	struct timespec ts = { (time_t)(ms / 1000),
+			       (long)(ms % 1000) * 1000000L };
+
+	if (ms)
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
 }
 
 void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)
@@ -396,6 +414,7 @@ int tfs_dev_discard(struct tfs_dev *d, uint64_t off, uint64_t len)
 	    off > d->size - len)
 		return -EINVAL;
 #ifdef TFS_TEST_HOOKS
+	discard_wait(d);
 	if (d->fault)
 		return fault_discard(d, off, len);
 #endif

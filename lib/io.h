@@ -123,6 +123,10 @@ void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err);
  * length, so they complete short and the rest must be resubmitted. */
 void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
 
+/* Make every discard wait ms milliseconds before it is issued (0: not),
+ * so that a test can act while one is in flight.  Any thread. */
+void tfs_dev_slow_discards(struct tfs_dev *d, uint64_t ms);
+
 /* Let the next 'skip' flushes through, then fail the n after them with
  * -EIO without flushing (a disk whose cache flush failed).  Not thread
  * safe: set it while no other thread flushes. */

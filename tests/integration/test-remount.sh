@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: mount -o remount,ro and remount,rw of a live mount (generic/294, 306, 452), with writers running: no second daemon, writes fail with EROFS while ro and work again after rw, a remount,ro refused while files are open for writing says so, every write acknowledged by fsync survives, the device is clean as soon as remount,ro returns (a daemon killed then leaves nothing to recover), and fsck is clean after
+# Description: mount -o remount,ro and remount,rw of a live mount (generic/294, 306, 452), with writers running: no second daemon, writes fail with EROFS while ro and work again after rw, a remount,ro refused while files are open for writing says so, every write acknowledged by fsync survives, the device is clean as soon as remount,ro returns, remount,noatime stops atime updates and remount,strictatime makes every read move atime (a remount without an atime option keeps the policy) (a daemon killed then leaves nothing to recover), and fsck is clean after
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -76,6 +76,45 @@ for cycle in 1 2 3; do
 	[ "$(count acked)" -gt "$acked0" ] || tfs_fail "cycle $cycle: no write acknowledged after remount,rw"
 done
 tfs_eq "daemons (a remount starts none)" "$DPID" "$(tfs_daemon_of "$MNT")"
+
+# ----- the atime options of a remount reach the daemon, which keeps
+# atime (FUSE leaves it to the daemon: the kernel's flags alone do nothing)
+
+at() { stat -c %x "$MNT/at"; }
+atime_opt() { awk -v m="$MNT" '$2 == m { n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] ~ /atime$/) print o[i] }' /proc/mounts; }
+echo hello >"$MNT/at" || tfs_fail "write of at failed"
+tfs_eq "atime option of the mount" relatime "$(atime_opt)"
+# relatime would move an atime older than mtime at the next read
+touch -a -d 2001-01-01 "$MNT/at" || tfs_fail "touch -a failed"
+a0=$(at)
+mount -o remount,noatime "$MNT" || tfs_fail "remount,noatime failed"
+tfs_eq "atime option after remount,noatime" noatime "$(atime_opt)"
+cat "$MNT/at" >/dev/null || tfs_fail "read failed"
+tfs_eq "remount,noatime: atime after a read" "$a0" "$(at)"
+mount -o remount,strictatime "$MNT" || tfs_fail "remount,strictatime failed"
+tfs_eq "atime option after remount,strictatime (none shown)" "" "$(atime_opt)"
+cat "$MNT/at" >/dev/null || tfs_fail "read failed"
+a1=$(at)
+[ "$a1" != "$a0" ] || tfs_fail "remount,strictatime: a read left atime at $a0"
+sleep 0.05
+cat "$MNT/at" >/dev/null || tfs_fail "read failed"
+a2=$(at)
+[ "$a2" != "$a1" ] || tfs_fail "remount,strictatime: a second read left atime at $a1"
+# a remount without an atime option keeps the policy, as the kernel keeps
+# the flags (mount(8) passes the mount's options on: none for strictatime)
+remount ro
+remount rw
+tfs_eq "atime option after remount,ro and rw" "" "$(atime_opt)"
+sleep 0.05
+cat "$MNT/at" >/dev/null || tfs_fail "read failed"
+a3=$(at)
+[ "$a3" != "$a2" ] || tfs_fail "remount,ro then rw after strictatime: a read left atime at $a2"
+mount -o remount,relatime "$MNT" || tfs_fail "remount,relatime failed"
+tfs_eq "atime option after remount,relatime" relatime "$(atime_opt)"
+sleep 0.05
+cat "$MNT/at" >/dev/null || tfs_fail "read failed"
+tfs_eq "remount,relatime: atime after a read (after mtime already)" "$a3" "$(at)"
+tfs_eq "daemons (still none started)" "$DPID" "$(tfs_daemon_of "$MNT")"
 
 # the last remount,ro, then the writers stop: the device is clean as soon
 # as remount,ro returns, so a daemon killed now leaves nothing to recover

@@ -8,7 +8,9 @@
  * checkpoint; a failed journal write is reported; a failed flush puts
  * the file system in the error state (journal.c's J7) and leaves an
  * image that mounts with everything fsync'd before it; a discard never
- * hits a block the older superblock copy's state maps (J11).
+ * hits a block the older superblock copy's state maps (J11); the blocks
+ * of replaced checkpoints are discarded once J11 allows; a checkpoint
+ * racing a trim on a full device waits for the piece being discarded.
  */
 
 #include "testfs.h"
@@ -546,6 +548,216 @@ static void test_trim_discards_a_file_deleted_just_now(void **state)
 	assert_fsck_clean(crash(f));
 }
 
+/* Whether the image has no data in [off, off + len): a discard there
+ * punched a hole, the image's blocks are gone. */
+static int img_is_hole(const char *path, uint64_t off, uint64_t len)
+{
+	int fd = open(path, O_RDONLY);
+	off_t d;
+
+	assert_true(fd >= 0);
+	d = lseek(fd, (off_t)off, SEEK_DATA);
+	close(fd);
+	return (d < 0 && errno == ENXIO) || (d >= 0 && (uint64_t)d >= off + len);
+}
+
+/* Whether block b is in the checkpoint sb names. */
+static int in_map(const struct tfs_super *sb, uint64_t b)
+{
+	for (uint32_t i = 0; i < sb->npieces; i++)
+		if (b >= sb->map[i].start && b < sb->map[i].start + sb->map[i].len)
+			return 1;
+	return 0;
+}
+
+/* The blocks of old's checkpoint that neither superblock copy of the
+ * image names now, and of those the ones that are holes (discarded). */
+static void old_ckpt_blocks(const char *path, const struct tfs_super *old,
+			    uint64_t *gone, uint64_t *holes)
+{
+	struct tfs_super cur = { 0 }, other = { 0 };
+	int copy = 0;
+
+	assert_int_equal(img_super(path, &cur, &copy), 0);
+	assert_int_equal(img_super_copy(path, copy ^ 1, &other), 0);
+	*gone = *holes = 0;
+	for (uint32_t i = 0; i < old->npieces; i++)
+		for (uint64_t b = old->map[i].start;
+		     b < old->map[i].start + old->map[i].len; b++) {
+			if (in_map(&cur, b) || in_map(&other, b))
+				continue;
+			(*gone)++;
+			*holes += img_is_hole(path, b * BS, BS);
+		}
+}
+
+/*
+ * J10 with J11: a checkpoint that others replaced gives its blocks back
+ * as freed blocks (release_map()), which a trim discards once the two
+ * durable checkpoints J11 asks for have passed; never while a superblock
+ * copy names it (J11: the older copy's state).  Were they given back as
+ * plain free space, no trim would ever discard them.
+ */
+static void test_trim_discards_replaced_checkpoints(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_fs *fs = f->fs;
+	struct tfs_super c0 = { 0 }, sb = { 0 };
+	uint64_t a, bytes = 0, gone = 0, holes = 0;
+	int copy = 0, i;
+
+	/* a tree of some size, so that its checkpoint takes blocks */
+	for (i = 0; i < 200; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "file-with-a-longish-name-%d", i);
+		a = mk(fs, TFS_FS_ROOT, name);
+		wr_pat(fs, a, 4096, 0, (unsigned int)i);
+	}
+	assert_int_equal(tfs_fs_sync(fs), 0);
+	/* what is ready now (the mount's free space) goes first */
+	assert_int_equal(tfs_fs_trim(fs, &bytes), 0);
+	checkpoint(fs);
+	assert_int_equal(img_super(f->path, &c0, &copy), 0);
+	assert_true(c0.npieces > 0);
+	for (uint32_t p = 0; p < c0.npieces; p++)
+		assert_false(img_is_hole(f->path, c0.map[p].start * BS,
+					 c0.map[p].len * BS));
+	/* one checkpoint later c0 is the older copy's: nothing of it goes */
+	checkpoint(fs);
+	bytes = 0;
+	assert_int_equal(tfs_txn_discard(fs, 0, &bytes), 0);
+	old_ckpt_blocks(f->path, &c0, &gone, &holes);
+	assert_int_equal(gone, 0);
+	/* then no copy names it; two durable checkpoints more and its
+	 * blocks are discarded (none of them reused: checkpoints move on) */
+	for (i = 0; i < 4 && !holes; i++) {
+		checkpoint(fs);
+		bytes = 0;
+		assert_int_equal(tfs_txn_discard(fs, 0, &bytes), 0);
+		old_ckpt_blocks(f->path, &c0, &gone, &holes);
+		print_message("checkpoint %d after c0's last: %llu of its %llu "
+			      "blocks discarded, %llu bytes in all\n", i + 1,
+			      (unsigned long long)holes,
+			      (unsigned long long)gone,
+			      (unsigned long long)bytes);
+	}
+	assert_true(gone > 0);
+	assert_int_equal(holes, gone);
+	assert_true(bytes >= holes * BS);
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	assert_false(tfs_super_same_ckpt(&sb, &c0));
+	assert_fsck_clean(fs);
+	assert_fsck_clean(crash(f));
+}
+
+#ifndef NFILES
+#define NFILES 2000
+#endif
+#ifndef NCKPT
+#define NCKPT 2
+#endif
+#ifdef TFS_TEST_HOOKS
+struct discarder {
+	struct tfs_fs *fs;
+	uint64_t bytes;
+	int rc;
+};
+
+static void *discarder(void *arg)
+{
+	struct discarder *d = arg;
+
+	d->rc = tfs_txn_discard(d->fs, 0, &d->bytes);
+	return NULL;
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+#endif
+
+/*
+ * J10 with J11: a piece being discarded is out of the free space, and the
+ * free space of a full device is the next checkpoint's reserve.  So a
+ * checkpoint waits (tfs_txn_discard() holds jlock) while a piece is out:
+ * were it to run then, it would find its blocks missing and fail with
+ * ENOSPC.  Each discard is made slow (300 ms) so that the checkpoint
+ * surely comes while a piece is out; the test checks that the piece out
+ * left less free space than the checkpoint takes, or it would prove
+ * nothing.
+ */
+static void test_checkpoint_waits_for_a_discard_on_a_full_device(void **state)
+{
+#ifdef TFS_TEST_HOOKS
+	struct fx *f = *state;
+	struct tfs_fs *fs = f->fs;
+	struct discarder d = { .fs = fs };
+	uint64_t filler, left, ready, free_blocks, need, out_free, t0;
+	pthread_t t;
+	int rc;
+
+	/* a tree of some size: its checkpoints take blocks */
+	for (int i = 0; i < 2000; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "a-file-with-a-longer-name-%05d", i);
+		mk(fs, TFS_FS_ROOT, name);
+	}
+	/* full: no block left beyond the checkpoint's reserve */
+	filler = mk(fs, TFS_FS_ROOT, "filler");
+	left = bavail(fs);
+	wr_pat(fs, filler, (size_t)left * 4096, 0, 9);
+	assert_int_equal(tfs_fsync(fs, filler, 0), 0);
+	assert_int_equal(bavail(fs), 0);
+	/* J11: the free space waits two checkpoints, then it is ready; the
+	 * second checkpoint leaves it almost all ready, in one piece */
+	checkpoint(fs);
+	checkpoint(fs);
+	pthread_mutex_lock(&fs->lock);
+	ready = tfs_alloc_discard_ready(fs->alloc);
+	free_blocks = tfs_alloc_free_blocks(fs->alloc);
+	need = tfs_journal_ckpt_blocks(tfs_meta_bytes(fs->m));
+	pthread_mutex_unlock(&fs->lock);
+	print_message("free %llu blocks, %llu of them ready to discard; a "
+		      "checkpoint takes %llu\n", (unsigned long long)free_blocks,
+		      (unsigned long long)ready, (unsigned long long)need);
+
+	tfs_dev_slow_discards(fs->dev, 300);
+	t0 = ms_now();
+	assert_int_equal(pthread_create(&t, NULL, discarder, &d), 0);
+	usleep(100 * 1000);	/* the discarder's first piece is out */
+	pthread_mutex_lock(&fs->lock);
+	out_free = tfs_alloc_free_blocks(fs->alloc);
+	pthread_mutex_unlock(&fs->lock);
+	tfs_fs_mark_changed(fs);
+	rc = tfs_fs_sync(fs);
+	t0 = ms_now() - t0;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	tfs_dev_slow_discards(fs->dev, 0);
+	/* so little was left that the checkpoint could not be written then */
+	print_message("free while the piece was out: %llu blocks\n",
+		      (unsigned long long)out_free);
+	assert_true(out_free < need);
+	assert_int_equal(rc, 0);
+	assert_int_equal(d.rc, 0);
+	/* it waited for the piece to come back */
+	assert_true(t0 >= 300);
+	assert_true(d.bytes > 0);
+	assert_int_equal(tfs_fs_failed(fs), 0);
+	assert_pat(fs, filler, (size_t)left * 4096, 0, 9);
+	assert_fsck_clean(fs);
+	assert_fsck_clean(crash(f));
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -561,6 +773,8 @@ int main(void)
 		T(test_failed_superblock_flush_then_power_cut_keeps_fsynced_file),
 		T(test_discard_spares_blocks_the_older_copy_maps),
 		T(test_trim_discards_a_file_deleted_just_now),
+		T(test_trim_discards_replaced_checkpoints),
+		TS(test_checkpoint_waits_for_a_discard_on_a_full_device),
 		TB(test_fs_big_transaction_commits_before_the_interval),
 		TB(test_fs_big_transaction_queued_before_start_commits_early),
 	};
