@@ -2,8 +2,8 @@
  * fuse_main.c: part of the FUSE daemon, the adapter between the kernel's
  * FUSE requests and lib/ calls.  This file holds main(): the command line,
  * the configuration (-c FILE.ini, settings in -o), the memory check,
- * opening the device, mounting, daemonising and logging.  The request
- * handlers are in fuse_ops.c, the session loop's threads in loop.c.
+ * opening the device, mounting, daemonising, logging and the session loop.
+ * The request handlers are in fuse_ops.c.
  *
  * Start-up order matters: the device is opened and checked, and the
  * mount point validated, before anything is mounted, so every error is
@@ -47,7 +47,6 @@
 #include "daemon.h"
 #include "fs.h"
 #include "log.h"
-#include "loop.h"
 #include "memcheck.h"
 #include "statedir.h"
 
@@ -989,16 +988,25 @@ static int start_daemon(struct tfs_daemon *dm, const char *dev,
 	return GO_ON;
 }
 
-/* Serve requests until an unmount or a signal: 0, or 1 on an error.
- * The threads and why not libfuse's loop: loop.c. */
+/* Serve requests until an unmount or a signal: 0, or 1 on an error. */
 static int serve(struct tfs_daemon *dm, struct fuse_session *se)
 {
-	int rc = tfs_loop_run(se, (unsigned int)dm->cfg.mount_max_threads);
+	struct fuse_loop_config *loop = fuse_loop_cfg_create();
+	unsigned int threads = (unsigned)dm->cfg.mount_max_threads;
+	int rc;
 
-	if (rc)
-		tfs_daemon_log(LOG_ERR, "reading requests failed: %s",
-			       strerror(-rc));
-	return rc ? 1 : 0;
+	if (!loop)
+		return 1;
+	fuse_loop_cfg_set_clone_fd(loop, 1);
+	fuse_loop_cfg_set_max_threads(loop, threads);
+	/* keep every worker once started: with fewer kept idle, bursts of
+	 * requests (QD 8 and more) made libfuse start and end threads, each
+	 * with a new /dev/fuse clone, all the time; an idle one costs only
+	 * its stack */
+	fuse_loop_cfg_set_idle_threads(loop, threads);
+	rc = fuse_session_loop_mt(se, loop);
+	fuse_loop_cfg_destroy(loop);
+	return rc < 0 ? 1 : 0;
 }
 
 /* Write everything and a clean checkpoint: ret, or 1 if that failed. */
