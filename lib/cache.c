@@ -616,19 +616,31 @@ static int fill(struct tfs_cache *c, struct chunk *ch, uint64_t *want)
 
 /* ===== write-back ===== */
 
-/* Move ino's waiting chunks (all of them if ino is 0) to the ready list. */
+/*
+ * Move ino's waiting chunks (all of them if ino is 0) to the ready list,
+ * and wake the flushers if any moved.  Only then: a chunk already READY
+ * woke them when it became so or when its last writer let go (unpin()),
+ * and a close() of a file with nothing waiting (every close of a file
+ * just created or only read) would otherwise wake every flusher for
+ * nothing, two wake-ups a create (flush and release), about a third of
+ * the daemon's CPU time in a loop of creates.
+ */
 static void promote(struct tfs_cache *c, uint64_t ino)
 {
 	struct chunk *ch = c->wait.head.next;
+	int moved = 0;
 
 	while (ch != &c->wait.head) {
 		struct chunk *next = ch->next;
 
-		if (!ino || ch->ino == ino)
+		if (!ino || ch->ino == ino) {
 			set_state(c, ch, C_READY);
+			moved = 1;
+		}
 		ch = next;
 	}
-	pthread_cond_broadcast(&c->cv_work);
+	if (moved)
+		pthread_cond_broadcast(&c->cv_work);
 }
 
 /* Promote chunks that waited long enough, or, under pressure, the oldest
