@@ -97,7 +97,16 @@ struct tfs_meta {
 	uint64_t bytes;
 	uint64_t ram;
 	struct pool pool;
+#ifdef TFS_TEST_HOOKS
+	int fail_allocs;	/* tfs_meta_fail_allocs() */
+#endif
 };
+
+#ifdef TFS_TEST_HOOKS
+#define ALLOC_FAILS(m) ((m)->fail_allocs)
+#else
+#define ALLOC_FAILS(m) 0
+#endif
 
 /* The first readdir cookies are "." and "..". */
 #define FIRST_COOKIE 3
@@ -133,7 +142,7 @@ static uint64_t chunk(const void *p)
 
 static void *ram_calloc(struct tfs_meta *m, size_t n, size_t size)
 {
-	void *p = calloc(n, size);
+	void *p = ALLOC_FAILS(m) ? NULL : calloc(n, size);
 
 	m->ram += chunk(p);
 	return p;
@@ -149,7 +158,7 @@ static void ram_free(struct tfs_meta *m, void *p)
 static void *ram_realloc(struct tfs_meta *m, void *pp, size_t size)
 {
 	uint64_t before = chunk(pp);
-	void *p = realloc(pp, size);
+	void *p = ALLOC_FAILS(m) ? NULL : realloc(pp, size);
 
 	if (!p)
 		return NULL;
@@ -174,7 +183,8 @@ static void *pool_alloc(struct tfs_meta *m, size_t size)
 		pl->free[c] = *(void **)p;
 	} else {
 		if (pl->left < n) {
-			struct pool_block *b = malloc(POOL_BLOCK);
+			struct pool_block *b =
+				ALLOC_FAILS(m) ? NULL : malloc(POOL_BLOCK);
 
 			if (!b)
 				return NULL;
@@ -990,3 +1000,10 @@ int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b,
 	*nrec = w.nrec;
 	return rc;
 }
+
+#ifdef TFS_TEST_HOOKS
+void tfs_meta_fail_allocs(struct tfs_meta *m, int on)
+{
+	m->fail_allocs = on;
+}
+#endif

@@ -180,4 +180,13 @@ int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b,
 			   int (*flush)(struct tfs_buf *b, void *arg),
 			   void *arg, uint64_t *nrec);
 
+#ifdef TFS_TEST_HOOKS
+/*
+ * Fault injection, for tests only (-DTFS_TEST_HOOKS=ON): while on, every
+ * allocation of the tree's memory fails (ENOMEM), as malloc would; memory
+ * already in the tree's free lists is still handed out, as it would be.
+ */
+void tfs_meta_fail_allocs(struct tfs_meta *m, int on);
+#endif
+
 #endif

@@ -330,11 +330,21 @@ out:
 }
 
 /* Remove entry name (inode ip) from dp and drop the link it held. */
+static void drop_link(struct tfs_fs *fs, struct tfs_inode *dp,
+		      struct tfs_inode *ip);
+
 static void drop_entry(struct tfs_fs *fs, struct tfs_inode *dp,
 		       const char *name, size_t len, struct tfs_inode *ip)
 {
 	tfs_dir_remove(fs->m, dp, name, len);
 	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, dp->a.ino, name, len));
+	drop_link(fs, dp, ip);
+}
+
+/* ip lost its name in dp (entry and record already done): the counts. */
+static void drop_link(struct tfs_fs *fs, struct tfs_inode *dp,
+		      struct tfs_inode *ip)
+{
 	if (S_ISDIR(ip->a.mode)) {
 		ip->a.nlink = 0;
 		dp->a.nlink--;
@@ -485,8 +495,18 @@ static int rename_exchange(struct tfs_fs *fs, struct side *s, struct side *d)
 	return 0;
 }
 
-/* A plain rename: the entry moves to the new name, replacing what that
- * named. */
+/*
+ * A plain rename: the entry moves to the new name, replacing what that
+ * named.  Replacing, as ext4 does, the target's entry is pointed at the
+ * moved inode and the source's entry goes: nothing is allocated, so
+ * nothing can fail once the target is dropped (dropping it and then
+ * adding the new entry could fail with ENOMEM when the directory's
+ * tables must grow, and lose the target of a rename that failed).  The
+ * moved entry then has the target's readdir cookie.  Otherwise, within
+ * one directory the entry keeps its cookie (tfs_dir_rename), so a scan
+ * that runs meanwhile neither sees it twice nor never ends; across
+ * directories it is added to the new one before it leaves the old.
+ */
 static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
 {
 	uint64_t parent = s->dp->a.ino, newparent = d->dp->a.ino;
@@ -500,6 +520,11 @@ static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
 			return -EISDIR;
 		if (S_ISDIR(d->ip->a.mode) && tfs_dir_count(d->ip))
 			return -ENOTEMPTY;
+		d->e->ino = ino;
+		tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, newparent,
+						   d->name, d->len));
+		drop_link(fs, d->dp, d->ip);
+		tfs_dir_remove(fs->m, s->dp, s->name, s->len);
 	} else {
 		rc = tfs_txn_room(fs, tfs_rec_size_link(d->len));
 		if (rc)
@@ -507,32 +532,19 @@ static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
 		if (S_ISDIR(s->ip->a.mode) && s->dp != d->dp &&
 		    d->dp->a.nlink >= MAX_LINKS)
 			return -EMLINK;
+		if (s->dp == d->dp) {
+			rc = tfs_dir_rename(fs->m, s->dp, s->name, s->len,
+					    d->name, d->len);
+			if (rc)
+				return rc;
+		} else {
+			rc = tfs_dir_add(fs->m, d->dp, d->name, d->len, ino);
+			if (rc)
+				return rc;
+			tfs_dir_remove(fs->m, s->dp, s->name, s->len);
+		}
 	}
-	if (d->ip)
-		drop_entry(fs, d->dp, d->name, d->len, d->ip);
-	if (s->dp == d->dp) {
-		/* in place: the entry keeps its readdir cookie, so a scan
-		 * that runs meanwhile neither sees it twice nor never ends */
-		rc = tfs_dir_rename(fs->m, s->dp, s->name, s->len, d->name,
-				    d->len);
-		if (rc)
-			return rc;
-		tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, parent, s->name,
-						   s->len));
-		goto linked;
-	}
-	tfs_dir_remove(fs->m, s->dp, s->name, s->len);
 	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, parent, s->name, s->len));
-	rc = tfs_dir_add(fs->m, d->dp, d->name, d->len, ino);
-	if (rc) {
-		/* cannot happen after tfs_txn_room unless ENOMEM: put it
-		 * back where it was */
-		if (tfs_dir_add(fs->m, s->dp, s->name, s->len, ino) == 0)
-			tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, parent, ino,
-							 s->name, s->len));
-		return rc;
-	}
-linked:
 	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino, d->name,
 					 d->len));
 	reparent(fs, s->ip, s->dp, d->dp);

@@ -6,6 +6,7 @@
  * attributes of new inodes.
  */
 
+#include "fs_internal.h"
 #include "testfs.h"
 
 /* ===== names ===== */
@@ -1353,6 +1354,63 @@ static void test_fs_reads_move_atime_as_relatime(void **state)
 	}
 }
 
+/*
+ * A rename over an existing name when memory runs out: the target's
+ * entry is reused, so the rename needs no allocation and cannot fail
+ * half-way.  Dropping the target first and then adding the new entry
+ * failed with ENOMEM when the directory's tables had to grow (b holds 8
+ * entries, its first table's size: a dropped entry leaves a hole there),
+ * and the target was gone.
+ */
+static void test_fs_replacing_rename_allocates_nothing(void **state)
+{
+#ifdef TFS_TEST_HOOKS
+	struct fx *f = *state;
+	uint64_t a = mkd(f->fs, TFS_ROOT_INO, "a");
+	uint64_t b = mkd(f->fs, TFS_ROOT_INO, "b");
+	uint64_t src = mk(f->fs, a, "src"), tgt = mk(f->fs, b, "target");
+	uint64_t c, s2;
+	char name[16];
+	struct stat st;
+
+	/* b and c hold 8 entries each: their first tables are full */
+	for (int i = 0; i < 7; i++) {
+		snprintf(name, sizeof(name), "b%d", i);
+		mk(f->fs, b, name);
+	}
+	c = mkd(f->fs, TFS_ROOT_INO, "c");
+	s2 = mk(f->fs, c, "s2");
+	for (int i = 0; i < 7; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		mk(f->fs, c, name);
+	}
+	tfs_meta_fail_allocs(tfs_fs_meta(f->fs), 1);
+	/* across directories, and within one */
+	assert_int_equal(tfs_rename(f->fs, a, "src", b, "target", 0), 0);
+	assert_int_equal(tfs_rename(f->fs, c, "s2", c, "c0", 0), 0);
+	tfs_meta_fail_allocs(tfs_fs_meta(f->fs), 0);
+
+	assert_int_equal(tfs_lookup(f->fs, b, "target", &st), 0);
+	assert_int_equal(st.st_ino, src);
+	assert_int_equal(tfs_lookup(f->fs, c, "c0", &st), 0);
+	assert_int_equal(st.st_ino, s2);
+	assert_false(exists(f->fs, a, "src"));
+	assert_false(exists(f->fs, c, "s2"));
+	assert_int_equal(tfs_getattr(f->fs, tgt, &st), -ENOENT);
+	assert_fsck_clean(f->fs);
+	reopen(f);
+	assert_int_equal(tfs_lookup(f->fs, b, "target", &st), 0);
+	assert_int_equal(st.st_ino, src);
+	assert_int_equal(tfs_lookup(f->fs, c, "c0", &st), 0);
+	assert_int_equal(st.st_ino, s2);
+	assert_false(exists(f->fs, c, "s2"));
+	assert_fsck_clean(f->fs);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1390,6 +1448,7 @@ int main(void)
 		T(test_fs_close_frees_what_only_lookups_kept),
 		T(test_fs_rename_in_place_keeps_readdir_position),
 		T(test_fs_rename_whiteout),
+		T(test_fs_replacing_rename_allocates_nothing),
 		T(test_fs_reads_move_atime_as_relatime),
 	};
 
