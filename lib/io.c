@@ -1072,6 +1072,7 @@ static int fault_op(struct tfs_dev *d, unsigned int kind)
 {
 	struct fault_state *s = d->fault;
 	const struct tfs_fault *f = &s->f;
+	uint64_t slow_ms = 0;
 	int rc = 0, cut = 0;
 
 	pthread_mutex_lock(&s->mu);
@@ -1101,8 +1102,17 @@ static int fault_op(struct tfs_dev *d, unsigned int kind)
 	}
 	if (cut && !s->hit_kind)
 		s->hit_kind = kind;
+	if (!rc && !cut && (f->slow_kinds & kind))
+		slow_ms = f->slow_ms;
 out:
 	pthread_mutex_unlock(&s->mu);
+	if (slow_ms) {
+		struct timespec ts = { (time_t)(slow_ms / 1000),
+				       (long)(slow_ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
 	if (cut) {
 		pthread_rwlock_wrlock(&s->rw);
 		pthread_mutex_lock(&s->mu);
@@ -1296,6 +1306,11 @@ static int fault_from_env(struct tfs_dev *d, const char *env)
 				rc = parse_num(&s, &f.cut_nth);
 		} else if (!strncmp(s, "fail=", 5)) {
 			rc = parse_fail(s + 5, &f, &s);
+		} else if (!strncmp(s, "slow=", 5)) {
+			s = parse_kinds(s + 5, &f.slow_kinds);
+			if (!s || *s++ != ':')
+				return -EINVAL;
+			rc = parse_num(&s, &f.slow_ms);
 		} else {
 			rc = -EINVAL;
 		}

@@ -175,12 +175,14 @@ void tfs_dev_fail_flushes(struct tfs_dev *d, uint64_t skip, uint64_t n);
  *
  * The environment sets the same at open, for the daemon:
  *   TFS_FAULT="volatile,seed=S,cut=[KINDS:]N,cut_ms=T,cut_after_fail=K,
- *              fail=KINDS:N[:ERR][:persist]"
+ *              fail=KINDS:N[:ERR][:persist],slow=KINDS:MS"
  * any subset, comma separated; KINDS is read, write, flush or any, or
  * several joined with '+' (write+flush); ERR is EIO (the default),
  * ENOSPC or a number; cut= counts any kind by default.  A cut set from
  * the environment always ends the process (cut_exit).  A value that does
  * not parse makes tfs_dev_open() fail with -EINVAL.
+ * slow= makes each operation of KINDS wait MS milliseconds before it is
+ * issued, as a slow or busy device would (a window for signals and races).
  * Examples: "volatile,cut=500,seed=7" loses power at the 500th operation;
  * "fail=flush:1" fails the first flush once (set through the API after
  * open: struct tfs_fault f = { .fail_kinds = TFS_FAULT_FLUSH,
@@ -217,6 +219,9 @@ struct tfs_fault {
 					   the injected failure; 0: no */
 	uint64_t seed;			/* for the cut */
 	int cut_exit;			/* a cut ends the process */
+	unsigned int slow_kinds;	/* each operation of these kinds */
+	uint64_t slow_ms;		/* waits this long first (a slow
+					   device); 0: no wait */
 	struct tfs_fault_ops *at_close;	/* borrowed: gets the counters when
 					   the device is closed (may be NULL) */
 };

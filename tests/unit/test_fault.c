@@ -375,6 +375,33 @@ static void test_fault_cut_after_time(void **state)
 	assert_int_equal(on_image(f, 1), 0);
 }
 
+static int64_t ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000 +
+	       (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void test_fault_slow_operations_wait(void **state)
+{
+	struct fix *f = *state;
+	struct tfs_fault fl = { .slow_kinds = TFS_FAULT_WRITE, .slow_ms = 80 };
+	struct timespec t0;
+
+	set(f, &fl);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(put(f, 1, 1, 5), 0);
+	assert_true(ms_since(&t0) >= 80);
+	assert_int_equal(on_image(f, 1), 5);	/* slow, and then done */
+	/* a read is not a write: it does not wait */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(tfs_dev_read(f->d, f->b, BLK, BLK), 0);
+	assert_true(ms_since(&t0) < 80);
+	assert_int_equal(f->b[0], 5);
+}
+
 /* ----- concurrency ----- */
 
 struct racer {
@@ -458,7 +485,8 @@ static void test_fault_settings_from_environment(void **state)
 	static const char *const bad[] = {
 		"volatil", "fail=write", "fail=write:x", "fail=disk:1",
 		"fail=write:1:EFOO", "cut=", "cut=write", "seed=1,,x",
-		"cut_ms=1s",
+		"cut_ms=1s", "slow=write", "slow=write:", "slow=disk:5",
+		"slow=write:5ms",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(setenv("TFS_FAULT", bad[i], 1), 0);
@@ -520,6 +548,7 @@ int main(void)
 		T(test_fault_cut_at_nth_operation),
 		T(test_fault_cut_at_kth_flush_after_failure),
 		T(test_fault_cut_after_time),
+		T(test_fault_slow_operations_wait),
 		T(test_fault_flush_covers_writes_of_all_threads),
 		T(test_fault_settings_from_environment),
 		T(test_fault_cut_from_environment_ends_the_process),
