@@ -116,6 +116,14 @@ static void set_open_flags(struct tfs_daemon *dm, struct fuse_file_info *fi)
 {
 	fi->direct_io = 0;
 	fi->keep_cache = 0;
+	/*
+	 * A read-only open writes nothing, so its close() has nothing to
+	 * start writing back and no error to report: the kernel skips the
+	 * FLUSH round trip (FOPEN_NOFLUSH, Linux 5.16).  It also keeps a
+	 * reader's close() (cat, a loader) from taking a failed write-back's
+	 * error, which is reported once, away from the writer's fsync().
+	 */
+	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	if (!(fi->flags & O_DIRECT))
 		return;
 	if ((fi->flags & O_ACCMODE) == O_WRONLY) {

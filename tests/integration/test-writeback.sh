@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: write-back through the pool: with a pool of two 1 MiB buffers and two write-back threads, 8 processes write 16 MiB each and others read every file back at once (writers wait, never fail); a file just written is read back from RAM (user.tensorfs.cached) and max_in_cpu=0 keeps nothing; a device write error reaches the application at fsync, at the next write and at close, and is logged (this part needs a build with -DTFS_TEST_HOOKS=ON, else the test is a skip)
+# Description: write-back through the pool: with a pool of two 1 MiB buffers and two write-back threads, 8 processes write 16 MiB each and others read every file back at once (writers wait, never fail); a file just written is read back from RAM (user.tensorfs.cached) and max_in_cpu=0 keeps nothing; a device write error reaches the application at fsync, at the next write and at close (a reader's close neither gets it nor takes it away), and is logged (this part needs a build with -DTFS_TEST_HOOKS=ON, else the test is a skip)
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -104,6 +104,17 @@ fd = os.open(f"{mnt}/c", os.O_CREAT | os.O_WRONLY, 0o644)
 os.write(fd, b"w" * 1048576)  # a whole chunk: written back at once
 time.sleep(1.5)
 expect_eio("close after a failed write-back", lambda: os.close(fd))
+
+# a reader that comes and goes meanwhile (cat, a loader) neither gets
+# the writer's error at its close() nor takes it from the writer's fsync
+fd = os.open(f"{mnt}/d", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"v" * 1048576)
+time.sleep(1.5)
+r = os.open(f"{mnt}/d", os.O_RDONLY)
+os.read(r, 4096)
+os.close(r)
+expect_eio("the writer's fsync after a reader's close", lambda: os.fsync(fd))
+os.close(fd)
 PY
 grep -q "write-back of inode" "$WORK/daemon.log" || tfs_fail "the failed write-back was not logged"
 # the final checkpoint cannot be written either: the daemon says so and
@@ -118,7 +129,7 @@ grep -q "final write failed" "$WORK/daemon.log" ||
 	tfs_fail "the failed final checkpoint was not logged: $(tail -3 "$WORK/daemon.log")"
 tfs_fsck_clean
 tfs_mount
-tfs_eq "files after the replay" "a b c" "$(cd "$MNT" && echo *)"
+tfs_eq "files after the replay" "a b c d" "$(cd "$MNT" && echo *)"
 tfs_umount
 tfs_fsck_clean
 tfs_pass
