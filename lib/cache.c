@@ -1114,6 +1114,19 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
 			  write_chunk);
 }
 
+/* Sectors of chunk idx before eof (bytes; rounded up), at most nsect. */
+static unsigned int fill_limit(const struct tfs_cache *c, uint64_t idx,
+			       uint64_t eof)
+{
+	uint64_t start = idx * c->o.chunk_size;
+
+	if (eof <= start)
+		return 0;
+	if (eof - start >= c->o.chunk_size)
+		return c->nsect;
+	return (unsigned int)((eof - start + TFS_SECTOR - 1) / TFS_SECTOR);
+}
+
 /*
  * Find chunk idx of ino with sectors [s0, s1] valid, filling it from the
  * device if they are not, and return it pinned for reading (rrefs) in
@@ -1122,7 +1135,8 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
  * cache.  0, or -errno from ops->fill.
  */
 static int get_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
-		     unsigned int s0, unsigned int s1, struct chunk **out)
+		     unsigned int s0, unsigned int s1, uint64_t eof,
+		     struct chunk **out)
 {
 	uint64_t want[c->words];
 	struct chunk *ch;
@@ -1149,11 +1163,22 @@ again:
 	ch->rrefs++;
 	if (missing) {
 		c->misses++;
-		/* fill the whole chunk: reads tend to go on */
-		for (unsigned int w = 0; w < c->words; w++)
-			want[w] = ~ch->valid[w];
-		if (c->nsect % 64)
-			want[c->words - 1] &= (1ull << (c->nsect % 64)) - 1;
+		/* fill the whole chunk, reads tend to go on, but not past
+		 * the end of the file */
+		unsigned int lim = fill_limit(c, idx, eof);
+
+		if (lim <= s1)
+			lim = s1 + 1;
+		for (unsigned int w = 0; w < c->words; w++) {
+			unsigned int first = w * 64;
+			uint64_t m = ~0ull;
+
+			if (lim <= first)
+				m = 0;
+			else if (lim - first < 64)
+				m = (1ull << (lim - first)) - 1;
+			want[w] = ~ch->valid[w] & m;
+		}
 		rc = fill(c, ch, want);
 		if (rc) {
 			unpin(c, ch, 0);
@@ -1183,11 +1208,12 @@ static void put_chunk(struct tfs_cache *c, struct chunk *ch)
 
 /* Read n bytes at coff of one chunk. */
 static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
-		      size_t coff, uint8_t *dst, size_t n)
+		      size_t coff, uint8_t *dst, size_t n, uint64_t eof)
 {
 	struct chunk *ch;
 	int rc = get_chunk(c, ino, idx, (unsigned int)(coff / TFS_SECTOR),
-			   (unsigned int)((coff + n - 1) / TFS_SECTOR), &ch);
+			   (unsigned int)((coff + n - 1) / TFS_SECTOR), eof,
+			   &ch);
 
 	if (rc == 1)
 		return c->ops->read_direct(c->ctx, ino,
@@ -1200,13 +1226,28 @@ static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 }
 
 int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		   void *dst, size_t len)
+		   void *dst, size_t len, uint64_t eof)
 {
-	return each_chunk(c, ino, off, dst, len, read_chunk);
+	size_t cs = c->o.chunk_size;
+	uint8_t *p = dst;
+
+	while (len) {
+		size_t coff = (size_t)(off % cs);
+		size_t n = cs - coff < len ? cs - coff : len;
+		int rc = read_chunk(c, ino, off / cs, coff, p, n, eof);
+
+		if (rc)
+			return rc;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
 }
 
 int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		  size_t len, struct tfs_cache_piece *pc, unsigned int max)
+		  size_t len, uint64_t eof, struct tfs_cache_piece *pc,
+		  unsigned int max)
 {
 	size_t cs = c->o.chunk_size;
 	unsigned int n = 0;
@@ -1223,7 +1264,8 @@ int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
 
 		rc = get_chunk(c, ino, off / cs,
 			       (unsigned int)(coff / TFS_SECTOR),
-			       (unsigned int)((coff + k - 1) / TFS_SECTOR), &ch);
+			       (unsigned int)((coff + k - 1) / TFS_SECTOR), eof,
+			       &ch);
 		if (rc == 1)
 			rc = -ENOBUFS;
 		if (rc)

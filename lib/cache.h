@@ -101,10 +101,16 @@ void tfs_cache_free(struct tfs_cache *c);
  */
 int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		    const void *src, size_t len);
-/* Copy len bytes at off of ino out, from the cache or, filling it, from
- * the device.  0 or -errno. */
+/*
+ * Copy len bytes at off of ino out, from the cache or, filling it, from
+ * the device.  A chunk that misses is filled whole, as reads tend to go
+ * on, but not past eof, the file's size in bytes (UINT64_MAX: no limit),
+ * which the caller keeps from shrinking meanwhile: a 4 KiB file, or a
+ * file's last chunk, costs no read or clearing of the rest of the chunk.
+ * 0 or -errno.
+ */
 int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		   void *dst, size_t len);
+		   void *dst, size_t len, uint64_t eof);
 
 /*
  * Zero-copy reads.  One piece of a pinned read: len bytes at data, in
@@ -119,15 +125,16 @@ struct tfs_cache_piece {
 };
 /*
  * Pin bytes [off, off + len) of ino in the cache, filling them from the
- * device as tfs_cache_read() does, one piece per chunk, into pc (max
- * pieces).  Returns the number of pieces (0 for len 0), or -E2BIG (more
+ * device as tfs_cache_read() does (eof alike), one piece per chunk, into
+ * pc (max pieces).  Returns the number of pieces (0 for len 0), or -E2BIG (more
  * than max chunks), -ENOBUFS (no room in the cache for them: use
  * tfs_cache_read()), or -errno from ops->fill; on error nothing stays
  * pinned.  The caller must tfs_cache_unpin() soon: a pinned chunk holds
  * up truncation and cannot be evicted.
  */
 int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		  size_t len, struct tfs_cache_piece *pc, unsigned int max);
+		  size_t len, uint64_t eof, struct tfs_cache_piece *pc,
+		  unsigned int max);
 /* Unpin what tfs_cache_pin() pinned: refs[i] is its pc[i].ref. */
 void tfs_cache_unpin(struct tfs_cache *c, void *const *refs, unsigned int n);
 

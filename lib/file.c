@@ -767,11 +767,13 @@ int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen)
 
 /*
  * Hold ino for a read of up to *len bytes at off: ip held and its
- * io_lock shared, *len cut at the end of the file.  NULL with *rc set
- * if ino cannot be read; *len 0 past its end.
+ * io_lock shared (no truncate shrinks it meanwhile), *len cut at the end
+ * of the file, *eof its size.  NULL with *rc set if ino cannot be read;
+ * *len 0 past its end.
  */
 static struct tfs_inode *read_begin(struct tfs_fs *fs, uint64_t ino,
-				    size_t *len, uint64_t off, ssize_t *rc)
+				    size_t *len, uint64_t off, uint64_t *eof,
+				    ssize_t *rc)
 {
 	struct tfs_inode *ip;
 	int err = 0;
@@ -792,6 +794,7 @@ static struct tfs_inode *read_begin(struct tfs_fs *fs, uint64_t ino,
 		*len = 0;
 	else if (*len > ip->a.size - off)
 		*len = (size_t)(ip->a.size - off);
+	*eof = ip->a.size;
 	pthread_mutex_unlock(&fs->lock);
 	if (*rc) {
 		pthread_rwlock_unlock(tfs_inode_io_lock(ip));
@@ -811,12 +814,13 @@ ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 		 uint64_t off)
 {
 	ssize_t rc;
-	struct tfs_inode *ip = read_begin(fs, ino, &len, off, &rc);
+	uint64_t eof;
+	struct tfs_inode *ip = read_begin(fs, ino, &len, off, &eof, &rc);
 
 	if (!ip)
 		return rc;
 	if (len)
-		rc = tfs_cache_read(fs->cache, ino, off, buf, len);
+		rc = tfs_cache_read(fs->cache, ino, off, buf, len, eof);
 	if (!rc) {
 		rc = (ssize_t)len;
 		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
@@ -830,18 +834,19 @@ ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len,
 {
 	struct tfs_cache_piece pc[TFS_PIN_PIECES];
 	struct tfs_inode *ip;
+	uint64_t eof;
 	ssize_t rc;
 	int n;
 
 	p->niov = 0;
 	p->nref = 0;
 	p->ip = NULL;
-	ip = read_begin(fs, ino, &len, off, &rc);
+	ip = read_begin(fs, ino, &len, off, &eof, &rc);
 	if (!ip)
 		return rc;
 	if (len == 0)
 		goto out;
-	n = tfs_cache_pin(fs->cache, ino, off, len, pc, TFS_PIN_PIECES);
+	n = tfs_cache_pin(fs->cache, ino, off, len, eof, pc, TFS_PIN_PIECES);
 	if (n >= 0) {
 		for (int i = 0; i < n; i++) {
 			p->iov[i].iov_base = (void *)(uintptr_t)pc[i].data;
@@ -854,7 +859,8 @@ ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len,
 		/* too many chunks, or no room in the cache: a copy */
 		uint8_t *b = tbuf_get(TB_OUT, len);
 
-		rc = b ? tfs_cache_read(fs->cache, ino, off, b, len) : -ENOMEM;
+		rc = b ? tfs_cache_read(fs->cache, ino, off, b, len, eof)
+		       : -ENOMEM;
 		p->iov[0].iov_base = b;
 		p->iov[0].iov_len = len;
 		p->niov = 1;

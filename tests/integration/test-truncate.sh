@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: truncate and ftruncate grow and shrink files; bytes exposed by growing read as zeros, also after shrinking into a partly filled block and after a remount; st_blocks follows; errors are exact
+# Description: truncate and ftruncate grow and shrink files; bytes exposed by growing read as zeros, also after shrinking into a partly filled block, after a small file was read from the device and then grown, and after a remount; st_blocks follows; errors are exact
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -92,6 +92,32 @@ tfs_errno ENOENT truncate "$MNT/missing" 0
 tfs_errno ENOTDIR truncate "$MNT/t1/x" 0
 tfs_errno EISDIR ftruncate "$MNT/dir" 0
 
+# ----- a small file read from the device, then grown -----
+# (a read fills the cache only up to the end of the file: what lies
+# beyond must come back as zeros, or as what is written there, when the
+# file grows, never as whatever that cache memory held before)
+
+printf 'small' >"$MNT/g1"
+cp "$MNT/g1" "$MNT/g2"
+head -c $((24 << 20)) /dev/urandom >"$MNT/junk"
+tfs_umount
+# a small cache, filled with random bytes read back from the device, so
+# that g1 and g2 are read into memory that held them
+tfs_mount -o max_in_cpu=8MiB
+cat "$MNT/junk" >/dev/null
+rm "$MNT/junk"
+tfs_eq "g1 read from the device" small "$(cat "$MNT/g1")"
+tfs_eq "g2 read from the device" small "$(cat "$MNT/g2")"
+truncate -s 20000 "$MNT/g1"
+{ printf 'small'; head -c 19995 /dev/zero; } >"$WORK/g1.ref"
+cmp "$WORK/g1.ref" "$MNT/g1" || tfs_fail "g1 grown by truncate after a read: not zeros past the old end"
+printf 'tail' | dd of="$MNT/g2" bs=1 seek=9000 conv=notrunc status=none
+{ printf 'small'; head -c 8995 /dev/zero; printf 'tail'; } >"$WORK/g2.ref"
+cmp "$WORK/g2.ref" "$MNT/g2" || tfs_fail "g2 grown by a write after a read: not zeros between the old end and the write"
+echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
+cmp "$WORK/g1.ref" "$MNT/g1" || tfs_fail "g1 differs read again"
+cmp "$WORK/g2.ref" "$MNT/g2" || tfs_fail "g2 differs read again"
+
 # ----- after a remount the zeros are on disk, not only in the cache -----
 
 tfs_umount
@@ -100,6 +126,8 @@ cmp "$WORK/t1.ref" "$MNT/t1" || tfs_fail "t1 differs after remount"
 cmp "$WORK/t1.ref" "$MNT/t2" || tfs_fail "t2 differs after remount"
 cmp "$WORK/t3.ref" "$MNT/t3" || tfs_fail "t3 differs after remount"
 cmp "$WORK/t4.ref" "$MNT/t4" || tfs_fail "t4 differs after remount"
+cmp "$WORK/g1.ref" "$MNT/g1" || tfs_fail "g1 differs after remount"
+cmp "$WORK/g2.ref" "$MNT/g2" || tfs_fail "g2 differs after remount"
 tfs_eq "st_blocks of t4 after remount" 8 "$(stat -c %b "$MNT/t4")"
 tfs_eq "size of the 1 GiB hole after remount" 1073741824 "$(stat -c %s "$MNT/sparse")"
 tfs_eq "st_blocks of the 1 GiB hole after remount" 0 "$(stat -c %b "$MNT/sparse")"

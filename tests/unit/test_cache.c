@@ -349,7 +349,7 @@ static int got(struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
 	int ok;
 
 	assert_non_null(b);
-	assert_int_equal(tfs_cache_read(c, ino, off, b, len), 0);
+	assert_int_equal(tfs_cache_read(c, ino, off, b, len, UINT64_MAX), 0);
 	ok = pat_is(b, ino, off, len, gen);
 	free(b);
 	return ok;
@@ -380,7 +380,8 @@ static void *job_main(void *arg)
 		j->rc = tfs_cache_write(j->c, j->ino, j->off, j->buf, j->len);
 		break;
 	case J_READ:
-		j->rc = tfs_cache_read(j->c, j->ino, j->off, j->buf, j->len);
+		j->rc = tfs_cache_read(j->c, j->ino, j->off, j->buf, j->len,
+				       UINT64_MAX);
 		break;
 	case J_SYNC:
 		tfs_cache_sync(j->c, j->ino);
@@ -633,7 +634,8 @@ static void test_cache_pinned_read_keeps_its_chunks_until_unpinned(
 	void *refs[4];
 
 	/* across a chunk boundary: two pieces, in order, filled once */
-	assert_int_equal(tfs_cache_pin(c, 2, CS - 100, 300, pc, 4), 2);
+	assert_int_equal(tfs_cache_pin(c, 2, CS - 100, 300, UINT64_MAX, pc, 4),
+			 2);
 	assert_int_equal(pc[0].len, 100);
 	assert_int_equal(pc[1].len, 200);
 	assert_true(pat_is(pc[0].data, 2, CS - 100, 100, 0));
@@ -653,7 +655,7 @@ static void test_cache_pinned_read_keeps_its_chunks_until_unpinned(
 	/* unpinned, they are evictable and droppable again */
 	tfs_cache_drop(c, 2, 0, NIDX);
 	assert_int_equal(tfs_cache_bytes_of(c, 2), 0);
-	assert_int_equal(tfs_cache_pin(c, 2, 0, 0, pc, 4), 0);
+	assert_int_equal(tfs_cache_pin(c, 2, 0, 0, UINT64_MAX, pc, 4), 0);
 }
 
 static void test_cache_pin_refuses_too_many_chunks_or_no_room(void **state)
@@ -662,19 +664,22 @@ static void test_cache_pin_refuses_too_many_chunks_or_no_room(void **state)
 	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 0);
 	struct tfs_cache_piece pc[2];
 
-	assert_int_equal(tfs_cache_pin(c, 1, 10, 2 * CS, pc, 2), -E2BIG);
+	assert_int_equal(tfs_cache_pin(c, 1, 10, 2 * CS, UINT64_MAX, pc, 2),
+			 -E2BIG);
 	assert_int_equal(x->f.fills, 0);
 	tfs_cache_free(c);
 	x->c = NULL;
 
 	c = mk(x, 0, 2, 1, 1, 0);
-	assert_int_equal(tfs_cache_pin(c, 1, 10, 100, pc, 2), -ENOBUFS);
+	assert_int_equal(tfs_cache_pin(c, 1, 10, 100, UINT64_MAX, pc, 2),
+			 -ENOBUFS);
 	/* nothing stays pinned: the chunk can be dropped at once */
 	tfs_cache_drop(c, 1, 0, NIDX);
 	assert_int_equal(tfs_cache_check(c), 0);
 	/* dirty data in the pool can be pinned without a cache budget */
 	put(c, 1, 0, TFS_SECTOR, 1);
-	assert_int_equal(tfs_cache_pin(c, 1, 0, TFS_SECTOR, pc, 2), 1);
+	assert_int_equal(tfs_cache_pin(c, 1, 0, TFS_SECTOR, UINT64_MAX, pc, 2),
+			 1);
 	assert_true(pat_is(pc[0].data, 1, 0, TFS_SECTOR, 1));
 	tfs_cache_unpin(c, &pc[0].ref, 1);
 	assert_int_equal(tfs_cache_check(c), 0);
@@ -927,6 +932,38 @@ static void test_cache_sync_returns_after_earlier_writes_reach_device(
 		memcpy(&v, x->f.data[1] + slot_off(s), 4);
 		assert_int_equal(v, want);
 	}
+}
+
+/* ===== reads fill ahead up to the end of the file ===== */
+
+static void test_cache_read_fills_whole_chunk_but_not_past_eof(void **state)
+{
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 1);
+	const uint64_t all = (1u << NSECT) - 1;
+	uint8_t b[TFS_SECTOR];
+
+	/* a 100-byte file: only its sector is read */
+	assert_int_equal(tfs_cache_read(c, 1, 0, b, 100, 100), 0);
+	assert_int_equal(x->f.fills, 1);
+	assert_int_equal(x->f.last_want, 1);
+	/* a file of two sectors and a byte: three */
+	assert_int_equal(tfs_cache_read(c, 2, 0, b, 10, 2 * TFS_SECTOR + 1),
+			 0);
+	assert_int_equal(x->f.last_want, 0x7);
+	/* a sector the read needs is read even past eof (a stale size) */
+	assert_int_equal(tfs_cache_read(c, 3, TFS_SECTOR, b, 10, 100), 0);
+	assert_int_equal(x->f.last_want, 0x3);
+	/* eof in a later chunk: the whole chunk, as before */
+	assert_int_equal(tfs_cache_read(c, 4, 0, b, 10, 3 * CS), 0);
+	assert_int_equal(x->f.last_want, all);
+	/* the file grew: the rest is read when asked for, once */
+	assert_int_equal(tfs_cache_read(c, 1, TFS_SECTOR, b, 10, 2 * CS), 0);
+	assert_int_equal(x->f.fills, 5);
+	assert_int_equal(x->f.last_want, all & ~1ull);
+	assert_int_equal(tfs_cache_read(c, 1, 0, b, 100, 2 * CS), 0);
+	assert_int_equal(x->f.fills, 5);
+	assert_true(got(c, 1, 0, CS, 0));
 }
 
 /* ===== partly written sectors ===== */
@@ -1427,7 +1464,7 @@ static void test_cache_checked_build_aborts_on_broken_invariant(
 		pthread_mutex_lock(&c->mu);
 		c->nclean++;
 		pthread_mutex_unlock(&c->mu);
-		tfs_cache_read(c, 1, 0, b, sizeof(b));
+		tfs_cache_read(c, 1, 0, b, sizeof(b), UINT64_MAX);
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -1457,6 +1494,7 @@ int main(void)
 		T(test_cache_sync_waits_for_writes_in_flight),
 		T(test_cache_sync_does_not_wait_for_other_inodes),
 		T(test_cache_sync_returns_after_earlier_writes_reach_device),
+		T(test_cache_read_fills_whole_chunk_but_not_past_eof),
 		T(test_cache_partial_sector_write_fills_that_sector_only),
 		T(test_cache_write_back_error_drops_the_chunk),
 		T(test_cache_write_back_error_spares_a_chunk_being_filled),
