@@ -51,7 +51,8 @@
 #      fsync, as DeepSpeed does) writing and cold-reading files, queue depth
 #      8 and 32, 1 and 4 threads per file (--quick: 8, 1)
 #   g  metadata: create, then (cold) stat, then unlink of 20,000 empty files
-#      in one directory, ops/s
+#      in one directory; then 20,000 files of 4 KiB written (open, write,
+#      close) and read back cold (open, read, close); files a second
 #   h  CPU seconds per GB moved (10^9 bytes) for every test that moves
 #      bytes (see CPU ACCOUNTING)
 #   i  the daemon's peak resident memory (VmHWM, read from /proc before
@@ -664,6 +665,11 @@ run_once() {
 		cold
 		for t in "${TARGETS[@]}"; do client_run g-stat "$t" meta-stat "$(dir_of "$t")/meta" "$META_N"; done
 		for t in "${TARGETS[@]}"; do client_run g-unlink "$t" meta-unlink "$(dir_of "$t")/meta" "$META_N"; done
+		deftest g-swrite g ops/s "write $META_N files of 4 KiB"
+		deftest g-sread g ops/s "read $META_N files of 4 KiB (cold)"
+		for t in "${TARGETS[@]}"; do client_run g-swrite "$t" small-write "$(dir_of "$t")/small" "$META_N"; done
+		cold
+		for t in "${TARGETS[@]}"; do client_run g-sread "$t" small-read "$(dir_of "$t")/small" "$META_N"; done
 		clean_dirs
 	fi
 }

@@ -39,6 +39,10 @@ OP is one of:
                 it (open O_CREAT|O_EXCL, close)
   meta-stat     stat() each of them
   meta-unlink   unlink() each, then rmdir the directory
+  small-write   PATH is a directory to make; write SIZE files of 4 KiB in
+                it (open O_CREAT|O_EXCL, one write, close)
+  small-read    open, read and close each of them (cat of many small
+                files, a loader of many shards)
 """
 
 import json
@@ -288,6 +292,35 @@ def meta_unlink(path, n, pid):
     return s0, n
 
 
+SMALL_FILE = 4096
+
+
+def small_write(path, n, pid):
+    ns = names(path, n)
+    data = bytes(range(256)) * (SMALL_FILE // 256)
+    s0 = measure.snapshot(pid)
+    os.mkdir(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    for p in ns:
+        fd = os.open(p, flags, 0o644)
+        if os.write(fd, data) != SMALL_FILE:
+            fail("'%s': short write" % p)
+        os.close(fd)
+    return s0, n
+
+
+def small_read(path, n, pid):
+    ns = names(path, n)
+    s0 = measure.snapshot(pid)
+    for p in ns:
+        fd = os.open(p, os.O_RDONLY)
+        b = os.read(fd, 2 * SMALL_FILE)
+        os.close(fd)
+        if len(b) != SMALL_FILE or b[255] != 255:
+            fail("'%s': read %d bytes, not what was written" % (p, len(b)))
+    return s0, n
+
+
 OPS = {
     "mmap-write": (mmap_write, "bytes"),
     "mmap-read": (mmap_read, "bytes"),
@@ -302,6 +335,8 @@ OPS = {
     "meta-create": (meta_create, "ops"),
     "meta-stat": (meta_stat, "ops"),
     "meta-unlink": (meta_unlink, "ops"),
+    "small-write": (small_write, "ops"),
+    "small-read": (small_read, "ops"),
 }
 
 
