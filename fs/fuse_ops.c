@@ -171,6 +171,9 @@ static void op_init(void *data, struct fuse_conn_info *conn)
 				       FUSE_CAP_PARALLEL_DIROPS |
 				       FUSE_CAP_ASYNC_READ |
 				       FUSE_CAP_EXPORT_SUPPORT);
+	/* readdirplus for every batch of a listing, not only the first
+	 * (READDIRPLUS_AUTO): "ls -l" reads all names before it stats any */
+	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	/* the kernel clears setuid bits on write; we do not */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
@@ -720,6 +723,151 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(d.buf);
 }
 
+/*
+ * readdirplus: the entries with their attributes, so that "ls -l", find
+ * and du of a directory of N files cost N / (about 25) requests, not N
+ * lookups.  Every entry given except "." and ".." is a lookup the kernel
+ * will FORGET, so each takes a lookup reference before the reply, and
+ * gives it back if the reply does not reach the kernel.  The names are
+ * collected first (tfs_readdir()'s callback runs under the metadata
+ * lock) and looked up after: one removed in between is left out, one
+ * replaced is given as it is now.
+ */
+struct plus_name {
+	uint64_t ino, next;	/* the entry's inode; cookie to resume after it */
+	char *name;
+};
+
+struct plusbuf {
+	fuse_req_t req;
+	size_t size, need;	/* reply size allowed, needed so far */
+	struct plus_name *v;
+	size_t n, cap;
+};
+
+static int collect_dir(void *arg, const char *name, uint64_t ino,
+		       mode_t type, uint64_t next)
+{
+	struct plusbuf *d = arg;
+	size_t len = fuse_add_direntry_plus(d->req, NULL, 0, name, NULL, 0);
+
+	(void)type;
+	if (d->need + len > d->size)
+		return 1;
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 32;
+		struct plus_name *nv = realloc(d->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return 1;	/* a shorter reply: the kernel asks again */
+		d->v = nv;
+		d->cap = nc;
+	}
+	d->v[d->n].name = strdup(name);
+	if (!d->v[d->n].name)
+		return 1;
+	d->v[d->n].ino = ino;
+	d->v[d->n].next = next;
+	d->n++;
+	d->need += len;
+	return 0;
+}
+
+/* The entry n of dir for readdirplus: 1 with *e filled and a lookup
+ * reference taken, 0 to give it with no attributes ("." and "..": the
+ * kernel counts no lookup of them), -errno to leave it out. */
+static int plus_entry(struct tfs_daemon *dm, fuse_ino_t dir,
+		      const struct plus_name *n, struct fuse_entry_param *e)
+{
+	const char *name = n->name;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		e->attr.st_ino = n->ino;	/* d_ino; ino 0: no entry */
+		e->attr.st_mode = S_IFDIR;
+		return 0;
+	}
+	rc = tfs_statedir_lookup(&dm->statedir, dir, name, &e->attr);
+	if (rc > 0) {
+		/* as op_lookup(): attributes not cached, no reference */
+		e->ino = e->attr.st_ino;
+		e->entry_timeout = dm->attr_timeout;
+		return 1;
+	}
+	if (rc == 0)
+		rc = tfs_lookup(dm->fs, dir, name, &e->attr);
+	if (!rc)
+		rc = tfs_lookup_ref(dm->fs, e->attr.st_ino);
+	if (rc)
+		return rc;
+	e->ino = e->attr.st_ino;
+	e->attr_timeout = dm->attr_timeout;
+	e->entry_timeout = dm->attr_timeout;
+	return 1;
+}
+
+static void forget_refs(struct tfs_daemon *dm, const uint64_t *ino, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!tfs_statedir_is(ino[i]))
+			tfs_forget(dm->fs, ino[i], 1);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct plusbuf d = { req, size, 0, NULL, 0, 0 };
+	uint64_t cookie = off < 0 ? 0 : (uint64_t)off, *refs = NULL;
+	size_t pos = 0, nref = 0;
+	char *buf = NULL;
+	int rc;
+
+	(void)fi;
+	if (tfs_statedir_is(ino))
+		rc = tfs_statedir_readdir(cookie, collect_dir, &d);
+	else
+		rc = tfs_readdir(dm->fs, ino, cookie, collect_dir, &d);
+	if (!rc && d.n) {
+		buf = malloc(size);
+		refs = calloc(d.n, sizeof(*refs));
+		if (!buf || !refs)
+			rc = -ENOMEM;
+	}
+	for (size_t i = 0; !rc && i < d.n; i++) {
+		struct fuse_entry_param e;
+		int got = plus_entry(dm, ino, &d.v[i], &e);
+		size_t len;
+
+		if (got < 0)
+			continue;
+		len = fuse_add_direntry_plus(req, buf + pos, size - pos,
+					     d.v[i].name, &e,
+					     (off_t)d.v[i].next);
+		if (len > size - pos) {	/* not reached: sized above */
+			if (got)
+				forget_refs(dm, &e.ino, 1);
+			break;
+		}
+		pos += len;
+		if (got)
+			refs[nref++] = e.ino;
+	}
+	for (size_t i = 0; i < d.n; i++)
+		free(d.v[i].name);
+	free(d.v);
+	if (rc) {
+		forget_refs(dm, refs, nref);
+		fuse_reply_err(req, -rc);
+	} else if (fuse_reply_buf(req, buf, pos) == -ENOENT) {
+		/* interrupted: the kernel took none of them */
+		forget_refs(dm, refs, nref);
+	}
+	free(refs);
+	free(buf);
+}
+
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
@@ -984,6 +1132,7 @@ const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.fsync = op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 	.releasedir = op_releasedir,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
