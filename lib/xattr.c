@@ -11,7 +11,8 @@
  *                    (EINVAL otherwise); when not set they are read from
  *                    the file's own .npy, .safetensors or torch.save
  *                    header.
- * system.* is not supported (EOPNOTSUPP).
+ * system.* (POSIX ACLs) is not supported: EOPNOTSUPP to set, get or
+ * remove.
  */
 #include "fs_internal.h"
 
@@ -214,6 +215,11 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 	ssize_t rc;
 	char num[32];
 
+	/* as set: no POSIX ACLs here.  EOPNOTSUPP, not ENODATA, as ext4
+	 * without ACLs answers, lets ls -l, cp -a and the like stop asking
+	 * for each file (a round trip each) after the first */
+	if (!strncmp(name, "system.", 7))
+		return -EOPNOTSUPP;
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
 	if (!ip) {
@@ -290,6 +296,8 @@ int tfs_removexattr(struct tfs_fs *fs, uint64_t ino, const char *name)
 	size_t nlen = strlen(name);
 	int rc;
 
+	if (!strncmp(name, "system.", 7))
+		return -EOPNOTSUPP;
 	if (vxattr(name))
 		return -EPERM;
 	rc = tfs_fs_may_change(fs);	/* J7 */
