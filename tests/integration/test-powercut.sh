@@ -64,7 +64,7 @@ tfs_at_exit keep_evidence
 mount_faulty() {
 	TFS_FAULT=$1 "$TENSORFS" -f "$IMG" "$MNT" >>"$WORK/daemon.log" 2>&1 &
 	DAEMON_PID=$!
-	for _ in $(seq 200); do
+	for _ in $(seq 1200); do
 		mountpoint -q "$MNT" && return 0
 		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
 			wait "$DAEMON_PID"
@@ -74,7 +74,7 @@ mount_faulty() {
 		fi
 		sleep 0.025
 	done
-	tfs_fail "mount on the fault device did not appear within 5 s"
+	tfs_fail "mount on the fault device did not appear within 30 s"
 }
 
 # wait_cut SECONDS: wait for the daemon to end; TFS_RC: its status, or
