@@ -1000,7 +1000,7 @@ void tfs_cache_free(struct tfs_cache *c)
 
 /* Write n bytes at coff of one chunk. */
 static int write_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
-		       size_t coff, uint8_t *src, size_t n)
+		       size_t coff, uint8_t *src, size_t n, uint64_t eof)
 {
 	unsigned int s0 = (unsigned int)(coff / TFS_SECTOR);
 	unsigned int s1 = (unsigned int)((coff + n - 1) / TFS_SECTOR);
@@ -1008,6 +1008,7 @@ static int write_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 	struct chunk *ch;
 	int rc = 0, need = 0, waited = 0;
 
+	(void)eof;	/* a write fills only the partial sectors it covers */
 	pthread_mutex_lock(&c->mu);
 again:
 	ch = lookup(c, ino, idx);
@@ -1083,19 +1084,20 @@ out_unpin:
 	return rc;
 }
 
-/* Call fn for each chunk's piece of bytes [off, off + len) of ino. */
+/* Call fn for each chunk's piece of bytes [off, off + len) of ino; eof
+ * is passed on (reads fill ahead up to it). */
 static int each_chunk(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		      uint8_t *p, size_t len,
+		      uint8_t *p, size_t len, uint64_t eof,
 		      int (*fn)(struct tfs_cache *c, uint64_t ino,
 				uint64_t idx, size_t coff, uint8_t *p,
-				size_t n))
+				size_t n, uint64_t eof))
 {
 	size_t cs = c->o.chunk_size;
 
 	while (len) {
 		size_t coff = (size_t)(off % cs);
 		size_t n = cs - coff < len ? cs - coff : len;
-		int rc = fn(c, ino, off / cs, coff, p, n);
+		int rc = fn(c, ino, off / cs, coff, p, n, eof);
 
 		if (rc)
 			return rc;
@@ -1111,7 +1113,7 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
 {
 	/* write_chunk only reads through its pointer */
 	return each_chunk(c, ino, off, (uint8_t *)(uintptr_t)src, len,
-			  write_chunk);
+			  UINT64_MAX, write_chunk);
 }
 
 /* Sectors of chunk idx before eof (bytes; rounded up), at most nsect. */
@@ -1228,21 +1230,7 @@ static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		   void *dst, size_t len, uint64_t eof)
 {
-	size_t cs = c->o.chunk_size;
-	uint8_t *p = dst;
-
-	while (len) {
-		size_t coff = (size_t)(off % cs);
-		size_t n = cs - coff < len ? cs - coff : len;
-		int rc = read_chunk(c, ino, off / cs, coff, p, n, eof);
-
-		if (rc)
-			return rc;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
+	return each_chunk(c, ino, off, dst, len, eof, read_chunk);
 }
 
 int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
