@@ -30,6 +30,44 @@
 #include "fs.h"
 #include "statedir.h"
 
+/* ===== open files ===== */
+
+/*
+ * An open regular file (one open() of it, shared by its dup()s): what it
+ * has heard of failed write-backs, so that each open file hears of each
+ * failure once, as on Linux (lib/include/fs.h, tfs_wb_sample()).  Kept
+ * in fi->fh from open to release; the kernel hands fi->fh back with
+ * every write, flush, fsync and release of that open file.
+ */
+struct openfile {
+	uint32_t wb_seen;
+};
+
+static int openfile_new(struct tfs_daemon *dm, uint64_t ino,
+			struct fuse_file_info *fi)
+{
+	struct openfile *of = malloc(sizeof(*of));
+
+	if (!of)
+		return -ENOMEM;
+	of->wb_seen = tfs_wb_sample(dm->fs, ino);
+	fi->fh = (uint64_t)(uintptr_t)of;
+	return 0;
+}
+
+static uint32_t *openfile_wb(struct fuse_file_info *fi)
+{
+	struct openfile *of = fi ? (struct openfile *)(uintptr_t)fi->fh : NULL;
+
+	return of ? &of->wb_seen : NULL;
+}
+
+static void openfile_free(struct fuse_file_info *fi)
+{
+	free((void *)(uintptr_t)fi->fh);
+	fi->fh = 0;
+}
+
 /* ===== replies ===== */
 
 /*
@@ -52,8 +90,10 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
 	if (!rc)
 		rc = tfs_lookup_ref(dm->fs, st->st_ino);
 	if (rc) {
-		if (fi)
+		if (fi) {
 			tfs_release(dm->fs, st->st_ino);
+			openfile_free(fi);
+		}
 		fuse_reply_err(req, -rc);
 		return;
 	}
@@ -77,8 +117,10 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
 	if (rc == -ENOENT) {
 		/* the caller was interrupted: the kernel has nothing */
 		tfs_forget(dm->fs, st->st_ino, 1);
-		if (fi)
+		if (fi) {
 			tfs_release(dm->fs, st->st_ino);
+			openfile_free(fi);
+		}
 	}
 }
 
@@ -119,9 +161,8 @@ static void set_open_flags(struct tfs_daemon *dm, struct fuse_file_info *fi)
 	/*
 	 * A read-only open writes nothing, so its close() has nothing to
 	 * start writing back and no error to report: the kernel skips the
-	 * FLUSH round trip (FOPEN_NOFLUSH, Linux 5.16).  It also keeps a
-	 * reader's close() (cat, a loader) from taking a failed write-back's
-	 * error, which is reported once, away from the writer's fsync().
+	 * FLUSH round trip (FOPEN_NOFLUSH, Linux 5.16); as on Linux, a
+	 * reader hears of a failed write-back at its fsync(), not its close().
 	 */
 	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	if (!(fi->flags & O_DIRECT))
@@ -515,14 +556,21 @@ static void op_open(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	rc = tfs_open(dm->fs, ino, fi->flags);
-
+	if (!rc) {
+		rc = openfile_new(dm, ino, fi);
+		if (rc)
+			tfs_release(dm->fs, ino);
+	}
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
 	set_open_flags(dm, fi);
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		tfs_release(dm->fs, ino); /* the caller was interrupted */
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* the caller was interrupted */
+		tfs_release(dm->fs, ino);
+		openfile_free(fi);
+	}
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -547,6 +595,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			rc = tfs_getattr(dm->fs, st.st_ino, &st);
 	} else if (!rc) {
 		rc = tfs_open(dm->fs, st.st_ino, fi->flags & ~O_TRUNC);
+	}
+	if (!rc) {
+		rc = openfile_new(dm, st.st_ino, fi);
+		if (rc)
+			tfs_release(dm->fs, st.st_ino);
 	}
 	if (rc) {
 		fuse_reply_err(req, -rc);
@@ -593,13 +646,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	ssize_t n;
 
-	(void)fi;
 	DENY_STATEDIR(req, ino, NULL, 0);
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off);
+	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off, openfile_wb(fi));
 	if (n < 0) {
 		if (n != -ENOSPC && n != -EROFS)
 			tfs_daemon_log(LOG_ERR,
@@ -618,8 +670,8 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino,
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 
 	/* each close(): start the write-back, report an earlier failure */
-	(void)fi;
-	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 : -tfs_flush(dm->fs, ino));
+	fuse_reply_err(req, tfs_statedir_is(ino) ?
+				    0 : -tfs_flush(dm->fs, ino, openfile_wb(fi)));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -635,6 +687,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, 0);
 		return;
 	}
+	openfile_free(fi);
 	fuse_reply_err(req, -tfs_release(dm->fs, ino));
 }
 
@@ -642,9 +695,9 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
-	int rc = tfs_statedir_is(ino) ? 0 : tfs_fsync(dm->fs, ino, datasync);
+	int rc = tfs_statedir_is(ino) ?
+			 0 : tfs_fsync(dm->fs, ino, datasync, openfile_wb(fi));
 
-	(void)fi;
 	if (rc)
 		tfs_daemon_log(LOG_ERR, "fsync of inode %llu failed: %s",
 			       (unsigned long long)ino, strerror(-rc));
@@ -885,7 +938,7 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 	(void)fi;
 	fuse_reply_err(req, tfs_statedir_is(ino) ?
-				    0 : -tfs_fsync(dm->fs, ino, datasync));
+				    0 : -tfs_fsync(dm->fs, ino, datasync, NULL));
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -16,9 +16,17 @@
  * write-back puts the data on the device and only then, under fs->lock,
  * maps the unwritten blocks written and queues their EXTENT records; a
  * commit flushes the device before writing the transaction.  So after a
- * crash a file shows its own bytes or zeros, never a former file's.  A
- * failed write-back is kept on the inode (wb_err) and returned, once, by
- * the file's next write, fsync or flush.
+ * crash a file shows its own bytes or zeros, never a former file's.
+ *
+ * Write-back errors, as Linux's errseq_t reports them.  A failed
+ * write-back cannot keep its data (the cache drops it); it counts
+ * ip->wb_seq up, keeps its errno in ip->wb_errno and sets ip->wb_unseen.
+ * Each open file keeps the count it last heard (tfs_wb_sample() at open)
+ * and hears the error once, at its next write, fsync or flush, when the
+ * count has moved: every open file hears of it, not just the first to
+ * ask, so no writer's fsync() returns 0 over data that was lost.  A
+ * failure nobody has heard yet is also told to the next file opened
+ * (its sample starts one behind), and to callers with no open file.
  *
  * Zeros past EOF.  On the device, the bytes of a file's last block past
  * its size are always zero: writes zero them in the block they write,
@@ -51,6 +59,8 @@
 #include <string.h>
 
 #define MAX_FILE_SIZE	(1ull << 56)
+#define WB_ERRNO_MAX	0xfffu		/* ip->wb_errno's 12 bits */
+#define WB_SEQ_MASK	0x7ffffu	/* ip->wb_seq's 19 bits */
 
 /* ===== inode lifetime ===== */
 
@@ -685,8 +695,9 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 		if (!ios[i].result || !ip)
 			continue;
 		fs->wb_errors++;
-		if (!ip->wb_err)
-			ip->wb_err = ios[i].result;
+		ip->wb_errno = (uint32_t)-ios[i].result & WB_ERRNO_MAX;
+		ip->wb_seq = (ip->wb_seq + 1) & WB_SEQ_MASK;
+		ip->wb_unseen = 1;
 		log_error(fs, "write-back of inode %llu bytes %llu..%llu "
 			      "failed: %s; the next write, fsync or close of "
 			      "the file reports it",
@@ -957,24 +968,49 @@ again:
 	return rc;
 }
 
-/* The error a failed write-back left on ip, once. */
-static int take_wb_err(struct tfs_fs *fs, uint64_t ino)
+/*
+ * The error of a failed write-back that the open file whose count is
+ * *seen (NULL: a caller with no open file) has not heard yet, or 0; it
+ * has heard it after.  Caller holds fs->lock.
+ */
+static int wb_check(struct tfs_inode *ip, uint32_t *seen)
+{
+	if (seen ? *seen == ip->wb_seq : !ip->wb_unseen)
+		return 0;
+	if (seen)
+		*seen = ip->wb_seq;
+	ip->wb_unseen = 0;
+	return ip->wb_errno ? -(int)ip->wb_errno : -EIO;
+}
+
+static int take_wb_err(struct tfs_fs *fs, uint64_t ino, uint32_t *seen)
 {
 	struct tfs_inode *ip;
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
-	if (ip) {
-		rc = ip->wb_err;
-		ip->wb_err = 0;
-	}
+	if (ip)
+		rc = wb_check(ip, seen);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
 
+uint32_t tfs_wb_sample(struct tfs_fs *fs, uint64_t ino)
+{
+	struct tfs_inode *ip;
+	uint32_t s = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip)
+		s = (ip->wb_seq - ip->wb_unseen) & WB_SEQ_MASK;
+	pthread_mutex_unlock(&fs->lock);
+	return s;
+}
+
 ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
-		  size_t len, uint64_t off)
+		  size_t len, uint64_t off, uint32_t *wb_seen)
 {
 	struct tfs_inode *ip;
 	uint64_t end = off + len;
@@ -994,9 +1030,8 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 	pthread_mutex_lock(&fs->lock);
 	if (!S_ISREG(ip->a.mode)) {
 		rc = S_ISDIR(ip->a.mode) ? -EISDIR : -EINVAL;
-	} else if (ip->wb_err) {
-		rc = ip->wb_err;
-		ip->wb_err = 0;
+	} else {
+		rc = wb_check(ip, wb_seen);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (!rc)
@@ -1117,11 +1152,11 @@ int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags)
 	return rc;
 }
 
-int tfs_flush(struct tfs_fs *fs, uint64_t ino)
+int tfs_flush(struct tfs_fs *fs, uint64_t ino, uint32_t *wb_seen)
 {
 	if (!fs->opts.readonly)
 		tfs_cache_start_flush(fs->cache, ino);
-	return take_wb_err(fs, ino);
+	return take_wb_err(fs, ino, wb_seen);
 }
 
 int tfs_release(struct tfs_fs *fs, uint64_t ino)
@@ -1138,20 +1173,21 @@ int tfs_release(struct tfs_fs *fs, uint64_t ino)
 	return 0;
 }
 
-int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync)
+int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync,
+	      uint32_t *wb_seen)
 {
 	int rc, wb;
 
 	(void)datasync;
-	if (fs->opts.readonly)
-		return 0;
+	if (fs->opts.readonly)	/* remounted read-only after a failure? */
+		return take_wb_err(fs, ino, wb_seen);
 	if (tfs_fs_failed(fs))	/* J7: nothing is made durable any more */
 		return tfs_fs_failed(fs);
 	/* the file's data to the device, then one journal commit makes
 	 * its metadata (and all else) durable */
 	tfs_cache_sync(fs->cache, ino);
 	rc = tfs_txn_commit(fs);
-	wb = take_wb_err(fs, ino);
+	wb = take_wb_err(fs, ino, wb_seen);
 	return wb ? wb : rc;
 }
 

@@ -53,7 +53,10 @@ struct tfs_inode {
 
 	/* runtime state, never stored */
 	uint32_t opens;			/* open file handles */
-	int32_t wb_err;			/* a failed write-back, to report */
+	uint32_t wb_errno : 12;		/* the last failed write-back's */
+	uint32_t wb_unseen : 1;		/* ... not yet reported to anyone */
+	uint32_t wb_seq : 19;		/* failed write-backs, counted
+					   (wrapping; file.c) */
 	uint32_t dirty : 1;		/* attrs changed since last commit */
 	uint32_t nlookup : 31;		/* the kernel's lookup references
 					   (FUSE nlookup); sticky at its

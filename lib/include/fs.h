@@ -271,10 +271,19 @@ int tfs_release(struct tfs_fs *fs, uint64_t ino);
  * its blocks are allocated (ENOSPC now, not later) and st_size shows it;
  * the pool writes it back in the background, waiting writers when full.
  * Reads are served from RAM where the data is cached.  tfs_flush() (each
- * close) starts the write-back of a file, tfs_fsync() waits for it.  A
- * write-back that fails is logged and returned, once, by the file's next
- * tfs_write(), tfs_fsync() or tfs_flush().
+ * close) starts the write-back of a file, tfs_fsync() waits for it.
+ *
+ * A write-back that fails is logged, its data is dropped, and it is
+ * reported as Linux reports it (errseq): each open file (what one open()
+ * made, shared by its dup()s) hears of it once, at its next tfs_write(),
+ * tfs_fsync() or tfs_flush(), whichever comes first; every open file
+ * hears, not only the first to ask; and a failure no open file has heard
+ * of yet is told to the next one opened.  An open file keeps what it has
+ * heard in a uint32_t, set by tfs_wb_sample() when it is opened and
+ * passed as wb_seen to each of those calls.  wb_seen NULL: a caller with
+ * no open file, who hears a failure nobody has heard yet.
  */
+uint32_t tfs_wb_sample(struct tfs_fs *fs, uint64_t ino);
 
 /* Read up to len bytes at off into buf: returns the bytes read, short
  * at end of file, 0 past it. */
@@ -322,11 +331,12 @@ void tfs_fs_set_atime(struct tfs_fs *fs, int atime);
 /* Write len bytes at off: returns len (never a short write) or -errno
  * (-ENOSPC, -EFBIG, -EIO ...). */
 ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
-		  size_t len, uint64_t off);
-int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync);
+		  size_t len, uint64_t off, uint32_t *wb_seen);
+int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync,
+	      uint32_t *wb_seen);
 /* A close of a file descriptor: start writing the file back; 0 or the
  * error of an earlier write-back. */
-int tfs_flush(struct tfs_fs *fs, uint64_t ino);
+int tfs_flush(struct tfs_fs *fs, uint64_t ino, uint32_t *wb_seen);
 /* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE;
  * others -EOPNOTSUPP. */
 int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,

@@ -115,6 +115,22 @@ os.read(r, 4096)
 os.close(r)
 expect_eio("the writer's fsync after a reader's close", lambda: os.fsync(fd))
 os.close(fd)
+
+# every open file hears of a failure once, as on Linux: of two writers
+# both fsync()s fail, not only the first; a descriptor opened for writing
+# and closed after the first heard of it neither reports it nor takes
+# it from the second
+fd1 = os.open(f"{mnt}/e", os.O_CREAT | os.O_WRONLY, 0o644)
+fd2 = os.open(f"{mnt}/e", os.O_RDWR)
+os.write(fd1, b"u" * 1048576)
+time.sleep(1.5)
+expect_eio("the first writer's fsync", lambda: os.fsync(fd1))
+os.close(os.open(f"{mnt}/e", os.O_WRONLY))
+expect_eio("the second writer's fsync", lambda: os.fsync(fd2))
+os.fsync(fd1)
+os.fsync(fd2)
+os.close(fd1)
+os.close(fd2)
 PY
 grep -q "write-back of inode" "$WORK/daemon.log" || tfs_fail "the failed write-back was not logged"
 # the final checkpoint cannot be written either: the daemon says so and
@@ -129,7 +145,7 @@ grep -q "final write failed" "$WORK/daemon.log" ||
 	tfs_fail "the failed final checkpoint was not logged: $(tail -3 "$WORK/daemon.log")"
 tfs_fsck_clean
 tfs_mount
-tfs_eq "files after the replay" "a b c d" "$(cd "$MNT" && echo *)"
+tfs_eq "files after the replay" "a b c d e" "$(cd "$MNT" && echo *)"
 tfs_umount
 tfs_fsck_clean
 tfs_pass

@@ -137,7 +137,7 @@ static void wr(struct tfs_fs *fs, uint64_t ino, size_t len, uint64_t off)
 
 	assert_non_null(b);
 	fill_pat(b, len, off, 1);
-	assert_int_equal(tfs_write(fs, ino, b, len, off), (ssize_t)len);
+	assert_int_equal(tfs_write(fs, ino, b, len, off, NULL), (ssize_t)len);
 	free(b);
 }
 

@@ -1,6 +1,6 @@
 /*
  * test_commit.c: the running transaction and its commits (lib/commit.c).
- * Description: durability: what tfs_fs_sync() or tfs_fsync() committed
+ * Description: durability: what tfs_fs_sync() or tfs_fsync(, NULL) committed
  * survives a crash (simulated by copying the image while the file system
  * is open and opening the copy), what was not committed is gone; the
  * commit thread commits on its own and early for big transactions; freed
@@ -88,14 +88,14 @@ static void test_fs_fsync_makes_changes_durable(void **state)
 	struct tfs_fs *c;
 
 	wr_pat(f->fs, ino, 300000, 12345, 6);
-	assert_int_equal(tfs_fsync(f->fs, ino, 1), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 1, NULL), 0);
 	c = crash(f);
 	assert_int_equal(ino_of(c, TFS_ROOT_INO, "f"), ino);
 	assert_int_equal(st_of(c, ino).st_size, 312345);
 	assert_zero(c, ino, 12345, 0);
 	assert_pat(c, ino, 300000, 12345, 6);
 	/* an fsync with nothing to do is fine */
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
 }
 
@@ -240,7 +240,7 @@ static void test_fs_journal_write_error_is_reported_and_state_survives(
 	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
 	/* the error sticks until a commit works */
 	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
-	assert_int_equal(tfs_fsync(f->fs, keep, 0), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, keep, 0, NULL), -EIO);
 	/* the live state is intact */
 	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, "lost", &st), 0);
 	assert_int_equal(tfs_fs_close(f->fs), -EIO);
@@ -299,22 +299,22 @@ static void test_failed_flush_after_journal_transaction_keeps_image_mountable(
 	reopen_logging(f);
 	keep = mk(f->fs, TFS_ROOT_INO, "keep");
 	wr_pat(f->fs, keep, 300000, 0, 1);
-	assert_int_equal(tfs_fsync(f->fs, keep, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, keep, 0, NULL), 0);
 	late = mk(f->fs, TFS_ROOT_INO, "late");
 	wr_pat(f->fs, late, 100000, 0, 2);
 	/* the data flush before the transaction passes, the one after fails */
 	tfs_dev_fail_flushes(f->fs->dev, 1, 1);
-	assert_int_equal(tfs_fsync(f->fs, late, 0), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, late, 0, NULL), -EIO);
 	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);
 	assert_non_null(strstr(why, "flush after a journal transaction"));
 	assert_int_equal(log_calls, 1);
 	assert_non_null(strstr(log_last, "no more changes"));
 	/* J7: the error state */
-	assert_int_equal(tfs_fsync(f->fs, keep, 0), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, keep, 0, NULL), -EIO);
 	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
 	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "new", S_IFREG | 0644,
 				   0, 0, 0, &st), -EROFS);
-	assert_int_equal(tfs_write(f->fs, keep, "x", 1, 0), -EROFS);
+	assert_int_equal(tfs_write(f->fs, keep, "x", 1, 0, NULL), -EROFS);
 	assert_int_equal(set_size(f->fs, keep, 0), -EROFS);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "keep"), -EROFS);
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "keep", TFS_ROOT_INO,
@@ -353,7 +353,7 @@ static void test_failed_superblock_flush_then_power_cut_keeps_fsynced_file(
 
 	keep = mk(f->fs, TFS_ROOT_INO, "keep");
 	wr_pat(f->fs, keep, 300000, 0, 1);
-	assert_int_equal(tfs_fsync(f->fs, keep, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, keep, 0, NULL), 0);
 	assert_int_equal(img_pread(f->path, 0, old, sizeof(old)), 0);
 	/* a checkpoint: its own flush passes, the superblock's fails */
 	tfs_fs_mark_changed(f->fs);
@@ -495,7 +495,7 @@ static void test_discard_spares_blocks_the_older_copy_maps(void **state)
 
 	a = mk(fs, TFS_FS_ROOT, "a");
 	wr_pat(fs, a, 1 << 20, 0, 7);
-	assert_int_equal(tfs_fsync(fs, a, 0), 0);
+	assert_int_equal(tfs_fsync(fs, a, 0, NULL), 0);
 	checkpoint(fs);				/* C1: has a */
 	assert_int_equal(tfs_unlink(fs, TFS_FS_ROOT, "a"), 0);
 	assert_int_equal(tfs_fs_sync(fs), 0);	/* T1 frees a's blocks */
@@ -533,7 +533,7 @@ static void test_trim_discards_a_file_deleted_just_now(void **state)
 
 	a = mk(fs, TFS_FS_ROOT, "a");
 	wr_pat(fs, a, 4 << 20, 0, 9);
-	assert_int_equal(tfs_fsync(fs, a, 0), 0);
+	assert_int_equal(tfs_fsync(fs, a, 0, NULL), 0);
 	assert_int_equal(stat(f->path, &st0), 0);
 	assert_int_equal(tfs_unlink(fs, TFS_FS_ROOT, "a"), 0);
 	assert_int_equal(tfs_fs_trim(fs, &bytes), 0);
@@ -712,7 +712,7 @@ static void test_checkpoint_waits_for_a_discard_on_a_full_device(void **state)
 	filler = mk(fs, TFS_FS_ROOT, "filler");
 	left = bavail(fs);
 	wr_pat(fs, filler, (size_t)left * 4096, 0, 9);
-	assert_int_equal(tfs_fsync(fs, filler, 0), 0);
+	assert_int_equal(tfs_fsync(fs, filler, 0, NULL), 0);
 	assert_int_equal(bavail(fs), 0);
 	/* J11: the free space waits two checkpoints, then it is ready; the
 	 * second checkpoint leaves it almost all ready, in one piece */

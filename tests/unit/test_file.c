@@ -194,21 +194,21 @@ static void test_fs_write_and_read_errors(void **state)
 	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "fifo", S_IFIFO | 0600,
 				   0, 0, 0, &st), 0);
 	fifo = st.st_ino;
-	assert_int_equal(tfs_write(f->fs, TFS_ROOT_INO, buf, 1, 0), -EISDIR);
+	assert_int_equal(tfs_write(f->fs, TFS_ROOT_INO, buf, 1, 0, NULL), -EISDIR);
 	assert_int_equal(tfs_read(f->fs, TFS_ROOT_INO, buf, 1, 0), -EISDIR);
-	assert_int_equal(tfs_write(f->fs, fifo, buf, 1, 0), -EINVAL);
+	assert_int_equal(tfs_write(f->fs, fifo, buf, 1, 0, NULL), -EINVAL);
 	assert_int_equal(tfs_read(f->fs, fifo, buf, 1, 0), -EINVAL);
 	/* past the largest file size, or wrapping around */
-	assert_int_equal(tfs_write(f->fs, ino, buf, 16, (1ull << 56) - 8),
+	assert_int_equal(tfs_write(f->fs, ino, buf, 16, (1ull << 56) - 8, NULL),
 			 -EFBIG);
-	assert_int_equal(tfs_write(f->fs, ino, buf, 16, UINT64_MAX - 4),
+	assert_int_equal(tfs_write(f->fs, ino, buf, 16, UINT64_MAX - 4, NULL),
 			 -EFBIG);
-	assert_int_equal(tfs_write(f->fs, ino, buf, 0, 12345), 0);
+	assert_int_equal(tfs_write(f->fs, ino, buf, 0, 12345, NULL), 0);
 	st = st_of(f->fs, ino);
 	assert_int_equal(st.st_size, 0);
 	assert_int_equal(st.st_blocks, 0);
 	/* the last byte below the limit is fine */
-	assert_int_equal(tfs_write(f->fs, ino, buf, 1, (1ull << 56) - 1), 1);
+	assert_int_equal(tfs_write(f->fs, ino, buf, 1, (1ull << 56) - 1, NULL), 1);
 	assert_int_equal(st_of(f->fs, ino).st_size, 1ull << 56);
 }
 
@@ -369,7 +369,7 @@ static uint64_t fill_device(struct tfs_fs *fs, const char *name,
 
 	*ino = mk(fs, TFS_ROOT_INO, name);
 	memset(buf, 0x3c, sizeof(buf));
-	while ((rc = tfs_write(fs, *ino, buf, sizeof(buf), n * MiB)) ==
+	while ((rc = tfs_write(fs, *ino, buf, sizeof(buf), n * MiB, NULL)) ==
 	       (ssize_t)sizeof(buf))
 		n++;
 	assert_int_equal(rc, -ENOSPC);
@@ -401,7 +401,7 @@ static void test_fs_enospc_then_free_then_write_again(void **state)
 		assert_int_equal(bavail(f->fs), 0);
 		assert_true(bfree(f->fs) > 0);
 		assert_int_equal(tfs_write(f->fs, big, buf, 1,
-					   (n * MiB) + left * 4096), -ENOSPC);
+					   (n * MiB) + left * 4096, NULL), -ENOSPC);
 		assert_pat(f->fs, big, (size_t)left * 4096, n * MiB, 7);
 	}
 	/* free it (uncommitted): the next write must find the space */
@@ -409,7 +409,7 @@ static void test_fs_enospc_then_free_then_write_again(void **state)
 	assert_int_equal(bfree(f->fs), free0);
 	again = mk(f->fs, TFS_ROOT_INO, "again");
 	memset(buf, 0x11, sizeof(buf));
-	assert_int_equal(tfs_write(f->fs, again, buf, sizeof(buf), 0),
+	assert_int_equal(tfs_write(f->fs, again, buf, sizeof(buf), 0, NULL),
 			 (ssize_t)sizeof(buf));
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "again"), 0);
 	n2 = fill_device(f->fs, "big2", &big);
@@ -446,7 +446,7 @@ static void test_fs_fallocate_unwritten_reads_zero(void **state)
 	assert_zero(f->fs, ino, 5000, 0);
 	assert_zero(f->fs, ino, 4 * MiB - 5005, 5005);
 	/* once written back, its block alone is written */
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
 	assert_int_equal(tfs_extent_count(f->fs, ino), 3);
 	assert_int_equal(st_of(f->fs, ino).st_blocks, 4 * MiB / 512);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
@@ -606,23 +606,23 @@ static void test_fs_write_back_error_reaches_fsync_and_next_write(void **state)
 	ino = mk(f->fs, TFS_ROOT_INO, "f");
 	/* the write is taken into the pool; its write-back fails, and
 	 * fsync says so, once */
-	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0), 3);
+	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0, NULL), 3);
 	assert_int_equal(st_of(f->fs, ino).st_size, 3);
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), -EIO);
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
 	/* what never reached the device is not shown: zeros */
 	assert_zero(f->fs, ino, 3, 0);
 	/* an overwrite that fails to reach the device: the next write
 	 * reports it, and the old data stays */
-	assert_int_equal(tfs_write(f->fs, old, "xyz", 3, 8192), 3);
+	assert_int_equal(tfs_write(f->fs, old, "xyz", 3, 8192, NULL), 3);
 	tfs_fs_sync(f->fs);
-	assert_int_equal(tfs_write(f->fs, old, "xyz", 3, 0), -EIO);
-	assert_int_equal(tfs_flush(f->fs, old), 0);
+	assert_int_equal(tfs_write(f->fs, old, "xyz", 3, 0, NULL), -EIO);
+	assert_int_equal(tfs_flush(f->fs, old, NULL), 0);
 	assert_pat(f->fs, old, 8192, 0, 1);
 	/* a close reports it too */
-	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0), 3);
+	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0, NULL), 3);
 	tfs_fs_sync(f->fs);
-	assert_int_equal(tfs_flush(f->fs, ino), -EIO);
+	assert_int_equal(tfs_flush(f->fs, ino, NULL), -EIO);
 	/* the final checkpoint cannot be written: close says so (J7: a
 	 * failed checkpoint write is not the error state), and the journal
 	 * holds everything committed */
@@ -633,9 +633,66 @@ static void test_fs_write_back_error_reaches_fsync_and_next_write(void **state)
 	assert_true(tfs_fs_replayed(f->fs) > 0);
 	/* without faults it all works again */
 	wr(f->fs, ino, "abc", 3, 0);
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
 	assert_pat(f->fs, old, 8192, 0, 1);
 	assert_fsck_clean(f->fs);
+}
+
+/*
+ * Every open file hears of a failed write-back once (Linux's errseq):
+ * two writers of one file both see it at fsync, not just the first to
+ * ask; a file opened after it was heard does not; a failure nobody has
+ * heard is told to the next file opened, and to a caller with no open
+ * file (NULL) only then.
+ */
+static void test_fs_write_back_error_reaches_every_open_file(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_super sb = { 0 };
+	uint32_t a, b, c, d;
+	uint64_t ino;
+	int copy = 0;
+
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	reopen_failing_from(f, sb.data_start * TFS_BLOCK_SIZE);
+	ino = mk(f->fs, TFS_ROOT_INO, "f");
+	a = tfs_wb_sample(f->fs, ino);
+	b = tfs_wb_sample(f->fs, ino);
+	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0, &a), 3);
+	assert_int_equal(tfs_write(f->fs, ino, "def", 3, 4096, &b), 3);
+	/* a's fsync writes both back; both fail */
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &a), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &a), 0);
+	/* opened after a heard it: nothing to hear; NULL neither */
+	c = tfs_wb_sample(f->fs, ino);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &c), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
+	/* b was open when it failed: it hears, at a write or a close too */
+	assert_int_equal(tfs_flush(f->fs, ino, &b), -EIO);
+	assert_int_equal(tfs_write(f->fs, ino, "g", 1, 0, &b), 1);
+	/* that write fails too, while nobody asks: the next open hears */
+	tfs_fs_sync(f->fs);
+	d = tfs_wb_sample(f->fs, ino);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &d), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &d), 0);
+	/* and a, b and c, open all along, each once */
+	assert_int_equal(tfs_write(f->fs, ino, "h", 1, 0, &a), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &b), -EIO);
+	assert_int_equal(tfs_flush(f->fs, ino, &c), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &a), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &b), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, &c), 0);
+	/* d heard it first, so NULL and a new open do not */
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
+	c = tfs_wb_sample(f->fs, ino);
+	assert_int_equal(tfs_flush(f->fs, ino, &c), 0);
+	/* unheard by any open file: NULL hears it, once */
+	assert_int_equal(tfs_write(f->fs, ino, "i", 1, 0, NULL), 1);
+	tfs_fs_sync(f->fs);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
+	assert_int_equal(tfs_fs_close(f->fs), -EIO);	/* its checkpoint */
+	f->fs = NULL;
 }
 
 /* ===== threads ===== */
@@ -660,7 +717,7 @@ static void *writer_main(void *arg)
 		ssize_t n;
 
 		fill_pat(buf, len, off, w->seed + (unsigned int)i);
-		n = tfs_write(w->fs, w->ino, buf, len, off);
+		n = tfs_write(w->fs, w->ino, buf, len, off, NULL);
 		if (n != (ssize_t)len) {
 			w->rc = (int)n;
 			break;
@@ -674,7 +731,7 @@ static void *writer_main(void *arg)
 		n = tfs_read(w->fs, w->ino, rb, len, off);
 		if (n != (ssize_t)len || memcmp(rb, w->m.b + off, len))
 			w->rc = -EILSEQ;
-		if (i % 40 == 0 && tfs_fsync(w->fs, w->ino, 0))
+		if (i % 40 == 0 && tfs_fsync(w->fs, w->ino, 0, NULL))
 			w->rc = -EIO;
 	}
 	free(buf);
@@ -784,6 +841,7 @@ int main(void)
 		T(test_fs_punch_hole),
 		T(test_fs_punch_hole_in_unwritten_extent),
 		T(test_fs_write_back_error_reaches_fsync_and_next_write),
+		T(test_fs_write_back_error_reaches_every_open_file),
 		T(test_fs_concurrent_writers_and_namespace_changes),
 	};
 

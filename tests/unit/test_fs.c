@@ -309,7 +309,7 @@ static void test_fs_set_readonly_commits_clean_and_refuses_changes(
 	assert_int_equal(tfs_fs_set_readonly(f->fs, 1), 0);
 	assert_int_equal(tfs_fs_is_readonly(f->fs), 1);
 	/* every change fails, reads work */
-	assert_int_equal(tfs_write(f->fs, ino, "x", 1, 0), -EROFS);
+	assert_int_equal(tfs_write(f->fs, ino, "x", 1, 0, NULL), -EROFS);
 	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, "d", 0755, 0, 0, &st),
 			 -EROFS);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "f"), -EROFS);
@@ -333,7 +333,7 @@ static void test_fs_set_readonly_commits_clean_and_refuses_changes(
 	/* read-only, sync and fsync write nothing */
 	crc = file_crc(f->path);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
 	assert_int_equal(file_crc(f->path), crc);
 	/* writable again: in use, changes work and persist */
 	assert_int_equal(tfs_fs_set_readonly(f->fs, 0), 0);
@@ -416,15 +416,15 @@ static void test_fs_image_truncated_while_open_is_the_error_state(
 	int rc;
 
 	wr_pat(f->fs, ino, 100000, 0, 1);
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
 	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), 0);
 	assert_string_equal(why, "");
 	assert_int_equal(truncate(f->path, 64 * MiB), 0);
 	wr_pat(f->fs, ino, 1000, 0, 2);	/* before the next commit: taken */
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), -EIO);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), -EIO);
 	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);
 	assert_non_null(strstr(why, "truncated to 67108864 bytes"));
-	assert_int_equal(tfs_write(f->fs, ino, "x", 1, 0), -EROFS);
+	assert_int_equal(tfs_write(f->fs, ino, "x", 1, 0, NULL), -EROFS);
 	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, "d", 0755, 0, 0, &st),
 			 -EROFS);
 	rc = tfs_fs_close(f->fs);
@@ -442,7 +442,7 @@ static void test_fs_image_deleted_while_open_is_the_error_state(
 	int rc;
 
 	wr_pat(f->fs, ino, 100000, 0, 1);
-	assert_int_equal(tfs_fsync(f->fs, ino, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
 	assert_int_equal(unlink(f->path), 0);
 	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
 	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);

@@ -244,7 +244,7 @@ static void w_write(struct model *m, int i, uint64_t off, size_t len)
 	if (o->nseeds < MAXSEEDS)
 		o->seeds[o->nseeds++] = seed;
 	o->dirty = 1;
-	n = tfs_write(m->fs, o->ino, m->buf, len, off);
+	n = tfs_write(m->fs, o->ino, m->buf, len, off, NULL);
 	if (result(m, n == (ssize_t)len ? 0 : n < 0 ? (int)n : -EIO, o, NULL))
 		return;
 	memcpy(o->data + off, m->buf, len);
@@ -285,7 +285,7 @@ static void w_fsync(struct model *m, int i)
 
 	if (!o->live)
 		return;
-	if (result(m, tfs_fsync(m->fs, o->ino, 0), o, NULL) || o->unknown)
+	if (result(m, tfs_fsync(m->fs, o->ino, 0, NULL), o, NULL) || o->unknown)
 		return;
 	o->synced = 1;
 	o->dirty = 0;
@@ -305,7 +305,7 @@ static void w_flush(struct model *m, int i)
 		return;
 
 	if (o->live)
-		result(m, tfs_flush(m->fs, o->ino), o, NULL);
+		result(m, tfs_flush(m->fs, o->ino, NULL), o, NULL);
 }
 
 /* user.v of o: 16 bytes of pattern seed */

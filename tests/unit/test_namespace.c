@@ -104,7 +104,7 @@ static void test_fs_name_and_inode_errors(void **state)
 	assert_int_equal(tfs_readlink(f->fs, 9999, buf, sizeof(buf)), -ENOENT);
 	assert_int_equal(tfs_open(f->fs, 9999, O_RDONLY), -ENOENT);
 	assert_int_equal(tfs_read(f->fs, 9999, buf, 1, 0), -ENOENT);
-	assert_int_equal(tfs_write(f->fs, 9999, buf, 1, 0), -ENOENT);
+	assert_int_equal(tfs_write(f->fs, 9999, buf, 1, 0, NULL), -ENOENT);
 	assert_int_equal(tfs_fallocate(f->fs, 9999, 0, 0, 1), -ENOENT);
 	assert_int_equal(tfs_opendir(f->fs, 9999), -ENOENT);
 	assert_int_equal(tfs_readdir(f->fs, 9999, 0, fill, NULL), -ENOENT);
@@ -1097,7 +1097,7 @@ static void test_fs_lookup_ref_keeps_unlinked_file_and_dir(void **state)
 	struct ents e;
 
 	wr_pat(f->fs, file, 1 << 20, 0, 5);
-	assert_int_equal(tfs_fsync(f->fs, file, 0), 0);
+	assert_int_equal(tfs_fsync(f->fs, file, 0, NULL), 0);
 	free0 = bfree(f->fs);
 	/* the kernel looked both up twice */
 	for (int i = 0; i < 2; i++) {

@@ -115,13 +115,13 @@ static void test_stats_counters_move_with_the_file_system(void **state)
 	assert_int_equal(tfs_mknod(fs, TFS_FS_ROOT, "f", S_IFREG | 0644, 0, 0,
 				   0, &st), 0);
 	memset(buf, 0x5a, sizeof(buf));
-	assert_int_equal(tfs_write(fs, st.st_ino, buf, sizeof(buf), 100),
+	assert_int_equal(tfs_write(fs, st.st_ino, buf, sizeof(buf), 100, NULL),
 			 (ssize_t)sizeof(buf));
 	tfs_stats_get(fs, &b);
 	assert_int_equal(b.app_write_bytes - a.app_write_bytes, sizeof(buf));
 	assert_true(b.dirty_bytes > 0);
 	assert_int_equal(b.inodes, 2);
-	assert_int_equal(tfs_fsync(fs, st.st_ino, 0), 0);
+	assert_int_equal(tfs_fsync(fs, st.st_ino, 0, NULL), 0);
 	assert_int_equal(tfs_read(fs, st.st_ino, buf, sizeof(buf), 100),
 			 (ssize_t)sizeof(buf));
 	tfs_stats_get(fs, &a);

@@ -147,7 +147,7 @@ static inline uint64_t mkd(struct tfs_fs *fs, uint64_t dir, const char *name)
 static inline void wr(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
 	       uint64_t off)
 {
-	ssize_t n = tfs_write(fs, ino, buf, len, off);
+	ssize_t n = tfs_write(fs, ino, buf, len, off, NULL);
 
 	if (n != (ssize_t)len)
 		fail_msg("write %zu at %llu: %zd", len,
