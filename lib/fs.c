@@ -258,6 +258,20 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 	return rc;
 }
 
+/* The end of tfs_fs_open()'s failure and of tfs_fs_close(): what
+ * tfs_fs_open() sets up before anything can fail. */
+static void free_fs(struct tfs_fs *fs)
+{
+	if (fs->watch_fd >= 0)
+		close(fs->watch_fd);
+	free(fs->path);
+	pthread_mutex_destroy(&fs->lock);
+	pthread_mutex_destroy(&fs->jlock);
+	pthread_mutex_destroy(&fs->errlock);
+	pthread_cond_destroy(&fs->cond);
+	free(fs);
+}
+
 int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		struct tfs_fs **out, char *err, size_t errlen)
 {
@@ -335,14 +349,7 @@ fail:
 	tfs_cache_free(fs->cache);
 	tfs_alloc_free(fs->alloc);
 	tfs_meta_free(fs->m);
-	if (fs->watch_fd >= 0)
-		close(fs->watch_fd);
-	free(fs->path);
-	pthread_mutex_destroy(&fs->lock);
-	pthread_mutex_destroy(&fs->jlock);
-	pthread_mutex_destroy(&fs->errlock);
-	pthread_cond_destroy(&fs->cond);
-	free(fs);
+	free_fs(fs);
 	return rc;
 }
 
@@ -489,14 +496,7 @@ int tfs_fs_close(struct tfs_fs *fs)
 	tfs_buf_release(&fs->txn);
 	free(fs->dirty);
 	free(fs->pend);
-	if (fs->watch_fd >= 0)
-		close(fs->watch_fd);
-	free(fs->path);
-	pthread_mutex_destroy(&fs->lock);
-	pthread_mutex_destroy(&fs->jlock);
-	pthread_mutex_destroy(&fs->errlock);
-	pthread_cond_destroy(&fs->cond);
-	free(fs);
+	free_fs(fs);
 	return rc;
 }
 

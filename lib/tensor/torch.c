@@ -15,30 +15,15 @@
 #include "torch.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pickle.h"
+#include "units.h"
 
 #define TFS_TORCH_MAX_DEPTH 100
 #define MAX_NAME 4096
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* ===== storage classes ===== */
 
@@ -117,7 +102,7 @@ static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
 	const struct tfs_pickle_value *pid, *cls;
 
 	if (!sv || sv->type != TFS_PICKLE_PERSID)
-		return fail(w->err, w->errlen, "tensor '%s' has no storage",
+		return tfs_invalid(w->err, w->errlen, "tensor '%s' has no storage",
 			    w->name);
 	pid = sv->items[0];
 	if (pid->type != TFS_PICKLE_TUPLE || pid->n < 5 ||
@@ -126,7 +111,7 @@ static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
 	    pid->items[1]->type != TFS_PICKLE_GLOBAL ||
 	    pid->items[2]->type != TFS_PICKLE_STR ||
 	    get_u64(pid->items[4], numel))
-		return fail(w->err, w->errlen,
+		return tfs_invalid(w->err, w->errlen,
 			    "the storage of tensor '%s' is no ('storage', "
 			    "class, key, location, numel)",
 			    w->name);
@@ -163,7 +148,7 @@ static int strides(struct walk *w, struct tfs_tensor *t, const uint64_t *st,
 		if (__builtin_mul_overflow(count, d, &count) ||
 		    (d && (__builtin_mul_overflow(d - 1, st[a], &p) ||
 			   __builtin_add_overflow(last, p, &last))))
-			return fail(w->err, w->errlen,
+			return tfs_invalid(w->err, w->errlen,
 				    "tensor '%s': its shape and strides "
 				    "overflow",
 				    w->name);
@@ -191,12 +176,12 @@ static int place(struct walk *w, struct tfs_tensor *t, const char *key,
 		snprintf(ename, sizeof(ename), "%sdata/%s", w->prefix, key);
 		e = tfs_zip_find(w->z, ename);
 		if (!e)
-			return fail(w->err, w->errlen,
+			return tfs_invalid(w->err, w->errlen,
 				    "tensor '%s': its storage '%s' is not in "
 				    "the archive",
 				    w->name, ename);
 		if (!e->stored)
-			return fail(w->err, w->errlen,
+			return tfs_invalid(w->err, w->errlen,
 				    "tensor '%s': its storage '%s' is "
 				    "compressed; torch.save stores them "
 				    "uncompressed",
@@ -210,7 +195,7 @@ static int place(struct walk *w, struct tfs_tensor *t, const char *key,
 	}
 	if (__builtin_add_overflow(soff, span, &need) || need > numel ||
 	    __builtin_mul_overflow(numel, es, &numel) || numel > have)
-		return fail(w->err, w->errlen,
+		return tfs_invalid(w->err, w->errlen,
 			    "tensor '%s' reaches past its storage (offset "
 			    "%llu, %llu elements, in a storage of %llu "
 			    "bytes)",
@@ -231,7 +216,7 @@ static int rebuild_tensor(struct walk *w, const struct tfs_pickle_value *args)
 	int rc;
 
 	if (args->n < 4 || get_u64(args->items[1], &soff))
-		return fail(w->err, w->errlen,
+		return tfs_invalid(w->err, w->errlen,
 			    "tensor '%s' is rebuilt from no (storage, offset, "
 			    "size, stride)",
 			    w->name);
@@ -244,7 +229,7 @@ static int rebuild_tensor(struct walk *w, const struct tfs_pickle_value *args)
 		return rc;
 	if (get_dims(args->items[2], t->shape.dim, &t->shape.ndim) ||
 	    get_dims(args->items[3], st, &nst) || nst != t->shape.ndim)
-		return fail(w->err, w->errlen,
+		return tfs_invalid(w->err, w->errlen,
 			    "tensor '%s' has no size and stride of as many "
 			    "dimensions",
 			    w->name);
@@ -262,7 +247,7 @@ static int walk_call(struct walk *w, const struct tfs_pickle_value *fn,
 	int rc = 0;
 
 	if (depth > TFS_TORCH_MAX_DEPTH)
-		return fail(w->err, w->errlen,
+		return tfs_invalid(w->err, w->errlen,
 			    "'%s' is nested more than %d deep", w->name,
 			    TFS_TORCH_MAX_DEPTH);
 	if (is_global(fn, "torch._utils._rebuild_tensor_v2") ||
@@ -279,7 +264,7 @@ static int walk_call(struct walk *w, const struct tfs_pickle_value *fn,
 				 depth + 1);
 	if (fn->type == TFS_PICKLE_GLOBAL && !strncmp(fn->s, "torch.", 6) &&
 	    strstr(fn->s, "_rebuild"))
-		return fail(w->err, w->errlen,
+		return tfs_invalid(w->err, w->errlen,
 			    "'%s' is saved by %s, which tensorfs does not "
 			    "read (quantized, sparse or on a device other "
 			    "than the CPU?)",
@@ -289,7 +274,7 @@ static int walk_call(struct walk *w, const struct tfs_pickle_value *fn,
 				 nlen ? "." : "", i);
 
 		rc = (size_t)n >= MAX_NAME - nlen
-			 ? fail(w->err, w->errlen, "a name is longer than %d",
+			 ? tfs_invalid(w->err, w->errlen, "a name is longer than %d",
 				MAX_NAME)
 			 : walk(w, args->items[i], nlen + (size_t)n, depth + 1);
 		w->name[nlen] = '\0';
@@ -319,7 +304,7 @@ static int walk_child(struct walk *w, const struct tfs_pickle_value *key,
 		break;
 	}
 	if ((size_t)n >= MAX_NAME - nlen)
-		rc = fail(w->err, w->errlen, "a name is longer than %d",
+		rc = tfs_invalid(w->err, w->errlen, "a name is longer than %d",
 			  MAX_NAME);
 	else
 		rc = walk(w, v, nlen + (size_t)n, depth + 1);
@@ -333,11 +318,11 @@ static int walk(struct walk *w, const struct tfs_pickle_value *v, size_t nlen,
 	int rc = 0;
 
 	if (depth > TFS_TORCH_MAX_DEPTH)
-		return fail(w->err, w->errlen,
+		return tfs_invalid(w->err, w->errlen,
 			    "'%s' is nested more than %d deep", w->name,
 			    TFS_TORCH_MAX_DEPTH);
 	if (!w->budget--)
-		return fail(w->err, w->errlen,
+		return tfs_invalid(w->err, w->errlen,
 			    "the saved structure refers to its values too "
 			    "many times over");
 	switch (v->type) {
@@ -395,7 +380,7 @@ static int parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
 	}
 out:
 	if (rc == -ENOMEM)
-		fail(err, errlen, "out of memory");
+		tfs_invalid(err, errlen, "out of memory");
 	if (w)
 		tfs_tensor_list_free(w->l);
 	free(w);
@@ -463,20 +448,20 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		return rc;
 	e = find_pickle(z, prefix, sizeof(prefix));
 	if (!e) {
-		rc = fail(err, errlen,
+		rc = tfs_invalid(err, errlen,
 			  "a zip archive without one "
 			  "DIR/data.pkl: not a torch.save file");
 		goto out;
 	}
 	if (!e->stored) {
-		rc = fail(err, errlen,
+		rc = tfs_invalid(err, errlen,
 			  "'%s' is compressed; torch.save "
 			  "stores it uncompressed",
 			  e->name);
 		goto out;
 	}
 	if (e->size > max_pickle) {
-		fail(err, errlen, "'%s' is %llu bytes, more than the %zu read",
+		tfs_invalid(err, errlen, "'%s' is %llu bytes, more than the %zu read",
 		     e->name, (unsigned long long)e->size, max_pickle);
 		rc = -E2BIG;
 		goto out;
@@ -493,7 +478,7 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		if (n <= 0) {
 			rc =
 			    n ? (int)n
-			      : fail(err, errlen, "'%s' is truncated", e->name);
+			      : tfs_invalid(err, errlen, "'%s' is truncated", e->name);
 			goto out;
 		}
 		done += (size_t)n;

@@ -14,10 +14,10 @@
 #include "zip.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "units.h"
 
 #define SIG_LOCAL 0x04034b50u
 #define SIG_CENTRAL 0x02014b50u
@@ -39,21 +39,6 @@ static uint64_t le(const unsigned char *p, size_t n)
 	for (size_t i = n; i-- > 0;)
 		v = v << 8 | p[i];
 	return v;
-}
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
 }
 
 /* Exactly len bytes at off: 0, -EINVAL (past the end) or rd's -errno. */
@@ -103,7 +88,7 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 	int rc;
 
 	if (fsize < EOCD_LEN)
-		return fail(err, errlen,
+		return tfs_invalid(err, errlen,
 			    "%llu bytes are too few for a zip "
 			    "archive",
 			    (unsigned long long)fsize);
@@ -121,7 +106,7 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 			break;
 		}
 	if (!e) {
-		rc = fail(err, errlen,
+		rc = tfs_invalid(err, errlen,
 			  "no end of central directory record: "
 			  "not a zip archive, or a truncated one");
 		goto out;
@@ -138,7 +123,7 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 		    at - LOCATOR_LEN - off < EOCD64_LEN ||
 		    read_exact(rd, ctx, l, EOCD64_LEN, off) ||
 		    le(l, 4) != SIG_EOCD64) {
-			rc = fail(err, errlen,
+			rc = tfs_invalid(err, errlen,
 				  "a ZIP64 locator points to no "
 				  "ZIP64 end of central directory");
 			goto out;
@@ -148,14 +133,14 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 		d->offset = le(l + 48, 8);
 	}
 	if (d->offset > fsize || d->size > fsize - d->offset)
-		rc = fail(err, errlen,
+		rc = tfs_invalid(err, errlen,
 			  "the central directory (%llu bytes at %llu) lies "
 			  "past the end of the file",
 			  (unsigned long long)d->size,
 			  (unsigned long long)d->offset);
 	else if (d->size > TFS_ZIP_MAX_DIRECTORY ||
 		 d->count > TFS_ZIP_MAX_ENTRIES)
-		rc = fail(err, errlen,
+		rc = tfs_invalid(err, errlen,
 			  "the central directory holds %llu entries in %llu "
 			  "bytes, more than the %u entries or %u MiB read",
 			  (unsigned long long)d->count,
@@ -210,45 +195,45 @@ static int read_entry(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 	int rc;
 
 	if (room < CENTRAL_LEN || le(c, 4) != SIG_CENTRAL)
-		return fail(err, errlen,
+		return tfs_invalid(err, errlen,
 			    "the central directory is malformed "
 			    "(no entry header where one should be)");
 	nlen = (size_t)le(c + 28, 2);
 	xlen = (size_t)le(c + 30, 2);
 	clen = (size_t)le(c + 32, 2);
 	if (CENTRAL_LEN + nlen + xlen + clen > room)
-		return fail(err, errlen, "the central directory is truncated");
+		return tfs_invalid(err, errlen, "the central directory is truncated");
 	*used = CENTRAL_LEN + nlen + xlen + clen;
 	csize = le(c + 20, 4);
 	size = le(c + 24, 4);
 	lho = le(c + 42, 4);
 	if (zip64_extra(c + CENTRAL_LEN + nlen, xlen, &size, &csize, &lho))
-		return fail(err, errlen, "a ZIP64 extra field is malformed");
+		return tfs_invalid(err, errlen, "a ZIP64 extra field is malformed");
 	e->name = strndup((const char *)c + CENTRAL_LEN, nlen);
 	if (!e->name)
 		return -ENOMEM;
 	if (memchr(c + CENTRAL_LEN, '\0', nlen))
-		return fail(err, errlen, "an entry name holds a NUL byte");
+		return tfs_invalid(err, errlen, "an entry name holds a NUL byte");
 	e->size = size;
 	e->stored = le(c + 10, 2) == 0 && !(le(c + 8, 2) & 1) && size == csize;
 	if (lho > fsize || fsize - lho < LOCAL_LEN)
-		return fail(err, errlen,
+		return tfs_invalid(err, errlen,
 			    "entry '%s' starts past the end of "
 			    "the file",
 			    e->name);
 	rc = read_exact(rd, ctx, l, LOCAL_LEN, lho);
 	if (rc)
-		return rc == -EINVAL ? fail(err, errlen,
+		return rc == -EINVAL ? tfs_invalid(err, errlen,
 					    "cannot read the "
 					    "local header of '%s'",
 					    e->name)
 				     : rc;
 	if (le(l, 4) != SIG_LOCAL)
-		return fail(err, errlen, "entry '%s' has no local header",
+		return tfs_invalid(err, errlen, "entry '%s' has no local header",
 			    e->name);
 	e->offset = lho + LOCAL_LEN + le(l + 26, 2) + le(l + 28, 2);
 	if (e->offset > fsize || csize > fsize - e->offset)
-		return fail(err, errlen,
+		return tfs_invalid(err, errlen,
 			    "the data of entry '%s' (%llu bytes) lies past the "
 			    "end of the file",
 			    e->name, (unsigned long long)csize);
@@ -276,7 +261,7 @@ int tfs_zip_open(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		return rc;
 	/* each entry takes CENTRAL_LEN bytes at least */
 	if (d.count > d.size / CENTRAL_LEN)
-		return fail(err, errlen,
+		return tfs_invalid(err, errlen,
 			    "the central directory claims %llu entries in "
 			    "%llu bytes",
 			    (unsigned long long)d.count,
@@ -307,7 +292,7 @@ int tfs_zip_open(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 	qsort(z->entries, z->count, sizeof(*z->entries), by_name);
 	for (size_t i = 1; i < z->count; i++)
 		if (!strcmp(z->entries[i - 1].name, z->entries[i].name)) {
-			rc = fail(err, errlen,
+			rc = tfs_invalid(err, errlen,
 				  "entry '%s' is in the archive "
 				  "twice",
 				  z->entries[i].name);

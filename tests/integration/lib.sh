@@ -427,6 +427,33 @@ tfs_manifest_check() {
 	[ ! -s "$WORK/manifest-check.bad" ]
 }
 
+# tfs_check_after_crash WHAT MANIFEST [tfs_mount options]: after the
+# daemon of $IMG ended without unmounting (SIGKILL, a power cut of the
+# fault device): its mount is gone, the image's flock is released within
+# 5 s, tensorfs-fsck exits 0, and, mounted again (and left mounted),
+# crashwriter --verify finds every file MANIFEST says was fsync'd exact.
+# WHAT names the round in failures.
+tfs_check_after_crash() {
+	local _what=$1 _man=$2 _rc
+	shift 2
+	mountpoint -q "$MNT" && tfs_fail "$_what: expected the dead mount gone, got it still mounted"
+	tfs_wait_unlocked 5 ||
+		tfs_fail "$_what: expected the image's flock released within 5 s of the daemon's end, got it held"
+	"$FSCK" "$IMG" >"$WORK/fsck.log" 2>&1
+	_rc=$?
+	[ "$_rc" = 0 ] || {
+		cat "$WORK/fsck.log" >&2
+		tfs_fail "$_what: tensorfs-fsck after the crash: expected exit 0, got $_rc"
+	}
+	tfs_mount "$@"
+	"$TFS_TESTBIN/crashwriter" --verify "$MNT/cw" "$_man" >"$WORK/verify.log" 2>&1
+	_rc=$?
+	[ "$_rc" = 0 ] || {
+		cat "$WORK/verify.log" >&2
+		tfs_fail "$_what: crashwriter --verify: expected exit 0, got $_rc"
+	}
+}
+
 # ----- helpers for the tests of mount(8) and umount(8) -----
 
 # tfs_mount8_ns "$@": rerun the calling test in a private mount namespace

@@ -71,24 +71,7 @@ for i in $(seq "$ITERS"); do
 	wait "$CW_PID" 2>/dev/null
 	CW_PID=""
 	tfs_kill9
-	mountpoint -q "$MNT" && tfs_fail "iteration $i: expected the dead mount gone, got it still mounted"
-	tfs_wait_unlocked 5 ||
-		tfs_fail "iteration $i: expected the image's flock released within 5 s of the daemon's death, got it held"
-
-	"$FSCK" "$IMG" >"$WORK/fsck.log" 2>&1
-	rc=$?
-	[ "$rc" = 0 ] || {
-		cat "$WORK/fsck.log" >&2
-		tfs_fail "iteration $i: tensorfs-fsck after SIGKILL: expected exit 0, got $rc"
-	}
-
-	tfs_mount
-	"$CW" --verify "$MNT/cw" "$MANIFEST" >"$WORK/verify.log" 2>&1
-	rc=$?
-	[ "$rc" = 0 ] || {
-		cat "$WORK/verify.log" >&2
-		tfs_fail "iteration $i (slept $ms ms): crashwriter --verify: expected exit 0, got $rc"
-	}
+	tfs_check_after_crash "iteration $i (SIGKILL after $ms ms)" "$MANIFEST"
 	tfs_manifest_check "$MANIFEST" "$MNT/cw" || {
 		head -20 "$WORK/manifest-check.bad" >&2
 		tfs_fail "iteration $i: fsync'd files checked with sha256sum: expected all exact, got the differences above"

@@ -122,23 +122,7 @@ for i in $(seq "$ROUNDS"); do
 		tail -20 "$WORK/daemon.log" >&2
 		tfs_fail "round $i ($fault): expected the daemon to end by the power cut (status $CUT_STATUS), got status $TFS_RC"
 	}
-	mountpoint -q "$MNT" && tfs_fail "round $i: expected the dead mount gone, got it still mounted"
-	tfs_wait_unlocked 5 ||
-		tfs_fail "round $i: expected the image's flock released within 5 s of the daemon's end, got it held"
-
-	"$FSCK" "$IMG" >"$WORK/fsck.log" 2>&1
-	rc=$?
-	[ "$rc" = 0 ] || {
-		cat "$WORK/fsck.log" >&2
-		tfs_fail "round $i ($fault): tensorfs-fsck after the power cut: expected exit 0, got $rc"
-	}
-	tfs_mount
-	"$CW" --verify "$MNT/cw" "$MANIFEST" >"$WORK/verify.log" 2>&1
-	rc=$?
-	[ "$rc" = 0 ] || {
-		cat "$WORK/verify.log" >&2
-		tfs_fail "round $i ($fault): crashwriter --verify: expected exit 0, got $rc"
-	}
+	tfs_check_after_crash "round $i ($fault)" "$MANIFEST"
 	# the same again in shell, every 10th round (crashwriter --verify
 	# has checked the SHA-256 of each already)
 	if [ $((i % 10)) = 0 ] || [ "$i" = "$ROUNDS" ]; then
