@@ -2,8 +2,8 @@
  * log.c: part of the FUSE daemon: where its messages go (log.h has the
  * rules).  The destination is picked once, before the mount, while the
  * terminal can still show an error: syslog only when /dev/log accepts a
- * connection (or when asked for), else a file, whose directory the
- * default path creates.  Every later line is formatted into a buffer and
+ * connection (asked for, and it does not: an error), else a file, whose
+ * directory the default path creates.  Every later line is formatted into a buffer and
  * written with one write(), so lines from several threads never mix.
  */
 #include "log.h"
@@ -118,6 +118,13 @@ int tfs_log_setup(const char *setting, const char *dev, int foreground,
 	char path[PATH_MAX], cwd[PATH_MAX];
 	int rc;
 
+	if (!strcmp(setting, "syslog") && !syslog_alive()) {
+		/* else every message would vanish without a word */
+		snprintf(err, errlen, "log=syslog, but %s does not accept "
+			 "messages (no syslog daemon running?); start one, or "
+			 "log to a file with -o log=FILE", SYSLOG_SOCKET);
+		return -ENOENT;
+	}
 	if (!strcmp(setting, "syslog") ||
 	    (!*setting && !foreground && syslog_alive())) {
 		to_syslog = 1;

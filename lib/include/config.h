@@ -192,7 +192,8 @@ enum tfs_offload_device {
 	  "them.  -o discard sets it.  fstrim MOUNTPOINT does the same on "   \
 	  "demand.")                                                          \
 	X(mount, log, STR, "", 0, 0, "path", TFS,                              \
-	  "Where the daemon logs once in the background: syslog, or a file.  " \
+	  "Where the daemon logs once in the background: syslog (which must " \
+	  "accept messages at mount time), or a file.  "                      \
 	  "Empty: syslog if /dev/log accepts messages, else the file "         \
 	  "/var/log/tensorfs/DEVICE.log (root) or "                            \
 	  "$XDG_STATE_HOME/tensorfs/DEVICE.log (other users; "                 \

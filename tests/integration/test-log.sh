@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: the daemon's messages reach the user: with -f the recovery notice and write-back errors land on stderr; daemonised with -o log=FILE they land in FILE (the recovery notice on the terminal too); daemonised with no /dev/log and no log setting (a private mount namespace hiding /dev/log and /var/log) they land in /var/log/tensorfs/DEVICE.log; a log file that cannot be opened stops the mount with a message naming it
+# Description: the daemon's messages reach the user: with -f the recovery notice and write-back errors land on stderr; daemonised with -o log=FILE they land in FILE (the recovery notice on the terminal too); daemonised with no /dev/log and no log setting (a private mount namespace hiding /dev/log and /var/log) they land in /var/log/tensorfs/DEVICE.log; daemonised with a syslog daemon listening on /dev/log (a listener of the test's own, in a private mount namespace) they reach it as tensorfs[PID] with the daemon facility; a log file that cannot be opened, or log=syslog with nothing listening, stops the mount with a message naming it
 . "$(dirname "$0")/lib.sh"
 
 tfs_need python3 sha256sum pgrep
@@ -122,5 +122,71 @@ grep -qE "$RECOVERED" "$WORK/default.log" ||
 	tfs_fail "no /dev/log: expected the recovery notice in /var/log/tensorfs/dev.img.log, got: $(cat "$WORK/default.log")"
 grep -qE "$RECOVERED" "$WORK/ns.err" ||
 	tfs_fail "no /dev/log: expected the recovery notice on the terminal too, got: $(cat "$WORK/ns.err")"
+tfs_fsck_clean
+
+# ----- daemonised, a syslog daemon listening: syslog -----
+
+crash_after_change d
+# In a private mount namespace: a /dev of the test's own (a tmpfs with
+# the device nodes the daemon needs) bound over /dev, where a listener of
+# this test reads /dev/log as a syslog daemon would (the machine's /dev
+# and syslog stay untouched).  First log=syslog with nothing listening
+# must stop the mount; then, with the listener, the daemonised mount
+# must log there, as "tensorfs[PID]" with the daemon facility.
+unshare -m --propagation private bash -s "$TENSORFS" "$IMG" "$MNT" "$WORK" <<'NS' || tfs_fail "the run in a private mount namespace failed (above)"
+set -eu
+tensorfs=$1 img=$2 mnt=$3 work=$4
+mkdir -p "$work/dev"
+mount -t tmpfs tfs-test-dev "$work/dev"
+for n in fuse null zero full random urandom tty; do
+	[ -e "/dev/$n" ] && cp -a "/dev/$n" "$work/dev/$n"
+done
+mount --bind "$work/dev" /dev
+if "$tensorfs" -o log=syslog "$img" "$mnt" 2>"$work/nosyslog.err"; then
+	echo "log=syslog with nothing on /dev/log: expected the mount refused" >&2
+	fusermount3 -u "$mnt"
+	exit 1
+fi
+# the listener: each message as "FACILITY SEVERITY TEXT"; gone after 60 s
+python3 - "$work/syslog.out" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/dev/log")
+s.settimeout(60)
+with open(sys.argv[1], "w") as out:
+    print("ready", file=out, flush=True)
+    try:
+        while True:
+            m = s.recv(65536).decode(errors="replace")
+            pri, _, rest = m[1:].partition(">")
+            print(int(pri) >> 3, int(pri) & 7, rest, file=out, flush=True)
+    except socket.timeout:
+        pass
+PY
+listener=$!
+for _ in $(seq 100); do
+	grep -q ready "$work/syslog.out" 2>/dev/null && break
+	sleep 0.1
+done
+"$tensorfs" "$img" "$mnt" 2>"$work/syslog.err"
+echo d2 >"$mnt/d2"
+sync "$mnt/d2"
+fusermount3 -u "$mnt"
+for _ in $(seq 100); do
+	pgrep -f -- "^$tensorfs $img" >/dev/null || break
+	sleep 0.1
+done
+kill "$listener" 2>/dev/null || true
+wait "$listener" 2>/dev/null || true
+NS
+grep -q "log=syslog, but /dev/log does not accept messages" "$WORK/nosyslog.err" ||
+	tfs_fail "log=syslog with nothing listening: expected a message saying so, got: $(cat "$WORK/nosyslog.err")"
+# LOG_DAEMON is facility 3
+grep -qE "^3 [0-7] .*tensorfs\[[0-9]+\]: .*$RECOVERED" "$WORK/syslog.out" ||
+	tfs_fail "syslog: expected the recovery notice from tensorfs[PID], facility daemon, got: $(cat "$WORK/syslog.out")"
+grep -qE "^3 [0-7] .*tensorfs\[[0-9]+\]: .*mounted on $MNT" "$WORK/syslog.out" ||
+	tfs_fail "syslog: expected a line saying it mounted, got: $(cat "$WORK/syslog.out")"
+grep -qE "$RECOVERED" "$WORK/syslog.err" ||
+	tfs_fail "syslog: expected the recovery notice on the terminal too, got: $(cat "$WORK/syslog.err")"
 tfs_fsck_clean
 tfs_pass
