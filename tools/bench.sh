@@ -105,7 +105,8 @@
 #   The table on stdout: for each test, unit, the median (min-max) of the
 #   raw file, ext4 and tensorfs, tensorfs's ratio to raw and to ext4
 #   ("x raw", "x ext4"), CPU s/GB of each and tensorfs's CPU ratio to
-#   ext4; then VmHWM, date, commit, kernel, load.  In --out DIR:
+#   ext4; then VmHWM, date, commit (of the script's tree), the binaries
+#   (--version, checksum, build time), kernel, load.  In --out DIR:
 #   results.json (every run's figures and CPU parts, the medians, the
 #   commands, the machine), table.txt, commands.txt (every command run,
 #   the temporary directory written $WORK), ratios.png (gnuplot; skipped
@@ -675,8 +676,8 @@ run_once() {
 }
 
 meta() { printf 'meta\t%s\t%s\n' "$1" "$2" >>"$MANIFEST"; }
-# the commit of this tree when the run starts (the binaries of --bin are
-# the user's to match with it)
+# the commit of this tree when the run starts; the binaries of --bin are
+# named apart (meta binaries: their version, checksum and build time)
 COMMIT=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git -C "$top" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
 	COMMIT="$COMMIT (with uncommitted changes)"
@@ -738,6 +739,8 @@ meta hwm_bound_kb "${BOUND%%	*}"
 meta hwm_bound_text "${BOUND#*	}"
 meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 meta commit "$COMMIT"
+# what ran: the script's tree (above) need not be what --bin was built from
+meta binaries "$BIN/tensorfs: $("$BIN/tensorfs" --version 2>/dev/null | head -n 1), sha256 $(sha256sum <"$BIN/tensorfs" | cut -c1-12), built $(date -u -r "$BIN/tensorfs" '+%Y-%m-%d %H:%M UTC')"
 meta kernel "$(uname -srm)"
 meta cpus "$(nproc) x $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 meta disk "$(findmnt -n -o SOURCE,FSTYPE --target "$WORK" | tr -s ' ') under $PARENT"

@@ -124,7 +124,7 @@ for t in r["tests"]:
 m = r["memory"]
 if not m["vmhwm_kb_max"] or not m["bound_kb"] or not m["within_bound"]:
     bad.append("memory: %s" % m)
-for k in ("load_start", "load_end", "commit", "date"):
+for k in ("load_start", "load_end", "commit", "binaries", "date"):
     if not r["meta"].get(k):
         bad.append("meta has no %s" % k)
 for b in bad:

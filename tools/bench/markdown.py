@@ -56,7 +56,7 @@ def main(path):
                                         m["bound_kb"], m["bound"]))
         print()
     meta = r["meta"]
-    for k in ("date", "commit", "kernel", "cpus", "disk", "ext4",
+    for k in ("date", "commit", "binaries", "kernel", "cpus", "disk", "ext4",
               "load_start", "load_end", "sizes", "elapsed_s"):
         if k in meta:
             print("- %s: %s" % (k, meta[k]))

@@ -256,8 +256,9 @@ def table(result):
                        "" if mem["within_bound"] is None else
                        (": within" if mem["within_bound"] else
                         ": EXCEEDED")))
-    for k in ("date", "commit", "kernel", "cpus", "load_start", "load_end",
-              "disk", "ext4", "tensorfs_mount", "sizes", "elapsed_s"):
+    for k in ("date", "commit", "binaries", "kernel", "cpus", "load_start",
+              "load_end", "disk", "ext4", "tensorfs_mount", "sizes",
+              "elapsed_s"):
         if k in m:
             out.append("%-15s %s" % (k + ":", m[k]))
     out.append("")
