@@ -91,9 +91,10 @@ static void usage(FILE *f)
 	    "after the\n"
 	    "point), or, with --stats, its statistics.  FILE is any file, on "
 	    "a\n"
-	    "tensorfs mount or not: a .npy file, a .safetensors file, a "
-	    "torch.save\n"
-	    "file (read without running it) or raw elements.\n"
+	    "tensorfs mount or not: a .npy file, an .npz file (np.savez), a\n"
+	    ".safetensors file, a torch.save file (read without running it) "
+	    "or raw\n"
+	    "elements.\n"
 	    "\n"
 	    "Options:\n"
 	    "  -d, --dtype TYPE   element type: fp64, fp32, fp16, bf16, "
@@ -115,11 +116,14 @@ static void usage(FILE *f)
 	    "                     file is then read as raw elements, its "
 	    "header is\n"
 	    "                     ignored\n"
-	    "  -t, --tensor NAME  the tensor NAME of a .safetensors file, or "
-	    "of a\n"
-	    "                     torch.save file, where NAME is its path in "
-	    "the\n"
-	    "                     saved structure: model.layers.0.weight, "
+	    "  -t, --tensor NAME  the tensor NAME of a .safetensors file, the "
+	    "array\n"
+	    "                     NAME of an .npz file (arr_0 for np.savez's "
+	    "first\n"
+	    "                     positional array), or the tensor of a "
+	    "torch.save\n"
+	    "                     file, where NAME is its path in the saved\n"
+	    "                     structure: model.layers.0.weight, "
 	    "state.0.exp_avg\n"
 	    "      --stats        print count, min, max, mean, std (of the "
 	    "finite\n"
@@ -151,9 +155,9 @@ static void usage(FILE *f)
 	    "of the\n"
 	    "     options\n"
 	    "  3. the file's header: a .npy file's, or with --tensor NAME the\n"
-	    "     .safetensors entry of NAME.  A header's shape is used only "
-	    "with\n"
-	    "     the header's dtype\n"
+	    "     .safetensors, .npz or torch.save entry of NAME.  A header's "
+	    "shape\n"
+	    "     is used only with the header's dtype\n"
 	    "  4. for a raw file in DeepSpeed's ZeRO-3 swap tree, its "
 	    "directory:\n"
 	    "     zero_stage_3/bfloat16params/rankN/*.swp is bf16, "
@@ -165,12 +169,11 @@ static void usage(FILE *f)
 	    "byte N), all of it: a shape that needs more or fewer bytes is an "
 	    "error.\n"
 	    "\n"
-	    "A .safetensors or torch.save file without --tensor is listed: "
-	    "each tensor's\n"
-	    "name,"
-	    "dtype, shape, offset and size in bytes, and the __metadata__; "
-	    "with\n"
-	    "--stats, each tensor's statistics follow its line.\n"
+	    "A .safetensors, .npz or torch.save file without --tensor is "
+	    "listed: each\n"
+	    "tensor's name, dtype, shape, offset and size in bytes, and the\n"
+	    "__metadata__; with --stats, each tensor's statistics follow its "
+	    "line.\n"
 	    "\n"
 	    "--stats DIR checks every regular file under DIR (recursively, "
 	    "in name\n"
@@ -211,6 +214,7 @@ static void usage(FILE *f)
 	    "  tensorfs-cat --stats model.safetensors\n"
 	    "  tensorfs-cat -t model.embed_tokens.weight model.safetensors\n"
 	    "  tensorfs-cat -t optimizer.state.0.exp_avg checkpoint.pt\n"
+	    "  tensorfs-cat -t grads activations.npz\n"
 	    "  tensorfs-cat --stats /local_nvme/zero_stage_3 || echo diverged\n"
 	    "  tensorfs-cat --dtype bf16 --shape 4096,1024 "
 	    "/mnt/tensorfs/param.swp\n",
@@ -295,7 +299,7 @@ struct src {
 	const char *shape_from; /* NULL: one dimension, derived */
 	int fortran, swap;
 	const uint64_t *stride; /* torch: element strides, or NULL */
-	int torch;		/* a torch.save file */
+	int format;		/* of the header: enum tfs_tensor_format */
 	uint64_t offset, nbytes, count;
 	const char *name; /* the safetensors tensor, or NULL */
 };
@@ -1472,8 +1476,8 @@ static struct tfs_tensor_list *read_header(const struct src *s)
 			die(EXIT_DATA, "out of memory");
 		if (rc)
 			die(EXIT_DATA,
-			    "'%s': %s; is it a torch.save file? (--offset N "
-			    "reads it as raw elements)",
+			    "'%s': %s; is it a torch.save or np.savez file? "
+			    "(--offset N reads it as raw elements)",
 			    s->path, err);
 		return l;
 	}
@@ -1604,9 +1608,9 @@ static json_t *list_json(const struct src *s, const struct tfs_tensor_list *l,
 
 	json_object_set_new(j, "file", json_string(s->path));
 	json_object_set_new(j, "format",
-			    json_string(l->format == TFS_TENSOR_TORCH
-					    ? "torch"
-					    : "safetensors"));
+			    json_string(l->format == TFS_TENSOR_TORCH  ? "torch"
+					: l->format == TFS_TENSOR_NPZ ? "npz"
+								      : "safetensors"));
 	json_object_set_new(j, "data_offset",
 			    json_integer((json_int_t)l->data_offset));
 	meta = json_object();
@@ -1631,7 +1635,9 @@ static json_t *tensor_json(const struct src *s, const struct tfs_tensor *t,
 					    ? tfs_tensor_dtype_name(t->dtype)
 					    : t->dtype_name));
 	json_object_set_new(e,
-			    s->torch ? "torch_dtype" : "safetensors_dtype",
+			    s->format == TFS_TENSOR_TORCH  ? "torch_dtype"
+			    : s->format == TFS_TENSOR_NPZ ? "npy_dtype"
+							  : "safetensors_dtype",
 			    json_string(t->dtype_name));
 	if (t->stride) {
 		json_t *a = json_array();
@@ -1662,6 +1668,9 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 	} else {
 		if (l->format == TFS_TENSOR_TORCH)
 			printf("%s: torch.save file, %zu tensor%s\n", s->path,
+			       l->count, l->count == 1 ? "" : "s");
+		else if (l->format == TFS_TENSOR_NPZ)
+			printf("%s: np.savez file, %zu array%s\n", s->path,
 			       l->count, l->count == 1 ? "" : "s");
 		else
 			printf("%s: %zu tensor%s, data at byte %llu\n",
@@ -1724,13 +1733,14 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 /* ===== main ===== */
 
 /* Whether a file is listed rather than printed without --tensor: a
- * .safetensors file, a torch.save file unless it is one tensor saved
- * alone. */
+ * .safetensors or .npz file, a torch.save file unless it is one tensor
+ * saved alone. */
 static int lists(const struct tfs_tensor_list *l)
 {
 	if (l->format == TFS_TENSOR_TORCH)
 		return l->count != 1 || l->tensors[0].name[0];
-	return l->format == TFS_TENSOR_SAFETENSORS;
+	return l->format == TFS_TENSOR_SAFETENSORS ||
+	       l->format == TFS_TENSOR_NPZ;
 }
 
 /* The long options; the short ones are the same letters and -h, -V. */
@@ -1913,15 +1923,16 @@ static void deepspeed_dtype(struct src *s)
 	free(real);
 }
 
-/* The tensor to print: --tensor of a .safetensors file, the one of a
- * .npy file, or the raw data; exits if --tensor does not fit the file or
- * nothing gives a dtype. */
+/* The tensor to print: --tensor of a .safetensors, .npz or torch.save
+ * file, the one of a .npy file, or the raw data; exits if --tensor does
+ * not fit the file or nothing gives a dtype. */
 static void pick_tensor(struct src *s, const struct opts *o,
 			const struct tfs_tensor_list *l)
 {
 	char near[160], what[PATH_MAX + 64];
 
 	if (l && (l->format == TFS_TENSOR_SAFETENSORS ||
+		  l->format == TFS_TENSOR_NPZ ||
 		  (l->format == TFS_TENSOR_TORCH && o->tensor))) {
 		const struct tfs_tensor *t = tfs_tensor_list_find(l, o->tensor);
 
@@ -1933,7 +1944,8 @@ static void pick_tensor(struct src *s, const struct opts *o,
 			    s->path, o->tensor, near);
 		}
 		snprintf(what, sizeof(what), "the %s entry '%s'",
-			 l->format == TFS_TENSOR_TORCH ? "torch.save"
+			 l->format == TFS_TENSOR_TORCH  ? "torch.save"
+			 : l->format == TFS_TENSOR_NPZ ? ".npz"
 						       : ".safetensors",
 			 t->name);
 		s->name = t->name;
@@ -1951,7 +1963,7 @@ static void pick_tensor(struct src *s, const struct opts *o,
 		deepspeed_dtype(s);
 	} else if (o->tensor) {
 		die(EXIT_USAGE,
-		    "'%s' is no .safetensors or torch.save file; "
+		    "'%s' is no .safetensors, .npz or torch.save file; "
 		    "--tensor names a tensor in one",
 		    s->path);
 	}
@@ -2033,7 +2045,7 @@ static void stats_file(const char *path, const struct opts *o)
 	open_src(&s);
 	from_flags_and_xattrs(&s, o);
 	l = from_offset_or_header(&s, o);
-	s.torch = l && l->format == TFS_TENSOR_TORCH;
+	s.format = l ? (int)l->format : TFS_TENSOR_RAW;
 	if (l && lists(l)) {
 		for (size_t i = 0; i < l->count; i++) {
 			const struct tfs_tensor *t = &l->tensors[i];
@@ -2169,7 +2181,7 @@ int main(int argc, char **argv)
 	open_src(&s);
 	from_flags_and_xattrs(&s, &o);
 	l = from_offset_or_header(&s, &o);
-	s.torch = l && l->format == TFS_TENSOR_TORCH;
+	s.format = l ? (int)l->format : TFS_TENSOR_RAW;
 	if (l && !o.tensor && lists(l)) {
 		list_tensors(&s, l, &o);
 		goto out;

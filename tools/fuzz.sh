@@ -36,7 +36,7 @@ seeds() {
 	s="$top/tests/fuzz/seeds/$1"
 	[ -d "$s" ] && echo "$s"
 	case $1 in
-	torch | zip) echo "$top/tests/data/torch" ;;
+	torch | zip) echo "$top/tests/data/torch" "$top/tests/data/npz" ;;
 	deepspeed) echo "$top/tests/data/deepspeed" ;;
 	config) echo "$top/conf" ;;
 	esac

@@ -966,8 +966,11 @@ static int npy_dict(struct lit *c, const unsigned char *b,
 	return 0;
 }
 
-int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
-			 struct tfs_tensor_list **out, char *err, size_t errlen)
+/* any: a dtype not decoded is no error but a tensor of dtype -1 (its
+ * descr as dtype_name, all the data after the header). */
+static int parse_npy(const void *buf, size_t len, uint64_t file_size,
+		     int any, struct tfs_tensor_list **out, char *err,
+		     size_t errlen)
 {
 	const unsigned char *b = buf;
 	struct tfs_tensor_list *l = NULL;
@@ -988,6 +991,20 @@ int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 	if (rc)
 		goto out;
 	rc = npy_descr(h.descr, &dt, &big);
+	if (rc && any && file_size != UINT64_MAX) {
+		rc = -ENOMEM;
+		l = tfs_tensor_list_new(TFS_TENSOR_NPY);
+		if (!l || !(t = tfs_tensor_list_add(l, "")))
+			goto out;
+		t->dtype = -1;
+		snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", h.descr);
+		t->shape = h.shape;
+		t->offset = start + hlen;
+		t->nbytes = file_size > t->offset ? file_size - t->offset : 0;
+		l->data_offset = t->offset;
+		*out = l;
+		return 0;
+	}
 	if (rc) {
 		tfs_say(err, errlen,
 		    "the .npy dtype '%s' is not supported; "
@@ -1035,6 +1052,19 @@ out:
 		tfs_say(err, errlen, "out of memory");
 	tfs_tensor_list_free(l);
 	return rc;
+}
+
+int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
+			 struct tfs_tensor_list **out, char *err, size_t errlen)
+{
+	return parse_npy(buf, len, file_size, 0, out, err, errlen);
+}
+
+int tfs_tensor_parse_npy_any(const void *buf, size_t len, uint64_t file_size,
+			     struct tfs_tensor_list **out, char *err,
+			     size_t errlen)
+{
+	return parse_npy(buf, len, file_size, 1, out, err, errlen);
 }
 
 /* ===== .safetensors ===== */

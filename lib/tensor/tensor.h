@@ -175,13 +175,16 @@ enum tfs_tensor_format {
 	TFS_TENSOR_RAW, /* no header known: the file is bare elements */
 	TFS_TENSOR_NPY,
 	TFS_TENSOR_SAFETENSORS,
-	TFS_TENSOR_TORCH /* a torch.save zip archive: torch.h reads it */
+	TFS_TENSOR_TORCH, /* a torch.save zip archive: torch.h reads it */
+	TFS_TENSOR_NPZ	  /* an np.savez zip archive: npz.h (through
+			     tfs_torch_parse(), which reads any zip) */
 };
 
 /* A tensor of a file. */
 struct tfs_tensor {
 	char *name; /* the safetensors key, the torch.save path
-		       ("state.0.exp_avg"); "" for a .npy file */
+		       ("state.0.exp_avg"), the .npz array's name; "" for
+		       a .npy file */
 	int dtype;  /* enum tfs_tensor_dtype, or -1: not one we decode */
 	char dtype_name[24]; /* as the header spells it: "<f4", "BF16" */
 	struct tfs_tensor_shape shape;
@@ -213,8 +216,9 @@ struct tfs_tensor_list {
 /*
  * What the first len bytes of a file are: TFS_TENSOR_NPY (the magic),
  * TFS_TENSOR_SAFETENSORS (a header length up to the limit, then '{' and
- * '"', '}' or a space), TFS_TENSOR_TORCH (a zip archive's "PK\3\4":
- * *header_len is 0, read it with tfs_torch_parse()), else
+ * '"', '}' or a space), TFS_TENSOR_TORCH (a zip archive's "PK\3\4",
+ * torch.save's or np.savez's: *header_len is 0, read it with
+ * tfs_torch_parse()), else
  * TFS_TENSOR_RAW.  For a header, *header_len
  * (may be NULL) is the number of bytes from the start of the file that
  * the parser needs; a file shorter than that has a truncated header.
@@ -238,6 +242,12 @@ enum tfs_tensor_format tfs_tensor_probe(const void *buf, size_t len,
 int tfs_tensor_parse_npy(const void *buf, size_t len, uint64_t file_size,
 			 struct tfs_tensor_list **out, char *err,
 			 size_t errlen);
+/* As tfs_tensor_parse_npy(), but a valid header of a dtype not decoded
+ * (with file_size known) is a tensor of dtype -1: dtype_name its descr
+ * ("<U5", "|O"), its shape, all the bytes after the header as nbytes. */
+int tfs_tensor_parse_npy_any(const void *buf, size_t len, uint64_t file_size,
+			     struct tfs_tensor_list **out, char *err,
+			     size_t errlen);
 int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 				 uint64_t file_size,
 				 struct tfs_tensor_list **out, char *err,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npz.h"
 #include "pickle.h"
 #include "units.h"
 
@@ -448,21 +449,25 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		return rc;
 	e = find_pickle(z, prefix, sizeof(prefix));
 	if (!e) {
-		rc = tfs_invalid(err, errlen,
-			  "a zip archive without one "
-			  "DIR/data.pkl: not a torch.save file");
+		rc = tfs_npz_parse(z, rd, ctx, out, err, errlen);
+		if (rc == -ENOENT)
+			rc = tfs_invalid(err, errlen,
+					 "a zip archive with neither one "
+					 "DIR/data.pkl (torch.save) nor "
+					 "NAME.npy entries (np.savez)");
 		goto out;
 	}
 	if (!e->stored) {
 		rc = tfs_invalid(err, errlen,
-			  "'%s' is compressed; torch.save "
-			  "stores it uncompressed",
-			  e->name);
+				 "'%s' is compressed; torch.save stores it "
+				 "uncompressed",
+				 e->name);
 		goto out;
 	}
 	if (e->size > max_pickle) {
-		tfs_invalid(err, errlen, "'%s' is %llu bytes, more than the %zu read",
-		     e->name, (unsigned long long)e->size, max_pickle);
+		tfs_invalid(err, errlen,
+			    "'%s' is %llu bytes, more than the %zu read",
+			    e->name, (unsigned long long)e->size, max_pickle);
 		rc = -E2BIG;
 		goto out;
 	}
@@ -476,9 +481,9 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 			       e->offset + done);
 
 		if (n <= 0) {
-			rc =
-			    n ? (int)n
-			      : tfs_invalid(err, errlen, "'%s' is truncated", e->name);
+			rc = n ? (int)n
+			       : tfs_invalid(err, errlen, "'%s' is truncated",
+					     e->name);
 			goto out;
 		}
 		done += (size_t)n;

@@ -38,8 +38,11 @@
 /*
  * Read the tensors of the torch.save file of file_size bytes that rd
  * reads (with ctx), reading at most max_pickle bytes of data.pkl (0:
- * TFS_TORCH_MAX_PICKLE).  On success returns 0 and *out (format
- * TFS_TENSOR_TORCH; caller frees with tfs_tensor_list_free()): each
+ * TFS_TORCH_MAX_PICKLE); a zip archive without a data.pkl but with
+ * NAME.npy entries is read as the .npz file of np.savez instead
+ * (tfs_npz_parse(), format TFS_TENSOR_NPZ).  On success returns 0 and
+ * *out (format TFS_TENSOR_TORCH; caller frees with
+ * tfs_tensor_list_free()): each
  * tensor with its storage's offset in the file, its strides when not
  * C-contiguous, and dtype -1 (dtype_name the storage class) for a dtype
  * not decoded.  Otherwise *out is NULL and returns -EINVAL (not a

@@ -41,9 +41,8 @@ static uint64_t le(const unsigned char *p, size_t n)
 	return v;
 }
 
-/* Exactly len bytes at off: 0, -EINVAL (past the end) or rd's -errno. */
-static int read_exact(tfs_zip_read_fn rd, void *ctx, void *buf, size_t len,
-		      uint64_t off)
+int tfs_zip_read_exact(tfs_zip_read_fn rd, void *ctx, void *buf, size_t len,
+		       uint64_t off)
 {
 	size_t done = 0;
 
@@ -95,7 +94,7 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 	b = malloc(tail);
 	if (!b)
 		return -ENOMEM;
-	rc = read_exact(rd, ctx, b, tail, fsize - tail);
+	rc = tfs_zip_read_exact(rd, ctx, b, tail, fsize - tail);
 	if (rc)
 		goto out;
 	for (size_t i = tail - EOCD_LEN + 1; i-- > 0;)
@@ -115,13 +114,13 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 	d->size = le(e + 12, 4);
 	d->offset = le(e + 16, 4);
 	if (at >= LOCATOR_LEN &&
-	    !read_exact(rd, ctx, l, LOCATOR_LEN, at - LOCATOR_LEN) &&
+	    !tfs_zip_read_exact(rd, ctx, l, LOCATOR_LEN, at - LOCATOR_LEN) &&
 	    le(l, 4) == SIG_LOCATOR) {
 		uint64_t off = le(l + 8, 8);
 
 		if (off > at - LOCATOR_LEN ||
 		    at - LOCATOR_LEN - off < EOCD64_LEN ||
-		    read_exact(rd, ctx, l, EOCD64_LEN, off) ||
+		    tfs_zip_read_exact(rd, ctx, l, EOCD64_LEN, off) ||
 		    le(l, 4) != SIG_EOCD64) {
 			rc = tfs_invalid(err, errlen,
 				  "a ZIP64 locator points to no "
@@ -221,7 +220,7 @@ static int read_entry(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 			    "entry '%s' starts past the end of "
 			    "the file",
 			    e->name);
-	rc = read_exact(rd, ctx, l, LOCAL_LEN, lho);
+	rc = tfs_zip_read_exact(rd, ctx, l, LOCAL_LEN, lho);
 	if (rc)
 		return rc == -EINVAL ? tfs_invalid(err, errlen,
 					    "cannot read the "
@@ -275,7 +274,7 @@ int tfs_zip_open(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	rc = read_exact(rd, ctx, c, (size_t)d.size, d.offset);
+	rc = tfs_zip_read_exact(rd, ctx, c, (size_t)d.size, d.offset);
 	if (rc)
 		goto out_free;
 	for (; z->count < d.count; z->count++) {

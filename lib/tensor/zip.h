@@ -79,6 +79,11 @@ const struct tfs_zip_entry *tfs_zip_find(const struct tfs_zip *z,
 /* Free z; NULL is a no-op. */
 void tfs_zip_free(struct tfs_zip *z);
 
+/* Exactly len bytes at off through rd: 0, -EINVAL (past the end of the
+ * file) or rd's -errno. */
+int tfs_zip_read_exact(tfs_zip_read_fn rd, void *ctx, void *buf, size_t len,
+		       uint64_t off);
+
 /* A tfs_zip_read_fn over memory: ctx points to a struct tfs_zip_mem. */
 struct tfs_zip_mem {
 	const void *buf;

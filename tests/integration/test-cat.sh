@@ -1,7 +1,9 @@
 #!/bin/bash
 # Description: tensorfs-cat on files numpy wrote (np.save: fp64, fp32,
 # fp16, int64, bool, 3-D, Fortran order, big-endian, a scalar, empty, a
-# 1e6-element array that is summarised), on a .safetensors file written by
+# 1e6-element array that is summarised), on an np.savez file (each array
+# by name, a string array listed but not printed, np.savez_compressed
+# refused), on a .safetensors file written by
 # hand (BF16, F8_E4M3, I64, __metadata__) and on raw files described by
 # the user.tensor.dtype/shape xattrs: the printed text is numpy's repr,
 # --json values are numpy's exactly, --stats agrees with numpy (min, max,
@@ -205,6 +207,68 @@ assert j["tensors"][1]["dtype"] == "bf16" and j["tensors"][1]["shape"] == [4], j
 tfs_expect_exit 1 "unknown tensor" "$CAT" -t model.norm.bia model.safetensors
 tfs_expect_words "unknown tensor" "$WORK/err" "no tensor 'model.norm.bia'" \
 	"did you mean 'model.norm.bias'"
+
+# ----- 3b. np.savez files: listed, each array as numpy prints it -----
+"$PY" - <<'EOF' || tfs_fail "cannot write the .npz files with numpy"
+import numpy as np
+r = np.random.default_rng(3)
+np.savez("arrays.npz", np.arange(6, dtype=np.float32).reshape(2, 3),
+         grads=np.array([1.5, -2.0, np.nan, np.inf], dtype=np.float16),
+         fortran=np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+         big_endian=np.arange(5, dtype=">i4"), flags=np.array([True, False]),
+         wide=r.normal(size=(4, 9)).astype(np.float32), scalar=np.float64(0.25),
+         words=np.array(["ab", "c"]))
+np.savez_compressed("packed.npz", x=np.arange(4))
+EOF
+"$PY" - "$CAT" <<'EOF' || tfs_fail ".npz arrays differ from numpy's (see above)"
+import json, re, subprocess, sys
+import numpy as np
+
+cat = sys.argv[1]
+bad = []
+
+def run(*args, rc=0):
+    p = subprocess.run([cat, *args], capture_output=True, text=True, timeout=30)
+    if re.search(r"Sanitizer|runtime error:", p.stderr) or p.returncode != rc:
+        bad.append(f"tensorfs-cat {' '.join(args)}: exit {p.returncode} (expected {rc}): {p.stderr}")
+    return p.stdout, p.stderr
+
+z = np.load("arrays.npz")
+for name in z.files:
+    a = z[name]
+    if a.dtype.kind == "U":
+        continue
+    got = run("-t", name, "arrays.npz")[0].rstrip("\n")
+    if got != repr(a):
+        bad.append(f"arrays.npz {name}: printed\n{got}\nnumpy prints\n{a!r}")
+    j = json.loads(run("--json", "-t", name, "arrays.npz")[0])
+    if j["shape"] != list(a.shape):
+        bad.append(f"arrays.npz {name} --json: shape {j['shape']}, numpy {a.shape}")
+listing = json.loads(run("--json", "arrays.npz")[0])
+names = [t["name"] for t in listing["tensors"]]
+if listing["format"] != "npz" or names != z.files:
+    bad.append(f"arrays.npz --json listing: {listing['format']} {names}, numpy {z.files}")
+words = [t for t in listing["tensors"] if t["name"] == "words"]
+if not words or words[0]["npy_dtype"] != "<U2" or words[0]["shape"] != [2]:
+    bad.append(f"arrays.npz: the string array listed as {words}")
+s = json.loads(run("--stats", "--json", "-t", "grads", "arrays.npz")[0])["stats"]
+if (s["nan"], s["inf"], s["min"], s["max"]) != (1, 1, -2.0, 1.5):
+    bad.append(f"arrays.npz grads --stats: {s}")
+out, err = run("-t", "words", "arrays.npz", rc=1)
+if "'<U2'" not in err or "does not decode" not in err:
+    bad.append(f"-t words: {err}")
+out, err = run("packed.npz", rc=1)
+if "np.savez_compressed" not in err or "x.npy" not in err:
+    bad.append(f"packed.npz: {err}")
+out, err = run("-t", "grad", "arrays.npz", rc=1)
+if "did you mean 'grads'" not in err:
+    bad.append(f"-t grad: {err}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
+tfs_expect_exit 0 ".npz listing" "$CAT" arrays.npz
+tfs_expect_words ".npz listing" "$WORK/out" "np.savez file, 8 arrays" "arr_0" "<f4" \
+	"(2, 3)" "grads" "<f2" "(4,)" "words" "<U2" "--tensor NAME"
 
 # ----- 4. raw files described by xattrs -----
 if setfattr -n user.tfs.probe -v 1 raw.bin 2>/dev/null; then

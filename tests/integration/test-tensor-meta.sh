@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: on a mount, user.tensor.dtype and user.tensor.shape of .npy and .safetensors files come from their headers without being set (a listing for several tensors), a set value wins, raw files have none; np.save and np.memmap files on the mount read back with tensorfs-cat exactly as numpy reads them
+# Description: on a mount, user.tensor.dtype and user.tensor.shape of .npy, .npz and .safetensors files come from their headers without being set (a listing for several tensors), a set value wins, raw files have none; np.save and np.memmap files on the mount read back with tensorfs-cat exactly as numpy reads them
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +32,7 @@ h = json.dumps({"a.weight": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [
                 "b": {"dtype": "F32", "shape": [4], "data_offsets": [12, 28]}}).encode()
 with open(f"{d}/m.safetensors", "wb") as f:
     f.write(struct.pack("<Q", len(h)) + h + bytes(28))
+np.savez(f"{d}/a.npz", x=np.zeros((3, 5), dtype=np.float32), n=np.arange(4, dtype=np.int16))
 PY
 
 # ----- attributes from the headers -----
@@ -40,6 +41,8 @@ tfs_eq "shape of an fp16 .npy" 16,33 "$(xval user.tensor.shape "$MNT/w.npy")"
 tfs_eq "dtype of an int64 .npy" int64 "$(xval user.tensor.dtype "$MNT/i.npy")"
 tfs_eq "dtypes of a .safetensors" "$(printf 'a.weight: bf16\nb: fp32')" "$(xval user.tensor.dtype "$MNT/m.safetensors")"
 tfs_eq "shapes of a .safetensors" "$(printf 'a.weight: 2,3\nb: 4')" "$(xval user.tensor.shape "$MNT/m.safetensors")"
+tfs_eq "dtypes of an .npz" "$(printf 'x: fp32\nn: int16')" "$(xval user.tensor.dtype "$MNT/a.npz")"
+tfs_eq "shapes of an .npz" "$(printf 'x: 3,5\nn: 4')" "$(xval user.tensor.shape "$MNT/a.npz")"
 getfattr -n user.tensor.dtype "$MNT/mm.bin" >/dev/null 2>&1 && tfs_fail "a raw file has a dtype nobody set"
 setfattr -n user.tensor.dtype -v fp32 "$MNT/mm.bin" &&
 	setfattr -n user.tensor.shape -v 20,40 "$MNT/mm.bin" || tfs_fail "cannot set the memmap's dtype and shape"

@@ -1,8 +1,9 @@
 /*
  * test_torch.c: torch.save files (lib/tensor/torch.c), their zip
- * directory (zip.c) and their pickle (pickle.c), against the fixtures of
- * tests/data/torch, which PyTorch wrote (gen.py there), and against
- * hostile bytes.
+ * directory (zip.c) and their pickle (pickle.c), and np.savez files
+ * (npz.c), against the fixtures of tests/data/torch and tests/data/npz,
+ * which PyTorch and numpy wrote (gen.py in each), and against hostile
+ * bytes.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,17 +22,18 @@
 #include "zip.h"
 
 #define DATA TFS_TEST_DATA "/torch/"
+#define NPZ_DATA TFS_TEST_DATA "/npz/"
 
 /* ===== helpers ===== */
 
-static unsigned char *slurp(const char *name, size_t *len)
+static unsigned char *slurp_in(const char *dir, const char *name, size_t *len)
 {
 	char path[512];
 	FILE *f;
 	unsigned char *b;
 	long n;
 
-	snprintf(path, sizeof(path), "%s%s", DATA, name);
+	snprintf(path, sizeof(path), "%s%s", dir, name);
 	f = fopen(path, "rb");
 	if (!f)
 		fail_msg("cannot open %s", path);
@@ -44,6 +46,11 @@ static unsigned char *slurp(const char *name, size_t *len)
 	fclose(f);
 	*len = (size_t)n;
 	return b;
+}
+
+static unsigned char *slurp(const char *name, size_t *len)
+{
+	return slurp_in(DATA, name, len);
 }
 
 static int parse_mem(const unsigned char *b, size_t len,
@@ -170,17 +177,17 @@ static void test_torch_lists_tensors_in_saved_order_with_views(void **state)
 
 /* ===== hostile bytes ===== */
 
-/* Every prefix and many one-byte changes of a real file end in a list
- * or an error, never a crash (ASan checks the reads). */
-static void test_torch_survives_truncation_and_bit_flips(void **state)
+/* Every prefix of b, and a one-byte change at every step-th byte, end in
+ * a list whose tensors lie inside the bytes, or in an error, never a
+ * crash (ASan checks the reads). */
+static void survives_truncation_and_bit_flips(const unsigned char *b,
+					      size_t len, size_t step)
 {
-	size_t len;
-	unsigned char *b = slurp("state_dict.pt", &len);
 	unsigned char *c = malloc(len);
 	char err[256];
 
-	(void)state;
-	for (size_t n = 0; n < len; n++) {
+	assert_non_null(c);
+	for (size_t n = 0; n <= len; n++) {
 		struct tfs_tensor_list *l = NULL;
 		unsigned char *p = malloc(n ? n : 1);
 
@@ -191,15 +198,29 @@ static void test_torch_survives_truncation_and_bit_flips(void **state)
 			assert_null(l);
 		free(p);
 	}
-	for (size_t i = 0; i < len; i += 3) {
+	for (size_t i = 0; i < len; i += step) {
 		struct tfs_tensor_list *l = NULL;
 
 		memcpy(c, b, len);
 		c[i] ^= (unsigned char)(0x5a + i);
-		if (!parse_mem(c, len, &l, err, sizeof(err)))
-			tfs_tensor_list_free(l);
+		if (parse_mem(c, len, &l, err, sizeof(err)))
+			continue;
+		for (size_t k = 0; k < l->count; k++)
+			if (!l->tensors[k].stride)
+				assert_true(l->tensors[k].offset +
+						    l->tensors[k].nbytes <= len);
+		tfs_tensor_list_free(l);
 	}
 	free(c);
+}
+
+static void test_torch_survives_truncation_and_bit_flips(void **state)
+{
+	size_t len;
+	unsigned char *b = slurp("state_dict.pt", &len);
+
+	(void)state;
+	survives_truncation_and_bit_flips(b, len, 3);
 	free(b);
 }
 
@@ -302,6 +323,98 @@ static void test_torch_refuses_a_view_past_its_storage(void **state)
 	free(b);
 }
 
+/* ===== np.savez files ===== */
+
+/* The arrays of tests/data/npz/arrays.npz (gen.py), by name, as numpy
+ * wrote them: dtypes, shapes, order, byte order and values in place. */
+static void test_npz_lists_arrays_as_numpy_saved_them(void **state)
+{
+	size_t len;
+	unsigned char *b = slurp_in(NPZ_DATA, "arrays.npz", &len);
+	struct tfs_tensor_list *l = NULL;
+	const struct tfs_tensor *t;
+	char err[256];
+	int32_t be;
+
+	(void)state;
+	assert_int_equal(parse_mem(b, len, &l, err, sizeof(err)), 0);
+	assert_int_equal(l->format, TFS_TENSOR_NPZ);
+	assert_int_equal(l->count, 6);
+	/* in the file's order, np.savez's: keywords, then arr_0 */
+	assert_string_equal(l->tensors[0].name, "fortran");
+	assert_string_equal(l->tensors[4].name, "words");
+	assert_string_equal(l->tensors[5].name, "arr_0");
+	t = tfs_tensor_list_find(l, "arr_0");
+	assert_int_equal(t->dtype, TFS_TENSOR_FP32);
+	assert_int_equal(t->shape.ndim, 2);
+	assert_int_equal(t->shape.dim[0], 2);
+	assert_int_equal(t->shape.dim[1], 3);
+	assert_int_equal(t->nbytes, 24);
+	assert_true(t->offset + t->nbytes <= len);
+	for (int i = 0; i < 6; i++)
+		assert_true(tfs_tensor_to_double(t->dtype, b + t->offset + 4 * i) ==
+			    i);
+	t = tfs_tensor_list_find(l, "fortran");
+	assert_int_equal(t->dtype, TFS_TENSOR_FP64);
+	assert_true(t->fortran_order);
+	/* column-major: (0,0) (1,0) (0,1) ... = 0 3 1 4 2 5 */
+	assert_true(tfs_tensor_to_double(t->dtype, b + t->offset + 8) == 3.0);
+	t = tfs_tensor_list_find(l, "big_endian");
+	assert_int_equal(t->dtype, TFS_TENSOR_INT32);
+	assert_true(t->big_endian);
+	memcpy(&be, b + t->offset + 4 * 4, 4);
+	assert_int_equal(__builtin_bswap32((uint32_t)be), 4);
+	t = tfs_tensor_list_find(l, "half");
+	assert_int_equal(t->dtype, TFS_TENSOR_FP16);
+	assert_true(isnan(tfs_tensor_to_double(t->dtype, b + t->offset + 4)));
+	t = tfs_tensor_list_find(l, "scalar");
+	assert_int_equal(t->shape.ndim, 0);
+	assert_true(tfs_tensor_to_double(t->dtype, b + t->offset) == 0.25);
+	/* strings: listed with numpy's descr, not decoded */
+	t = tfs_tensor_list_find(l, "words");
+	assert_int_equal(t->dtype, -1);
+	assert_string_equal(t->dtype_name, "<U2");
+	assert_int_equal(t->shape.dim[0], 2);
+	tfs_tensor_list_free(l);
+	free(b);
+}
+
+/* np.savez_compressed deflates its entries: refused, saying so; and a
+ * zip archive that is neither torch.save's nor np.savez's is named as
+ * such. */
+static void test_npz_refuses_compressed_and_foreign_archives(void **state)
+{
+	size_t len;
+	unsigned char *b = slurp_in(NPZ_DATA, "packed.npz", &len);
+	struct tfs_tensor_list *l = NULL;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse_mem(b, len, &l, err, sizeof(err)), -EINVAL);
+	assert_null(l);
+	assert_non_null(strstr(err, "'x.npy' is compressed"));
+	free(b);
+	/* arrays.npz with every ".npy" renamed ".npz": no array entry left */
+	b = slurp_in(NPZ_DATA, "arrays.npz", &len);
+	for (size_t i = 0; i + 4 <= len; i++)
+		if (!memcmp(b + i, ".npy", 4))
+			b[i + 3] = 'z';
+	assert_int_equal(parse_mem(b, len, &l, err, sizeof(err)), -EINVAL);
+	assert_null(l);
+	assert_non_null(strstr(err, "nor NAME.npy entries (np.savez)"));
+	free(b);
+}
+
+static void test_npz_survives_truncation_and_bit_flips(void **state)
+{
+	size_t len;
+	unsigned char *b = slurp_in(NPZ_DATA, "arrays.npz", &len);
+
+	(void)state;
+	survives_truncation_and_bit_flips(b, len, 1);
+	free(b);
+}
+
 static void test_zip_refuses_what_is_no_archive(void **state)
 {
 	static const unsigned char junk[64] = "PK\3\4 not really";
@@ -328,6 +441,9 @@ int main(void)
 	    cmocka_unit_test(test_pickle_bounds_cycles_and_depth),
 	    cmocka_unit_test(test_torch_refuses_a_view_past_its_storage),
 	    cmocka_unit_test(test_zip_refuses_what_is_no_archive),
+	    cmocka_unit_test(test_npz_lists_arrays_as_numpy_saved_them),
+	    cmocka_unit_test(test_npz_refuses_compressed_and_foreign_archives),
+	    cmocka_unit_test(test_npz_survives_truncation_and_bit_flips),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
