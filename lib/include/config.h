@@ -165,7 +165,7 @@ enum tfs_offload_device {
 	  "How often metadata changes are committed to the journal.  A "      \
 	  "crash loses at most this much of the work that was not "           \
 	  "fsync'd; fsync() always commits at once.  Costs no memory.")       \
-	X(mount, attr_timeout_ms, UINT, "1000", 0, 3600000, "ms", TFS,        \
+	X(mount, attr_timeout_ms, UINT, "60000", 0, 3600000, "ms", TFS,       \
 	  "How long the kernel may cache names and attributes.  Only this "   \
 	  "mount changes its files, so longer is safe; 0 asks every time.")   \
 	X(mount, max_threads, UINT, "16", 1, 1024, "count", TFS,              \
