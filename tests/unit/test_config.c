@@ -51,7 +51,7 @@ static void test_config_defaults_come_from_the_table(void **state)
 	assert_true(n >= 3);
 	tfs_config_defaults(&c);
 	assert_int_equal(c.mount_commit_interval_ms, 5000);
-	assert_int_equal(c.mount_attr_timeout_ms, 1000);
+	assert_int_equal(c.mount_attr_timeout_ms, 60000);
 	for (size_t i = 0; i < n; i++)
 		assert_non_null(k[i].doc);
 }
