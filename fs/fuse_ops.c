@@ -579,7 +579,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
-	int rc;
+	int rc, opened = 0;
 
 	DENY_STATEDIR(req, parent, name, 1);
 	rc = tfs_mknod(dm->fs, parent, name, S_IFREG | (mode & 07777), 0,
@@ -591,17 +591,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			rc = -EISDIR;
 		if (!rc)
 			rc = tfs_open(dm->fs, st.st_ino, fi->flags);
+		opened = !rc;
 		if (!rc)
 			rc = tfs_getattr(dm->fs, st.st_ino, &st);
 	} else if (!rc) {
 		rc = tfs_open(dm->fs, st.st_ino, fi->flags & ~O_TRUNC);
+		opened = !rc;
 	}
-	if (!rc) {
+	if (!rc)
 		rc = openfile_new(dm, st.st_ino, fi);
-		if (rc)
-			tfs_release(dm->fs, st.st_ino);
-	}
 	if (rc) {
+		if (opened)
+			tfs_release(dm->fs, st.st_ino);
 		fuse_reply_err(req, -rc);
 		return;
 	}
