@@ -669,10 +669,12 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int rc = 0;
 
 	/* each close(): start the write-back, report an earlier failure */
-	fuse_reply_err(req, tfs_statedir_is(ino) ?
-				    0 : -tfs_flush(dm->fs, ino, openfile_wb(fi)));
+	if (!tfs_statedir_is(ino))
+		rc = tfs_flush(dm->fs, ino, openfile_wb(fi));
+	fuse_reply_err(req, -rc);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,

@@ -1,10 +1,11 @@
 /*
  * log.c: part of the FUSE daemon: where its messages go (log.h has the
  * rules).  The destination is picked once, before the mount, while the
- * terminal can still show an error: syslog only when /dev/log accepts a
- * connection (asked for, and it does not: an error), else a file, whose
- * directory the default path creates.  Every later line is formatted into a buffer and
- * written with one write(), so lines from several threads never mix.
+ * terminal can still show an error: syslog when /dev/log accepts a
+ * connection (log=syslog when it does not is an error), else a file,
+ * whose directory the default path creates.  Every later line is
+ * formatted into a buffer and written with one write(), so lines from
+ * several threads never mix.
  */
 #include "log.h"
 

@@ -1600,6 +1600,17 @@ static void column_widths(const struct tfs_tensor_list *l, size_t *wn,
 	}
 }
 
+/* The names of a listed format: in --json's "format", the key of a
+ * tensor's own dtype name, and in messages. */
+static const struct {
+	const char *json, *dtype_key, *what;
+} listed[] = {
+    [TFS_TENSOR_SAFETENSORS] = {"safetensors", "safetensors_dtype",
+				".safetensors"},
+    [TFS_TENSOR_TORCH] = {"torch", "torch_dtype", "torch.save"},
+    [TFS_TENSOR_NPZ] = {"npz", "npy_dtype", ".npz"},
+};
+
 /* The listing's JSON object, with an empty "tensors" array in *arr. */
 static json_t *list_json(const struct src *s, const struct tfs_tensor_list *l,
 			 json_t **arr)
@@ -1607,10 +1618,7 @@ static json_t *list_json(const struct src *s, const struct tfs_tensor_list *l,
 	json_t *j = json_object(), *meta;
 
 	json_object_set_new(j, "file", json_string(s->path));
-	json_object_set_new(j, "format",
-			    json_string(l->format == TFS_TENSOR_TORCH  ? "torch"
-					: l->format == TFS_TENSOR_NPZ ? "npz"
-								      : "safetensors"));
+	json_object_set_new(j, "format", json_string(listed[l->format].json));
 	json_object_set_new(j, "data_offset",
 			    json_integer((json_int_t)l->data_offset));
 	meta = json_object();
@@ -1634,10 +1642,7 @@ static json_t *tensor_json(const struct src *s, const struct tfs_tensor *t,
 			    json_string(t->dtype >= 0
 					    ? tfs_tensor_dtype_name(t->dtype)
 					    : t->dtype_name));
-	json_object_set_new(e,
-			    s->format == TFS_TENSOR_TORCH  ? "torch_dtype"
-			    : s->format == TFS_TENSOR_NPZ ? "npy_dtype"
-							  : "safetensors_dtype",
+	json_object_set_new(e, listed[s->format].dtype_key,
 			    json_string(t->dtype_name));
 	if (t->stride) {
 		json_t *a = json_array();
@@ -1944,10 +1949,7 @@ static void pick_tensor(struct src *s, const struct opts *o,
 			    s->path, o->tensor, near);
 		}
 		snprintf(what, sizeof(what), "the %s entry '%s'",
-			 l->format == TFS_TENSOR_TORCH  ? "torch.save"
-			 : l->format == TFS_TENSOR_NPZ ? ".npz"
-						       : ".safetensors",
-			 t->name);
+			 listed[l->format].what, t->name);
 		s->name = t->name;
 		from_header(s, t, what);
 	} else if (l && l->format == TFS_TENSOR_TORCH) {

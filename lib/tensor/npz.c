@@ -3,7 +3,7 @@
  *
  * Each NAME.npy entry is a .npy file inside the archive: its first bytes
  * go through tfs_tensor_probe() for the header's length, the header
- * through tfs_tensor_parse_npy() with the entry's size as the file size
+ * through tfs_tensor_parse_npy_any() with the entry's size as the file size
  * (so the data must fill the entry exactly), and the array's offset is
  * moved from the entry's start to the file's.  Only headers are read,
  * never data.
@@ -28,8 +28,8 @@ static int is_array(const struct tfs_zip_entry *e)
 
 /* The array of entry e into l, named name. */
 static int add_array(struct tfs_tensor_list *l, const struct tfs_zip_entry *e,
-		     const char *name, tfs_zip_read_fn rd, void *ctx,
-		     char *err, size_t errlen)
+		     const char *name, tfs_zip_read_fn rd, void *ctx, char *err,
+		     size_t errlen)
 {
 	unsigned char head[16], *buf;
 	size_t n = e->size < sizeof(head) ? (size_t)e->size : sizeof(head);
@@ -48,8 +48,7 @@ static int add_array(struct tfs_tensor_list *l, const struct tfs_zip_entry *e,
 	rc = tfs_zip_read_exact(rd, ctx, head, n, e->offset);
 	if (rc)
 		return rc == -EINVAL ? tfs_invalid(err, errlen,
-						   "'%s' is truncated",
-						   e->name)
+						   "'%s' is truncated", e->name)
 				     : rc;
 	if (tfs_tensor_probe(head, n, &hlen) != TFS_TENSOR_NPY)
 		return tfs_invalid(err, errlen, "'%s' is not a .npy file",
@@ -65,19 +64,22 @@ static int add_array(struct tfs_tensor_list *l, const struct tfs_zip_entry *e,
 	if (!buf)
 		return -ENOMEM;
 	rc = tfs_zip_read_exact(rd, ctx, buf, (size_t)hlen, e->offset);
-	if (!rc)
+	if (rc == -EINVAL) {
+		tfs_invalid(err, errlen, "'%s' is truncated", e->name);
+	} else if (!rc) {
 		rc = tfs_tensor_parse_npy_any(buf, (size_t)hlen, e->size, &one,
 					      why, sizeof(why));
+		if (rc == -EINVAL)
+			tfs_invalid(err, errlen, "'%s': %s", e->name, why);
+	}
 	free(buf);
 	if (rc)
-		return rc == -ENOMEM ? rc
-				     : tfs_invalid(err, errlen, "'%s': %s",
-						   e->name, why);
+		return rc;
 	t = tfs_tensor_list_add(l, name);
 	if (t) {
 		char *keep = t->name;
 
-		*t = one->tensors[0];	/* name "", stride NULL: nothing owned */
+		*t = one->tensors[0]; /* name "", stride NULL: nothing owned */
 		t->name = keep;
 		t->offset += e->offset;
 	}

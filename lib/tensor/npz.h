@@ -23,12 +23,13 @@
 #define TFS_NPZ_MAX_HEADER (1u << 20)
 
 /*
- * The arrays of the zip archive z that rd reads (with ctx): on success returns 0 and *out (format TFS_TENSOR_NPZ,
- * caller frees with tfs_tensor_list_free()), in the order of the file
- * (np.savez's, as np.load(f).files lists them), each array named by its
- * entry without ".npy", its offset in the file; an array of a dtype not
- * decoded (strings, objects, complex) has dtype -1 and its descr as
- * dtype_name ("<U2", "|O").  Else *out is NULL and returns -ENOENT (no NAME.npy
+ * The arrays of the zip archive z that rd reads (with ctx): on success
+ * returns 0 and *out (format TFS_TENSOR_NPZ, caller frees with
+ * tfs_tensor_list_free()), in the order of the file (np.savez's, as
+ * np.load(f).files lists them), each array named by its entry without
+ * ".npy", its offset in the file; an array of a dtype not decoded
+ * (strings, objects, complex) has dtype -1 and its descr as dtype_name
+ * ("<U2", "|O").  Else *out is NULL and returns -ENOENT (no NAME.npy
  * entry: not an .npz file; err is untouched), -EINVAL (a compressed or
  * malformed entry: err says what, lowercase, no file name), -ENOMEM or
  * the -errno of rd.  Any bytes are safe to pass.  Thread safe.

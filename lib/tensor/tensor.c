@@ -968,9 +968,8 @@ static int npy_dict(struct lit *c, const unsigned char *b,
 
 /* any: a dtype not decoded is no error but a tensor of dtype -1 (its
  * descr as dtype_name, all the data after the header). */
-static int parse_npy(const void *buf, size_t len, uint64_t file_size,
-		     int any, struct tfs_tensor_list **out, char *err,
-		     size_t errlen)
+static int parse_npy(const void *buf, size_t len, uint64_t file_size, int any,
+		     struct tfs_tensor_list **out, char *err, size_t errlen)
 {
 	const unsigned char *b = buf;
 	struct tfs_tensor_list *l = NULL;

@@ -103,8 +103,8 @@ static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
 	const struct tfs_pickle_value *pid, *cls;
 
 	if (!sv || sv->type != TFS_PICKLE_PERSID)
-		return tfs_invalid(w->err, w->errlen, "tensor '%s' has no storage",
-			    w->name);
+		return tfs_invalid(w->err, w->errlen,
+				   "tensor '%s' has no storage", w->name);
 	pid = sv->items[0];
 	if (pid->type != TFS_PICKLE_TUPLE || pid->n < 5 ||
 	    pid->items[0]->type != TFS_PICKLE_STR ||
@@ -112,10 +112,11 @@ static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
 	    pid->items[1]->type != TFS_PICKLE_GLOBAL ||
 	    pid->items[2]->type != TFS_PICKLE_STR ||
 	    get_u64(pid->items[4], numel))
-		return tfs_invalid(w->err, w->errlen,
-			    "the storage of tensor '%s' is no ('storage', "
-			    "class, key, location, numel)",
-			    w->name);
+		return tfs_invalid(
+		    w->err, w->errlen,
+		    "the storage of tensor '%s' is no ('storage', "
+		    "class, key, location, numel)",
+		    w->name);
 	cls = pid->items[1];
 	*key = pid->items[2]->s;
 	t->dtype = -1;
@@ -150,9 +151,9 @@ static int strides(struct walk *w, struct tfs_tensor *t, const uint64_t *st,
 		    (d && (__builtin_mul_overflow(d - 1, st[a], &p) ||
 			   __builtin_add_overflow(last, p, &last))))
 			return tfs_invalid(w->err, w->errlen,
-				    "tensor '%s': its shape and strides "
-				    "overflow",
-				    w->name);
+					   "tensor '%s': its shape and strides "
+					   "overflow",
+					   w->name);
 	}
 	*span = count ? last + 1 : 0;
 	if (c_order || !count)
@@ -177,16 +178,17 @@ static int place(struct walk *w, struct tfs_tensor *t, const char *key,
 		snprintf(ename, sizeof(ename), "%sdata/%s", w->prefix, key);
 		e = tfs_zip_find(w->z, ename);
 		if (!e)
-			return tfs_invalid(w->err, w->errlen,
-				    "tensor '%s': its storage '%s' is not in "
-				    "the archive",
-				    w->name, ename);
+			return tfs_invalid(
+			    w->err, w->errlen,
+			    "tensor '%s': its storage '%s' is not in "
+			    "the archive",
+			    w->name, ename);
 		if (!e->stored)
 			return tfs_invalid(w->err, w->errlen,
-				    "tensor '%s': its storage '%s' is "
-				    "compressed; torch.save stores them "
-				    "uncompressed",
-				    w->name, ename);
+					   "tensor '%s': its storage '%s' is "
+					   "compressed; torch.save stores them "
+					   "uncompressed",
+					   w->name, ename);
 		start = e->offset;
 		have = e->size;
 	}
@@ -196,12 +198,13 @@ static int place(struct walk *w, struct tfs_tensor *t, const char *key,
 	}
 	if (__builtin_add_overflow(soff, span, &need) || need > numel ||
 	    __builtin_mul_overflow(numel, es, &numel) || numel > have)
-		return tfs_invalid(w->err, w->errlen,
-			    "tensor '%s' reaches past its storage (offset "
-			    "%llu, %llu elements, in a storage of %llu "
-			    "bytes)",
-			    w->name, (unsigned long long)soff,
-			    (unsigned long long)span, (unsigned long long)have);
+		return tfs_invalid(
+		    w->err, w->errlen,
+		    "tensor '%s' reaches past its storage (offset "
+		    "%llu, %llu elements, in a storage of %llu "
+		    "bytes)",
+		    w->name, (unsigned long long)soff, (unsigned long long)span,
+		    (unsigned long long)have);
 	t->offset = start + soff * es;
 	t->nbytes = span * es;
 	return 0;
@@ -217,10 +220,11 @@ static int rebuild_tensor(struct walk *w, const struct tfs_pickle_value *args)
 	int rc;
 
 	if (args->n < 4 || get_u64(args->items[1], &soff))
-		return tfs_invalid(w->err, w->errlen,
-			    "tensor '%s' is rebuilt from no (storage, offset, "
-			    "size, stride)",
-			    w->name);
+		return tfs_invalid(
+		    w->err, w->errlen,
+		    "tensor '%s' is rebuilt from no (storage, offset, "
+		    "size, stride)",
+		    w->name);
 	t = tfs_tensor_list_add(w->l, w->name);
 	if (!t)
 		return -ENOMEM;
@@ -230,10 +234,11 @@ static int rebuild_tensor(struct walk *w, const struct tfs_pickle_value *args)
 		return rc;
 	if (get_dims(args->items[2], t->shape.dim, &t->shape.ndim) ||
 	    get_dims(args->items[3], st, &nst) || nst != t->shape.ndim)
-		return tfs_invalid(w->err, w->errlen,
-			    "tensor '%s' has no size and stride of as many "
-			    "dimensions",
-			    w->name);
+		return tfs_invalid(
+		    w->err, w->errlen,
+		    "tensor '%s' has no size and stride of as many "
+		    "dimensions",
+		    w->name);
 	rc = strides(w, t, st, &span);
 	return rc ? rc : place(w, t, key, numel, soff, span);
 }
@@ -249,8 +254,8 @@ static int walk_call(struct walk *w, const struct tfs_pickle_value *fn,
 
 	if (depth > TFS_TORCH_MAX_DEPTH)
 		return tfs_invalid(w->err, w->errlen,
-			    "'%s' is nested more than %d deep", w->name,
-			    TFS_TORCH_MAX_DEPTH);
+				   "'%s' is nested more than %d deep", w->name,
+				   TFS_TORCH_MAX_DEPTH);
 	if (is_global(fn, "torch._utils._rebuild_tensor_v2") ||
 	    is_global(fn, "torch._utils._rebuild_tensor"))
 		return rebuild_tensor(w, args);
@@ -265,18 +270,19 @@ static int walk_call(struct walk *w, const struct tfs_pickle_value *fn,
 				 depth + 1);
 	if (fn->type == TFS_PICKLE_GLOBAL && !strncmp(fn->s, "torch.", 6) &&
 	    strstr(fn->s, "_rebuild"))
-		return tfs_invalid(w->err, w->errlen,
-			    "'%s' is saved by %s, which tensorfs does not "
-			    "read (quantized, sparse or on a device other "
-			    "than the CPU?)",
-			    w->name, fn->s);
+		return tfs_invalid(
+		    w->err, w->errlen,
+		    "'%s' is saved by %s, which tensorfs does not "
+		    "read (quantized, sparse or on a device other "
+		    "than the CPU?)",
+		    w->name, fn->s);
 	for (size_t i = 0; !rc && i < args->n; i++) {
 		int n = snprintf(w->name + nlen, MAX_NAME - nlen, "%s%zu",
 				 nlen ? "." : "", i);
 
 		rc = (size_t)n >= MAX_NAME - nlen
-			 ? tfs_invalid(w->err, w->errlen, "a name is longer than %d",
-				MAX_NAME)
+			 ? tfs_invalid(w->err, w->errlen,
+				       "a name is longer than %d", MAX_NAME)
 			 : walk(w, args->items[i], nlen + (size_t)n, depth + 1);
 		w->name[nlen] = '\0';
 	}
@@ -306,7 +312,7 @@ static int walk_child(struct walk *w, const struct tfs_pickle_value *key,
 	}
 	if ((size_t)n >= MAX_NAME - nlen)
 		rc = tfs_invalid(w->err, w->errlen, "a name is longer than %d",
-			  MAX_NAME);
+				 MAX_NAME);
 	else
 		rc = walk(w, v, nlen + (size_t)n, depth + 1);
 	w->name[nlen] = '\0';
@@ -320,12 +326,13 @@ static int walk(struct walk *w, const struct tfs_pickle_value *v, size_t nlen,
 
 	if (depth > TFS_TORCH_MAX_DEPTH)
 		return tfs_invalid(w->err, w->errlen,
-			    "'%s' is nested more than %d deep", w->name,
-			    TFS_TORCH_MAX_DEPTH);
+				   "'%s' is nested more than %d deep", w->name,
+				   TFS_TORCH_MAX_DEPTH);
 	if (!w->budget--)
-		return tfs_invalid(w->err, w->errlen,
-			    "the saved structure refers to its values too "
-			    "many times over");
+		return tfs_invalid(
+		    w->err, w->errlen,
+		    "the saved structure refers to its values too "
+		    "many times over");
 	switch (v->type) {
 	case TFS_PICKLE_DICT:
 		for (size_t i = 0; !rc && i + 1 < v->n; i += 2)
@@ -381,7 +388,7 @@ static int parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
 	}
 out:
 	if (rc == -ENOMEM)
-		tfs_invalid(err, errlen, "out of memory");
+		tfs_say(err, errlen, "out of memory");
 	if (w)
 		tfs_tensor_list_free(w->l);
 	free(w);

@@ -88,9 +88,9 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 
 	if (fsize < EOCD_LEN)
 		return tfs_invalid(err, errlen,
-			    "%llu bytes are too few for a zip "
-			    "archive",
-			    (unsigned long long)fsize);
+				   "%llu bytes are too few for a zip "
+				   "archive",
+				   (unsigned long long)fsize);
 	b = malloc(tail);
 	if (!b)
 		return -ENOMEM;
@@ -106,8 +106,8 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 		}
 	if (!e) {
 		rc = tfs_invalid(err, errlen,
-			  "no end of central directory record: "
-			  "not a zip archive, or a truncated one");
+				 "no end of central directory record: "
+				 "not a zip archive, or a truncated one");
 		goto out;
 	}
 	d->count = le(e + 10, 2);
@@ -123,8 +123,8 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 		    tfs_zip_read_exact(rd, ctx, l, EOCD64_LEN, off) ||
 		    le(l, 4) != SIG_EOCD64) {
 			rc = tfs_invalid(err, errlen,
-				  "a ZIP64 locator points to no "
-				  "ZIP64 end of central directory");
+					 "a ZIP64 locator points to no "
+					 "ZIP64 end of central directory");
 			goto out;
 		}
 		d->count = le(l + 32, 8);
@@ -132,19 +132,19 @@ static int find_dir(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 		d->offset = le(l + 48, 8);
 	}
 	if (d->offset > fsize || d->size > fsize - d->offset)
-		rc = tfs_invalid(err, errlen,
-			  "the central directory (%llu bytes at %llu) lies "
-			  "past the end of the file",
-			  (unsigned long long)d->size,
-			  (unsigned long long)d->offset);
+		rc = tfs_invalid(
+		    err, errlen,
+		    "the central directory (%llu bytes at %llu) lies "
+		    "past the end of the file",
+		    (unsigned long long)d->size, (unsigned long long)d->offset);
 	else if (d->size > TFS_ZIP_MAX_DIRECTORY ||
 		 d->count > TFS_ZIP_MAX_ENTRIES)
-		rc = tfs_invalid(err, errlen,
-			  "the central directory holds %llu entries in %llu "
-			  "bytes, more than the %u entries or %u MiB read",
-			  (unsigned long long)d->count,
-			  (unsigned long long)d->size, TFS_ZIP_MAX_ENTRIES,
-			  TFS_ZIP_MAX_DIRECTORY >> 20);
+		rc = tfs_invalid(
+		    err, errlen,
+		    "the central directory holds %llu entries in %llu "
+		    "bytes, more than the %u entries or %u MiB read",
+		    (unsigned long long)d->count, (unsigned long long)d->size,
+		    TFS_ZIP_MAX_ENTRIES, TFS_ZIP_MAX_DIRECTORY >> 20);
 out:
 	free(b);
 	return rc;
@@ -195,47 +195,51 @@ static int read_entry(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 
 	if (room < CENTRAL_LEN || le(c, 4) != SIG_CENTRAL)
 		return tfs_invalid(err, errlen,
-			    "the central directory is malformed "
-			    "(no entry header where one should be)");
+				   "the central directory is malformed "
+				   "(no entry header where one should be)");
 	nlen = (size_t)le(c + 28, 2);
 	xlen = (size_t)le(c + 30, 2);
 	clen = (size_t)le(c + 32, 2);
 	if (CENTRAL_LEN + nlen + xlen + clen > room)
-		return tfs_invalid(err, errlen, "the central directory is truncated");
+		return tfs_invalid(err, errlen,
+				   "the central directory is truncated");
 	*used = CENTRAL_LEN + nlen + xlen + clen;
 	csize = le(c + 20, 4);
 	size = le(c + 24, 4);
 	lho = le(c + 42, 4);
 	if (zip64_extra(c + CENTRAL_LEN + nlen, xlen, &size, &csize, &lho))
-		return tfs_invalid(err, errlen, "a ZIP64 extra field is malformed");
+		return tfs_invalid(err, errlen,
+				   "a ZIP64 extra field is malformed");
 	e->name = strndup((const char *)c + CENTRAL_LEN, nlen);
 	if (!e->name)
 		return -ENOMEM;
 	if (memchr(c + CENTRAL_LEN, '\0', nlen))
-		return tfs_invalid(err, errlen, "an entry name holds a NUL byte");
+		return tfs_invalid(err, errlen,
+				   "an entry name holds a NUL byte");
 	e->size = size;
 	e->stored = le(c + 10, 2) == 0 && !(le(c + 8, 2) & 1) && size == csize;
 	if (lho > fsize || fsize - lho < LOCAL_LEN)
 		return tfs_invalid(err, errlen,
-			    "entry '%s' starts past the end of "
-			    "the file",
-			    e->name);
+				   "entry '%s' starts past the end of "
+				   "the file",
+				   e->name);
 	rc = tfs_zip_read_exact(rd, ctx, l, LOCAL_LEN, lho);
 	if (rc)
 		return rc == -EINVAL ? tfs_invalid(err, errlen,
-					    "cannot read the "
-					    "local header of '%s'",
-					    e->name)
+						   "cannot read the "
+						   "local header of '%s'",
+						   e->name)
 				     : rc;
 	if (le(l, 4) != SIG_LOCAL)
-		return tfs_invalid(err, errlen, "entry '%s' has no local header",
-			    e->name);
+		return tfs_invalid(err, errlen,
+				   "entry '%s' has no local header", e->name);
 	e->offset = lho + LOCAL_LEN + le(l + 26, 2) + le(l + 28, 2);
 	if (e->offset > fsize || csize > fsize - e->offset)
-		return tfs_invalid(err, errlen,
-			    "the data of entry '%s' (%llu bytes) lies past the "
-			    "end of the file",
-			    e->name, (unsigned long long)csize);
+		return tfs_invalid(
+		    err, errlen,
+		    "the data of entry '%s' (%llu bytes) lies past the "
+		    "end of the file",
+		    e->name, (unsigned long long)csize);
 	return 0;
 }
 
@@ -260,11 +264,11 @@ int tfs_zip_open(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		return rc;
 	/* each entry takes CENTRAL_LEN bytes at least */
 	if (d.count > d.size / CENTRAL_LEN)
-		return tfs_invalid(err, errlen,
-			    "the central directory claims %llu entries in "
-			    "%llu bytes",
-			    (unsigned long long)d.count,
-			    (unsigned long long)d.size);
+		return tfs_invalid(
+		    err, errlen,
+		    "the central directory claims %llu entries in "
+		    "%llu bytes",
+		    (unsigned long long)d.count, (unsigned long long)d.size);
 	z = calloc(1, sizeof(*z));
 	c = malloc(d.size ? (size_t)d.size : 1);
 	if (z)
@@ -292,9 +296,9 @@ int tfs_zip_open(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 	for (size_t i = 1; i < z->count; i++)
 		if (!strcmp(z->entries[i - 1].name, z->entries[i].name)) {
 			rc = tfs_invalid(err, errlen,
-				  "entry '%s' is in the archive "
-				  "twice",
-				  z->entries[i].name);
+					 "entry '%s' is in the archive "
+					 "twice",
+					 z->entries[i].name);
 			goto out_free;
 		}
 	*out = z;

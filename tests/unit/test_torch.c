@@ -205,10 +205,12 @@ static void survives_truncation_and_bit_flips(const unsigned char *b,
 		c[i] ^= (unsigned char)(0x5a + i);
 		if (parse_mem(c, len, &l, err, sizeof(err)))
 			continue;
-		for (size_t k = 0; k < l->count; k++)
-			if (!l->tensors[k].stride)
-				assert_true(l->tensors[k].offset +
-						    l->tensors[k].nbytes <= len);
+		for (size_t k = 0; k < l->count; k++) {
+			const struct tfs_tensor *t = &l->tensors[k];
+
+			if (!t->stride)
+				assert_true(t->offset + t->nbytes <= len);
+		}
 		tfs_tensor_list_free(l);
 	}
 	free(c);
@@ -351,9 +353,11 @@ static void test_npz_lists_arrays_as_numpy_saved_them(void **state)
 	assert_int_equal(t->shape.dim[1], 3);
 	assert_int_equal(t->nbytes, 24);
 	assert_true(t->offset + t->nbytes <= len);
-	for (int i = 0; i < 6; i++)
-		assert_true(tfs_tensor_to_double(t->dtype, b + t->offset + 4 * i) ==
-			    i);
+	for (int i = 0; i < 6; i++) {
+		const unsigned char *p = b + t->offset + 4 * i;
+
+		assert_true(tfs_tensor_to_double(t->dtype, p) == i);
+	}
 	t = tfs_tensor_list_find(l, "fortran");
 	assert_int_equal(t->dtype, TFS_TENSOR_FP64);
 	assert_true(t->fortran_order);
