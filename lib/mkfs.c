@@ -154,9 +154,11 @@ int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 	int created = 0, rc;
 	char h1[32];
 
-	if (size && size < TFS_MIN_DEVICE_BYTES) {
+	/* o->size, not size: -s 1K rounds down to 0, "no size given" */
+	if (o->size && size < TFS_MIN_DEVICE_BYTES) {
 		snprintf(err, errlen, "%s: %s is too small; the minimum is "
-			 "64 MiB", path, tfs_format_size(size, h1, sizeof(h1)));
+			 "64 MiB", path,
+			 tfs_format_size(o->size, h1, sizeof(h1)));
 		return -ENOSPC;
 	}
 	rc = prepare_path(path, size, &created, err, errlen);

@@ -1803,8 +1803,10 @@ static void parse_args(int argc, char **argv, struct opts *o, struct src *s)
 		case 'V':
 			printf("tensorfs-cat %s\n", TFS_VERSION_STRING);
 			exit(0);
-		default:
-			die(EXIT_USAGE, "unknown option");
+		default:	/* getopt said which */
+			fprintf(stderr, "Try '%s --help' for more "
+				"information.\n", prog);
+			exit(EXIT_USAGE);
 		}
 	}
 	if (optind + 1 != argc)

@@ -345,6 +345,9 @@ tfs_expect_exit 1 "missing file" "$CAT" "$WORK/none.npy"
 tfs_expect_words "missing file" "$WORK/err" "none.npy" "cannot open"
 tfs_expect_exit 2 "two files" "$CAT" f32.npy f16.npy
 tfs_expect_exit 2 "unknown option" "$CAT" --bogus f32.npy
+tfs_expect_words "unknown option" "$WORK/err" "'--bogus'" "--help"
+[ "$(wc -l <"$WORK/err")" -eq 2 ] ||
+	tfs_fail "unknown option: expected getopt's line and 'Try ...', got '$(cat "$WORK/err")'"
 tfs_expect_exit 2 "--tensor on .npy" "$CAT" -t x f32.npy
 head -c 100 f32.npy >trunc.npy
 tfs_expect_exit 1 "truncated .npy" "$CAT" trunc.npy

@@ -164,6 +164,10 @@ SMALL="$WORK/small.img"
 tfs_expect_exit 1 "mkfs.tensorfs -s 32M" "$MKFS" -s 32M "$SMALL"
 tfs_expect_words "mkfs.tensorfs -s 32M" "$WORK/err" "too small" minimum
 rm -f "$SMALL"
+# below one block: not taken for "no size given" (it was, once)
+tfs_expect_exit 1 "mkfs.tensorfs -s 1K" "$MKFS" -s 1K "$SMALL"
+tfs_expect_words "mkfs.tensorfs -s 1K" "$WORK/err" "too small" minimum "1024 B"
+[ ! -e "$SMALL" ] || tfs_fail "mkfs.tensorfs -s 1K: expected no image file left, got one"
 truncate -s 32M "$SMALL"
 tfs_expect_exit 1 "mkfs.tensorfs on an existing 32 MiB file" "$MKFS" "$SMALL"
 tfs_expect_words "mkfs.tensorfs on an existing 32 MiB file" "$WORK/err" "too small" minimum
