@@ -43,6 +43,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "closeout.h"
 #include "config.h"
 #include "daemon.h"
 #include "fs.h"
@@ -1031,6 +1032,7 @@ int main(int argc, char **argv)
 	struct fuse_session *se;
 	int ret;
 
+	tfs_closeout("tensorfs", 1);
 	ret = parse_cmdline(argc, argv, &cl);
 	if (ret != GO_ON)
 		goto out;

@@ -57,6 +57,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "closeout.h"
 #include "tensor.h"
 #include "torch.h"
 #include "units.h"
@@ -201,7 +202,9 @@ static void usage(FILE *f)
 	    "  0  the tensor was printed\n"
 	    "  1  a data error: FILE cannot be read, its header is malformed, "
 	    "the\n"
-	    "     shape disagrees with the size of the data, no tensor NAME\n"
+	    "     shape disagrees with the size of the data, no tensor NAME, "
+	    "the\n"
+	    "     output cannot be written\n"
 	    "  2  a usage error: an unknown option, dtype or shape syntax, or "
 	    "no\n"
 	    "     dtype known for FILE\n"
@@ -2076,8 +2079,10 @@ static void stats_file(const char *path, const struct opts *o)
 		compute_stats(&s, &st);
 		bad = stats_line(&s, &st, NULL, o);
 	}
-	if (fflush(stdout) || ferror(stdout))
+	if (fflush(stdout) || ferror(stdout)) {
+		tfs_closeout_said();
 		die(EXIT_DATA, "cannot write the output: %s", strerror(errno));
+	}
 	exit(bad ? EXIT_NONFINITE : 0);
 }
 
@@ -2178,6 +2183,7 @@ int main(int argc, char **argv)
 	struct tfs_tensor_list *l;
 	struct stat sb;
 
+	tfs_closeout(prog, EXIT_DATA);
 	parse_args(argc, argv, &o, &s);
 	s.dtype = -1;
 	if (o.stats && !stat(s.path, &sb) && S_ISDIR(sb.st_mode))
@@ -2196,7 +2202,9 @@ int main(int argc, char **argv)
 out:
 	tfs_tensor_list_free(l);
 	close(s.fd);
-	if (fflush(stdout) || ferror(stdout))
+	if (fflush(stdout) || ferror(stdout)) {
+		tfs_closeout_said();
 		die(EXIT_DATA, "cannot write the output: %s", strerror(errno));
+	}
 	return 0;
 }

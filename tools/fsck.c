@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "closeout.h"
 #include "fs.h"
 #include "units.h"
 
@@ -67,7 +68,7 @@ static void usage(FILE *f)
 "Exit status (as fsck(8)): 0 no errors, 1 errors were found and all\n"
 "repaired, 4 errors left unrepaired (without -y: any error found),\n"
 "8 operational error (cannot open, read or write the device, or it\n"
-"holds no tensorfs), 16 usage error.\n", f);
+"holds no tensorfs, or the output cannot be written), 16 usage error.\n", f);
 }
 
 /* "copy 0", for a message about the copies set in bad */
@@ -305,6 +306,7 @@ int main(int argc, char **argv)
 	struct tfs_fs *fs = NULL;
 	int rc, bad = 0, ret;
 
+	tfs_closeout("tensorfs-fsck", 8);
 	if (parse_args(argc, argv, &a, &ret))
 		return ret;
 	/* before the open, which in repair mode rewrites a superblock; if

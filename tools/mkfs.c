@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "closeout.h"
 #include "mkfs.h"
 #include "units.h"
 
@@ -41,8 +42,8 @@ static void usage(FILE *f)
 "The minimum size is 64 MiB.  1/64 of the device, at least 12 MiB and at\n"
 "most 32 GiB, holds the metadata (journal and checkpoints).\n"
 "\n"
-"Exit status: 0 formatted, 1 refused or failed (the message says why),\n"
-"2 usage error.\n"
+"Exit status: 0 formatted, 1 refused or failed (the message says why;\n"
+"also when its output cannot be written), 2 usage error.\n"
 "\n"
 "Examples:\n"
 "  mkfs.tensorfs -s 100G /var/lib/tensorfs.img\n"
@@ -234,6 +235,7 @@ int main(int argc, char **argv)
 	char err[1024], h1[32], h2[32], h3[32];
 	int quiet = 0, ret;
 
+	tfs_closeout("mkfs.tensorfs", 1);
 	default_owner(&o.uid, &o.gid);
 	ret = parse_args(argc, argv, &o, &quiet, &path);
 	if (ret != GO_ON)

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sysexits.h>
 
+#include "closeout.h"
 #include "config.h"
 #include "deepspeed.h"
 #include "memcheck.h"
@@ -119,6 +120,7 @@ static void usage(FILE *f)
 "  65  malformed input: invalid JSON (with line:column), a bad INI key\n"
 "      or value (with file:line), a config.json without the sizes\n"
 "  66  an input file that cannot be opened\n"
+"  74  the output cannot be written (a full disk, an I/O error)\n"
 "\n"
 "Examples:\n"
 "  tensorfs-plan --deepspeed ds_config.json --params 70e9 --ranks 8\n"
@@ -761,8 +763,11 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 	json_config(o, in, full);
 	json_memory(o, &in->f, p);
 	json_advice(o, p);
-	if (json_dumpf(o, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF)
+	if (json_dumpf(o, stdout, JSON_INDENT(2)) ||
+	    fputc('\n', stdout) == EOF) {
+		tfs_closeout_said();
 		die(EX_IOERR, "cannot write the output");
+	}
 	json_decref(o);
 }
 
@@ -938,6 +943,7 @@ int main(int argc, char **argv)
 	struct args a = {0};
 	int rc;
 
+	tfs_closeout("tensorfs-plan", EX_IOERR);
 	tfs_config_defaults(&in.c);
 	in.f.ranks = 1;
 	in.f.nodes = 1;
@@ -964,8 +970,10 @@ int main(int argc, char **argv)
 		print_json(&in, in.p, a.full);
 	else
 		print_text(&in, in.p, a.full);
-	if (fflush(stdout))
+	if (fflush(stdout)) {
+		tfs_closeout_said();
 		die(EX_IOERR, "cannot write the output: %s", strerror(errno));
+	}
 	rc = (int)in.p->severity;
 	free(in.p);
 	return rc;

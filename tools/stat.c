@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "closeout.h"
 #include "stats.h"
 
 static void usage(FILE *f)
@@ -47,7 +48,8 @@ static void usage(FILE *f)
 "  -V, --version  print the version and exit\n"
 "\n"
 "Exit status: 0 when done, 1 if MOUNTPOINT is not a tensorfs mount (or its\n"
-"counters cannot be read), 2 on a usage error.\n", f);
+"counters cannot be read) or the output cannot be written, 2 on a usage\n"
+"error.\n", f);
 }
 
 /* Read MOUNT/.tensorfs/stats into *s.  0 or -errno. */
@@ -287,6 +289,7 @@ int main(int argc, char **argv)
 	char path[4096];
 	int rc;
 
+	tfs_closeout("tensorfs-stat", 1);
 	rc = parse_args(argc, argv, &o);
 	if (rc != GO_ON)
 		return rc;
