@@ -95,7 +95,10 @@ static void usage(FILE *f)
 	    "tensorfs mount or not: a .npy file, an .npz file (np.savez), a\n"
 	    ".safetensors file, a torch.save file (read without running it) "
 	    "or raw\n"
-	    "elements.\n"
+	    "elements.  FILE - is standard input; input that cannot seek (a "
+	    "pipe) is\n"
+	    "first copied whole into an unnamed temporary file under $TMPDIR "
+	    "(/tmp).\n"
 	    "\n"
 	    "Options:\n"
 	    "  -d, --dtype TYPE   element type: fp64, fp32, fp16, bf16, "
@@ -1818,12 +1821,70 @@ static void parse_args(int argc, char **argv, struct opts *o, struct src *s)
 	s->path = argv[optind];
 }
 
-/* Open s->path and find its size, or exit 1. */
+/*
+ * Copy all of fd (a pipe) into an unnamed temporary file and return
+ * that, its size in *size, or exit 1: the parsers seek, a pipe cannot.
+ * On disk, not in memory: a checkpoint may be larger than RAM.
+ */
+static int spool(const char *path, int fd, uint64_t *size)
+{
+	const char *dir = getenv("TMPDIR");
+	size_t cap = 1u << 20;
+	char *buf, tmpl[PATH_MAX];
+	int t;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	t = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (t < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+		/* a file system without O_TMPFILE: named, then unlinked */
+		snprintf(tmpl, sizeof(tmpl), "%s/tensorfs-cat.XXXXXX", dir);
+		t = mkostemp(tmpl, O_CLOEXEC);
+		if (t >= 0)
+			unlink(tmpl);
+	}
+	if (t < 0)
+		die(EXIT_DATA, "'%s' cannot seek, and no temporary file can be "
+		    "made in %s to copy it into: %s; set TMPDIR",
+		    path, dir, strerror(errno));
+	buf = xmalloc(cap);
+	*size = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, cap), w;
+
+		if (n == 0)
+			break;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die(EXIT_DATA, "'%s': cannot read: %s", path,
+			    strerror(errno));
+		}
+		for (ssize_t o = 0; o < n; o += w) {
+			w = write(t, buf + o, (size_t)(n - o));
+			if (w < 0 && errno == EINTR) {
+				w = 0;
+			} else if (w < 0) {
+				die(EXIT_DATA, "'%s': cannot copy it into a "
+				    "temporary file in %s: %s; set TMPDIR",
+				    path, dir, strerror(errno));
+			}
+		}
+		*size += (uint64_t)n;
+	}
+	free(buf);
+	return t;
+}
+
+/* Open s->path ("-": standard input) and find its size, or exit 1. */
 static void open_src(struct src *s)
 {
 	struct stat sb;
 
-	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (!strcmp(s->path, "-"))
+		s->fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	else
+		s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0)
 		die(EXIT_DATA, "'%s': cannot open: %s", s->path,
 		    strerror(errno));
@@ -1840,6 +1901,13 @@ static void open_src(struct src *s)
 	} else {
 		off_t end = lseek(s->fd, 0, SEEK_END);
 
+		if (end < 0 && errno == ESPIPE) {
+			int t = spool(s->path, s->fd, &s->file_size);
+
+			close(s->fd);
+			s->fd = t;
+			return;
+		}
 		if (end < 0)
 			die(EXIT_DATA, "'%s': cannot find its size: %s",
 			    s->path, strerror(errno));

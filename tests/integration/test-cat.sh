@@ -1,7 +1,8 @@
 #!/bin/bash
 # Description: tensorfs-cat on files numpy wrote (np.save: fp64, fp32,
 # fp16, int64, bool, 3-D, Fortran order, big-endian, a scalar, empty, a
-# 1e6-element array that is summarised), on an np.savez file (each array
+# 1e6-element array that is summarised; also read from a pipe or
+# standard input), on an np.savez file (each array
 # by name, a string array listed but not printed, np.savez_compressed
 # refused), on a .safetensors file written by
 # hand (BF16, F8_E4M3, I64, __metadata__) and on raw files described by
@@ -182,6 +183,32 @@ for f in ["f32.npy", "f32b.npy", "f16.npy", "f64.npy", "i64.npy", "bool.npy",
 print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
 EOF
+
+# standard input and pipes: what the file gives, also for a listing and
+# a tensor by name (the parsers seek: a pipe is copied aside first)
+for f in f32.npy big.npy model.safetensors; do
+	# a listing starts with the file's name: here "-"
+	"$CAT" "$f" 2>&1 | sed "s|^$f:|-:|" >"$WORK/want"
+	"$CAT" - <"$f" >"$WORK/got" 2>&1 ||
+		tfs_fail "tensorfs-cat - <$f: expected exit 0, got $?"
+	cmp -s "$WORK/want" "$WORK/got" ||
+		tfs_fail "tensorfs-cat - <$f: expected what tensorfs-cat $f prints, got '$(head -c 300 "$WORK/got")'"
+	cat "$f" | "$CAT" - >"$WORK/got" 2>&1 ||
+		tfs_fail "cat $f | tensorfs-cat -: expected exit 0, got $?"
+	cmp -s "$WORK/want" "$WORK/got" ||
+		tfs_fail "cat $f | tensorfs-cat -: expected what tensorfs-cat $f prints, got '$(head -c 300 "$WORK/got")'"
+done
+"$CAT" --stats -t model.embed.weight model.safetensors >"$WORK/want" ||
+	tfs_fail "tensorfs-cat --stats -t model.embed.weight failed"
+"$CAT" --stats -t model.embed.weight <(cat model.safetensors) >"$WORK/got" ||
+	tfs_fail "tensorfs-cat --stats -t NAME <(cat ...): expected exit 0, got $?"
+cmp -s "$WORK/want" "$WORK/got" ||
+	tfs_fail "tensorfs-cat --stats -t NAME of a pipe: expected what the file gives"
+: | "$CAT" - >"$WORK/out" 2>"$WORK/err"
+tfs_eq "tensorfs-cat - of empty input: exit" 2 "$?"
+cat f32.npy | TMPDIR="$WORK/none" "$CAT" - >"$WORK/out" 2>"$WORK/err"
+tfs_eq "tensorfs-cat - with TMPDIR missing: exit" 1 "$?"
+tfs_expect_words "tensorfs-cat - with TMPDIR missing" "$WORK/err" "$WORK/none" TMPDIR
 
 # the text of --stats
 tfs_expect_exit 0 "--stats f32.npy" "$CAT" --stats f32.npy
