@@ -44,7 +44,7 @@
 static void usage(FILE *f)
 {
 	fputs(
-"Usage: tensorfs-fsck [-y|-p|-a] [-n] [-v] DEVICE\n"
+"Usage: tensorfs-fsck [-y|-p|-a] [-n] [-f] [-v] [-C FD] DEVICE\n"
 "\n"
 "Check the tensorfs file system on DEVICE, which must not be mounted.\n"
 "It verifies the checksums of the superblocks, the checkpoint and the\n"
@@ -57,6 +57,9 @@ static void usage(FILE *f)
 "  -p, -a    the same as -y (accepted for fsck(8) and boot scripts)\n"
 "  -n        check only, write nothing (the default); the last of\n"
 "            -y, -p, -a and -n given wins\n"
+"  -f        force a full check: accepted for fsck(8) and systemd-fsck\n"
+"            (fsck.mode=force), as every check is full\n"
+"  -C FD     progress for fsck(8): accepted, no progress is shown\n"
 "  -v        verbose: print a summary and every file with its extent count\n"
 "  -h, --help  print this help and exit\n"
 "  -V, --version  print the version and exit\n"
@@ -128,7 +131,7 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "ynvhpaV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ynvhpaVfC:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'y':
 		case 'p':	/* fsck(8)'s "preen", e2fsck's -p */
@@ -141,6 +144,22 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 		case 'v':
 			a->verbose = 1;
 			break;
+		case 'f':	/* e2fsck's "even if clean": every check is */
+			break;
+		case 'C': {	/* e2fsck's progress descriptor */
+			char *end;
+
+			errno = 0;
+			(void)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end) {
+				fprintf(stderr, "tensorfs-fsck: -C takes a file "
+					"descriptor number, not '%s'\n",
+					optarg);
+				*ret = FSCK_USAGE;
+				return 1;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			*ret = FSCK_OK;
@@ -158,7 +177,7 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 	}
 	if (argc - optind != 1) {
 		fprintf(stderr, "tensorfs-fsck: %s\nUsage: tensorfs-fsck "
-			"[-y|-p|-a] [-n] [-v] DEVICE\n",
+			"[-y|-p|-a] [-n] [-f] [-v] [-C FD] DEVICE\n",
 			argc == optind ? "missing DEVICE"
 				       : "too many arguments");
 		*ret = FSCK_USAGE;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: the boot-time route of README's "Running it for real": its fstab lines pass findmnt --verify and mount(8) reads them (mount -T on a copy, --fake); systemd's fstab generator turns them into mount units that wait for the device's systemd-fsck and for the image's tensorfs-fsck@.service, which systemd-analyze verifies and whose command checks the image; fsck(8) reaches tensorfs-fsck as fsck.tensorfs (-t tensorfs) and fsck.fuse.tensorfs (the fstab type, also with -a as at boot), passing its exit status through; the installed tree has the links, the pages and the config
+# Description: the boot-time route of README's "Running it for real": its fstab lines pass findmnt --verify and mount(8) reads them (mount -T on a copy, --fake); systemd's fstab generator turns them into mount units that wait for the device's systemd-fsck and for the image's tensorfs-fsck@.service, which systemd-analyze verifies and whose command checks the image; fsck(8) reaches tensorfs-fsck as fsck.tensorfs (-t tensorfs) and fsck.fuse.tensorfs (the fstab type, also with -a as at boot, and with -f as systemd-fsck passes for fsck.mode=force), passing its exit status through; the installed tree has the links, the pages and the config
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +69,11 @@ expect_clean() {	# WHAT COMMAND...
 }
 expect_clean "fsck -t tensorfs" fsck -t tensorfs "$IMG"
 expect_clean "fsck -t fuse.tensorfs -a" fsck -t fuse.tensorfs -a "$IMG"
+# what systemd-fsck runs when booted with fsck.mode=force, and a progress
+# descriptor as e2fsck takes it (fsck(8) passes -f on, keeps -C for ext*)
+expect_clean "fsck -a -T -l -M -f -C0 (systemd-fsck, fsck.mode=force)" \
+	fsck -t fuse.tensorfs -a -T -l -M -f -C0 "$IMG"
+expect_clean "tensorfs-fsck -f -C 3" "$FSCK" -f -C 3 "$IMG"
 # by the fstab's type, as at boot (fsck -T DEVICE looks the device up)
 FSTAB_FILE="$WORK/fstab" expect_clean "fsck by the fstab line" fsck -V -T "$IMG"
 grep -q "fsck.fuse.tensorfs" "$WORK/out" || tfs_fail "fsck by the fstab line did not run fsck.fuse.tensorfs: $(cat "$WORK/out")"
