@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,7 +41,8 @@ static void usage(FILE *f)
 "  waits      writes that waited for a full pool in the interval\n"
 "\n"
 "A header is printed again every screenful.  The counters come from\n"
-"MOUNTPOINT/.tensorfs/stats.\n"
+"MOUNTPOINT/.tensorfs/stats.  MOUNTPOINT may be any path on the mount\n"
+"(/local_nvme/zero_stage_3): as df does, the mount that holds it is used.\n"
 "\n"
 "Options:\n"
 "  --json      one JSON object per line, with the same fields, for scripts\n"
@@ -227,7 +229,8 @@ static int parse_args(int argc, char **argv, struct args *o)
 	o->interval = seconds(argv[optind + 1]);
 	if (o->interval < 0) {
 		fprintf(stderr, "tensorfs-stat: interval '%s' is not a "
-			"number of seconds (e.g. 1 or 0.5)\n",
+			"number of seconds above 0 and at most 86400 (e.g. 1 "
+			"or 0.5)\n",
 			argv[optind + 1]);
 		return 2;
 	}
@@ -282,6 +285,41 @@ static int watch(const char *path, struct tfs_stats *a, const struct args *o)
 	return 0;
 }
 
+/*
+ * The counters of the mount that holds dir, as df finds the file system
+ * of a path: dir itself, then each parent on the same file system (same
+ * st_dev), so "tensorfs-stat /local_nvme/zero_stage_3" works too.  The
+ * first that reads into *a is left in path; else -errno of dir's own.
+ */
+static int find_stats(const char *dir, char *path, size_t len,
+		      struct tfs_stats *a)
+{
+	char up[4096];
+	struct stat st, pst;
+	int rc, first;
+
+	snprintf(path, len, "%s/.tensorfs/stats", dir);
+	first = read_stats(path, a);
+	if (!first || !realpath(dir, up) || stat(up, &st))
+		return first;
+	while (strcmp(up, "/")) {
+		char *slash = strrchr(up, '/');
+
+		if (slash == up)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		if (stat(up, &pst) || pst.st_dev != st.st_dev)
+			break;
+		snprintf(path, len, "%s/.tensorfs/stats", up);
+		rc = read_stats(path, a);
+		if (!rc)
+			return 0;
+	}
+	snprintf(path, len, "%s/.tensorfs/stats", dir);
+	return first;
+}
+
 int main(int argc, char **argv)
 {
 	struct args o = { 0 };
@@ -293,8 +331,7 @@ int main(int argc, char **argv)
 	rc = parse_args(argc, argv, &o);
 	if (rc != GO_ON)
 		return rc;
-	snprintf(path, sizeof(path), "%s/.tensorfs/stats", o.mount);
-	rc = read_stats(path, &a);
+	rc = find_stats(o.mount, path, sizeof(path), &a);
 	if (rc) {
 		fprintf(stderr, "tensorfs-stat: '%s' is not a tensorfs mount "
 			"(cannot read %s: %s)\n", o.mount, path, strerror(-rc));

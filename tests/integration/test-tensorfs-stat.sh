@@ -41,6 +41,19 @@ tfs_eq "exit status for a directory that is not a mount" 1 $?
 grep -q "not a tensorfs mount" "$WORK/err" || tfs_fail "message: $(cat "$WORK/err")"
 "$STAT" "$MNT" abc 2>/dev/null
 tfs_eq "exit status for a bad interval" 2 $?
+"$STAT" "$MNT" 0 2>"$WORK/err"
+tfs_eq "exit status for interval 0" 2 $?
+tfs_expect_words "interval 0" "$WORK/err" "'0'" "above 0"
+# any path on the mount finds its counters, as df finds a file system
+mkdir -p "$MNT/sub/dir" && echo x >"$MNT/sub/dir/f" || tfs_fail "cannot make files on the mount"
+for p in "$MNT/sub/dir" "$MNT/sub/dir/f" "$MNT/sub/../sub"; do
+	"$STAT" --json "$p" 0.1 1 >"$WORK/out" 2>"$WORK/err" ||
+		tfs_fail "tensorfs-stat $p: expected exit 0, got $? ($(cat "$WORK/err"))"
+	grep -q '"pool_total"' "$WORK/out" || tfs_fail "tensorfs-stat $p: no JSON line: $(cat "$WORK/out")"
+done
+# ... but never leaves the file system it starts on
+"$STAT" "$WORK" 0.1 1 >/dev/null 2>&1
+tfs_eq "exit status for a directory beside the mount" 1 $?
 "$STAT" 2>/dev/null
 tfs_eq "exit status without MOUNTPOINT" 2 $?
 "$STAT" --help | grep -q "Exit status" || tfs_fail "--help has no exit status section"
