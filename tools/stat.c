@@ -311,7 +311,9 @@ static int find_stats(const char *dir, char *path, size_t len,
 			*slash = '\0';
 		if (stat(up, &pst) || pst.st_dev != st.st_dev)
 			break;
-		snprintf(path, len, "%s/.tensorfs/stats", up);
+		if ((size_t)snprintf(path, len, "%s/.tensorfs/stats", up) >=
+		    len)
+			break;
 		rc = read_stats(path, a);
 		if (!rc)
 			return 0;
