@@ -53,6 +53,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -92,13 +93,16 @@ static void usage(FILE *f)
 	    "after the\n"
 	    "point), or, with --stats, its statistics.  FILE is any file, on "
 	    "a\n"
-	    "tensorfs mount or not: a .npy file, an .npz file (np.savez), a\n"
-	    ".safetensors file, a torch.save file (read without running it) "
-	    "or raw\n"
-	    "elements.  FILE - is standard input; input that cannot seek (a "
-	    "pipe) is\n"
-	    "first copied whole into an unnamed temporary file under $TMPDIR "
-	    "(/tmp).\n"
+	    "tensorfs mount or not: a .npy file, an .npz file (np.savez or\n"
+	    "np.savez_compressed), a .safetensors file, a torch.save file "
+	    "(read\n"
+	    "without running it) or raw elements.  FILE - is standard input.  "
+	    "Input\n"
+	    "that cannot seek (a pipe), and an array np.savez_compressed "
+	    "deflated, is\n"
+	    "first copied whole (inflated) into an unnamed temporary file "
+	    "under\n"
+	    "$TMPDIR (/tmp); anything else is read where it lies.\n"
 	    "\n"
 	    "Options:\n"
 	    "  -d, --dtype TYPE   element type: fp64, fp32, fp16, bf16, "
@@ -254,6 +258,47 @@ static void *xmalloc(size_t n)
 	if (!p)
 		die(EXIT_DATA, "out of memory (%zu bytes)", n);
 	return p;
+}
+
+/* $TMPDIR, or /tmp. */
+static const char *tmp_dir(void)
+{
+	const char *dir = getenv("TMPDIR");
+
+	return dir && *dir ? dir : "/tmp";
+}
+
+/* An unnamed temporary file in tmp_dir(), or -1 with errno. */
+static int tmp_file(void)
+{
+	const char *dir = tmp_dir();
+	char tmpl[PATH_MAX];
+	int t;
+
+	t = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (t < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+		/* a file system without O_TMPFILE: named, then unlinked */
+		snprintf(tmpl, sizeof(tmpl), "%s/tensorfs-cat.XXXXXX", dir);
+		t = mkostemp(tmpl, O_CLOEXEC);
+		if (t >= 0)
+			unlink(tmpl);
+	}
+	return t;
+}
+
+/* All of len bytes at buf to fd, or -1 with errno. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+	for (size_t o = 0; o < len;) {
+		ssize_t w = write(fd, (const char *)buf + o, len - o);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		o += (size_t)w;
+	}
+	return 0;
 }
 
 /* ===== strings ===== */
@@ -1458,6 +1503,52 @@ static ssize_t pread_fn(void *ctx, void *buf, size_t len, uint64_t off)
 	return r < 0 ? -errno : r;
 }
 
+static int sink_fd(void *sctx, const void *buf, size_t len)
+{
+	return write_all(*(const int *)sctx, buf, len) ? -errno : 0;
+}
+
+/*
+ * A deflated .npz array (np.savez_compressed) is read from its entry
+ * inflated whole into an unnamed temporary file, checked against the
+ * entry's size and CRC-32: s reads that file from now on (s->fd),
+ * s->offset and s->nbytes being within the entry already.  Returns the
+ * file s read before, for the caller to switch back to; exits 1.
+ */
+static int use_inflated(struct src *s, const struct tfs_tensor *t)
+{
+	struct tfs_zip_entry e = {
+	    .name = t->name, .offset = t->zip.at, .size = t->zip.size,
+	    .csize = t->zip.csize, .crc = t->zip.crc, .deflated = 1};
+	char err[512] = "", h1[32], h2[32];
+	struct statvfs vs;
+	int fd, was = s->fd, rc;
+
+	if (!statvfs(tmp_dir(), &vs) &&
+	    (uint64_t)vs.f_bavail * vs.f_frsize < t->zip.size)
+		die(EXIT_DATA, "'%s': array '%s' inflates to %s, more than "
+		    "the %s free in %s; set TMPDIR to a larger file system",
+		    s->path, t->name,
+		    tfs_format_size(t->zip.size, h1, sizeof(h1)),
+		    tfs_format_size((uint64_t)vs.f_bavail * vs.f_frsize, h2,
+				    sizeof(h2)),
+		    tmp_dir());
+	fd = tmp_file();
+	if (fd < 0)
+		die(EXIT_DATA, "'%s': no temporary file can be made in %s to "
+		    "inflate array '%s' into: %s; set TMPDIR",
+		    s->path, tmp_dir(), t->name, strerror(errno));
+	rc = tfs_zip_inflate(pread_fn, s, &e, UINT64_MAX, sink_fd, &fd, err,
+			     sizeof(err));
+	if (rc == -EINVAL)
+		die(EXIT_DATA, "'%s': %s", s->path, err);
+	if (rc)
+		die(EXIT_DATA, "'%s': cannot inflate array '%s' into %s: %s",
+		    s->path, t->name, tmp_dir(), strerror(-rc));
+	s->fd = fd;
+	return was;
+}
+
 /* The header of s, parsed, or NULL for raw bytes; exits 1 if broken. */
 static struct tfs_tensor_list *read_header(const struct src *s)
 {
@@ -1578,6 +1669,31 @@ static void from_header(struct src *s, const struct tfs_tensor *t,
 	s->swap = t->big_endian && s->dtype == t->dtype;
 	s->offset = t->offset;
 	s->nbytes = t->nbytes;
+	if (t->deflated)
+		close(use_inflated(s, t));
+}
+
+/* The statistics of tensor t of a file of several, as its header has
+ * it (s reads the file; a deflated array is inflated aside first). */
+static void tensor_stats(struct src *s, const struct tfs_tensor *t,
+			 struct stats *st)
+{
+	int was = -1;
+
+	s->dtype = t->dtype;
+	s->shape = t->shape;
+	s->stride = t->stride;
+	s->offset = t->offset;
+	s->nbytes = t->nbytes;
+	s->swap = t->big_endian;
+	tfs_tensor_shape_count(&t->shape, &s->count);
+	if (t->deflated)
+		was = use_inflated(s, t);
+	compute_stats(s, st);
+	if (was >= 0) {
+		close(s->fd);
+		s->fd = was;
+	}
 }
 
 /* ===== the listing of a .safetensors file ===== */
@@ -1660,6 +1776,8 @@ static json_t *tensor_json(const struct src *s, const struct tfs_tensor *t,
 	}
 	json_object_set_new(e, "shape", json_shape(&t->shape));
 	json_object_set_new(e, "offset", json_integer((json_int_t)t->offset));
+	if (t->deflated)	/* offset is within the inflated entry */
+		json_object_set_new(e, "deflated", json_true());
 	json_object_set_new(e, "nbytes", json_integer((json_int_t)t->nbytes));
 	if (st)
 		json_object_set_new(e, "stats", json_stats(s, st));
@@ -1681,7 +1799,10 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 			printf("%s: torch.save file, %zu tensor%s\n", s->path,
 			       l->count, l->count == 1 ? "" : "s");
 		else if (l->format == TFS_TENSOR_NPZ)
-			printf("%s: np.savez file, %zu array%s\n", s->path,
+			printf("%s: np.savez%s file, %zu array%s\n", s->path,
+			       l->count && l->tensors[0].deflated
+				       ? "_compressed"
+				       : "",
 			       l->count, l->count == 1 ? "" : "s");
 		else
 			printf("%s: %zu tensor%s, data at byte %llu\n",
@@ -1698,26 +1819,24 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 		struct stats st;
 		int dostats = o->stats && t->dtype >= 0;
 
-		if (dostats) {
-			s->dtype = t->dtype;
-			s->shape = t->shape;
-			s->stride = t->stride;
-			s->offset = t->offset;
-			s->nbytes = t->nbytes;
-			s->swap = t->big_endian;
-			tfs_tensor_shape_count(&t->shape, &s->count);
-			compute_stats(s, &st);
-		}
+		if (dostats)
+			tensor_stats(s, t, &st);
 		tfs_tensor_shape_format(&t->shape, 1, shape, sizeof(shape));
 		if (o->json) {
 			json_array_append_new(
 			    arr, tensor_json(s, t, dostats ? &st : NULL));
 			continue;
 		}
-		printf("%-*s  %-*s  %-*s  %12llu  %12llu", (int)wn, t->name,
-		       (int)wd, t->dtype_name, (int)ws, shape,
-		       (unsigned long long)t->offset,
-		       (unsigned long long)t->nbytes);
+		if (t->deflated)	/* no offset in the file */
+			printf("%-*s  %-*s  %-*s  %12s  %12llu", (int)wn,
+			       t->name, (int)wd, t->dtype_name, (int)ws,
+			       shape, "deflated",
+			       (unsigned long long)t->nbytes);
+		else
+			printf("%-*s  %-*s  %-*s  %12llu  %12llu", (int)wn,
+			       t->name, (int)wd, t->dtype_name, (int)ws,
+			       shape, (unsigned long long)t->offset,
+			       (unsigned long long)t->nbytes);
 		if (t->stride) {
 			struct tfs_tensor_shape st_ = {.ndim = t->shape.ndim};
 
@@ -1828,21 +1947,12 @@ static void parse_args(int argc, char **argv, struct opts *o, struct src *s)
  */
 static int spool(const char *path, int fd, uint64_t *size)
 {
-	const char *dir = getenv("TMPDIR");
+	const char *dir = tmp_dir();
 	size_t cap = 1u << 20;
-	char *buf, tmpl[PATH_MAX];
+	char *buf;
 	int t;
 
-	if (!dir || !*dir)
-		dir = "/tmp";
-	t = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
-	if (t < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
-		/* a file system without O_TMPFILE: named, then unlinked */
-		snprintf(tmpl, sizeof(tmpl), "%s/tensorfs-cat.XXXXXX", dir);
-		t = mkostemp(tmpl, O_CLOEXEC);
-		if (t >= 0)
-			unlink(tmpl);
-	}
+	t = tmp_file();
 	if (t < 0)
 		die(EXIT_DATA, "'%s' cannot seek, and no temporary file can be "
 		    "made in %s to copy it into: %s; set TMPDIR",
@@ -1850,7 +1960,7 @@ static int spool(const char *path, int fd, uint64_t *size)
 	buf = xmalloc(cap);
 	*size = 0;
 	for (;;) {
-		ssize_t n = read(fd, buf, cap), w;
+		ssize_t n = read(fd, buf, cap);
 
 		if (n == 0)
 			break;
@@ -1860,16 +1970,10 @@ static int spool(const char *path, int fd, uint64_t *size)
 			die(EXIT_DATA, "'%s': cannot read: %s", path,
 			    strerror(errno));
 		}
-		for (ssize_t o = 0; o < n; o += w) {
-			w = write(t, buf + o, (size_t)(n - o));
-			if (w < 0 && errno == EINTR) {
-				w = 0;
-			} else if (w < 0) {
-				die(EXIT_DATA, "'%s': cannot copy it into a "
-				    "temporary file in %s: %s; set TMPDIR",
-				    path, dir, strerror(errno));
-			}
-		}
+		if (write_all(t, buf, (size_t)n))
+			die(EXIT_DATA, "'%s': cannot copy it into a temporary "
+			    "file in %s: %s; set TMPDIR",
+			    path, dir, strerror(errno));
 		*size += (uint64_t)n;
 	}
 	free(buf);
@@ -2127,14 +2231,7 @@ static void stats_file(const char *path, const struct opts *o)
 
 			if (t->dtype < 0)
 				continue;
-			s.dtype = t->dtype;
-			s.shape = t->shape;
-			s.stride = t->stride;
-			s.offset = t->offset;
-			s.nbytes = t->nbytes;
-			s.swap = t->big_endian;
-			tfs_tensor_shape_count(&t->shape, &s.count);
-			compute_stats(&s, &st);
+			tensor_stats(&s, t, &st);
 			bad |= stats_line(&s, &st, t->name, o);
 		}
 	} else {

@@ -11,6 +11,7 @@ set -eu
 
 PACKAGES="build-essential cmake pkg-config clang
 libfuse3-dev fuse3 liburing-dev libinih-dev libcmocka-dev libaio-dev libjansson-dev
+zlib1g-dev
 attr e2fsprogs xfsprogs fio python3 python3-numpy python3-torch util-linux procps
 gnuplot-nox
 groff-base bsdextrautils systemd"

@@ -6,7 +6,9 @@
  * through tfs_tensor_parse_npy_any() with the entry's size as the file size
  * (so the data must fill the entry exactly), and the array's offset is
  * moved from the entry's start to the file's.  Only headers are read,
- * never data.
+ * never data.  A deflated entry (np.savez_compressed) is read through
+ * tfs_zip_inflate() as far as its header: the array keeps its offset in
+ * the inflated entry and is marked deflated, with where the entry lies.
  */
 #include "npz.h"
 
@@ -26,6 +28,40 @@ static int is_array(const struct tfs_zip_entry *e)
 	return n > SUFFIX_LEN && !strcmp(e->name + n - SUFFIX_LEN, SUFFIX);
 }
 
+/* Memory that tfs_zip_inflate() fills. */
+struct fill {
+	unsigned char *p;
+	size_t len;
+};
+
+static int fill_sink(void *sctx, const void *buf, size_t len)
+{
+	struct fill *f = sctx;
+
+	memcpy(f->p + f->len, buf, len);
+	f->len += len;
+	return 0;
+}
+
+/* entry_head() failed and err says why */
+#define SAID 1
+
+/* The first n bytes of entry e into buf: read in place, or inflated.
+ * 0, SAID, -EINVAL (the entry is shorter) or -errno. */
+static int entry_head(const struct tfs_zip_entry *e, tfs_zip_read_fn rd,
+		      void *ctx, void *buf, size_t n, char *err, size_t errlen)
+{
+	struct fill f = {buf, 0};
+	int rc;
+
+	if (!e->deflated)
+		return tfs_zip_read_exact(rd, ctx, buf, n, e->offset);
+	rc = tfs_zip_inflate(rd, ctx, e, n, fill_sink, &f, err, errlen);
+	if (rc == -EINVAL)
+		return SAID;
+	return !rc && f.len != n ? -EINVAL : rc;
+}
+
 /* The array of entry e into l, named name. */
 static int add_array(struct tfs_tensor_list *l, const struct tfs_zip_entry *e,
 		     const char *name, tfs_zip_read_fn rd, void *ctx, char *err,
@@ -39,13 +75,15 @@ static int add_array(struct tfs_tensor_list *l, const struct tfs_zip_entry *e,
 	char why[256] = "";
 	int rc;
 
-	if (!e->stored)
+	if (!e->stored && !e->deflated)
 		return tfs_invalid(err, errlen,
-				   "'%s' is compressed (np.savez_compressed); "
-				   "arrays are read where they lie, so only "
-				   "np.savez files are read",
+				   "'%s' is compressed by a method other "
+				   "than deflate (np.savez_compressed's), or "
+				   "encrypted",
 				   e->name);
-	rc = tfs_zip_read_exact(rd, ctx, head, n, e->offset);
+	rc = entry_head(e, rd, ctx, head, n, err, errlen);
+	if (rc == SAID)
+		return -EINVAL;
 	if (rc)
 		return rc == -EINVAL ? tfs_invalid(err, errlen,
 						   "'%s' is truncated", e->name)
@@ -63,8 +101,10 @@ static int add_array(struct tfs_tensor_list *l, const struct tfs_zip_entry *e,
 	buf = malloc((size_t)hlen);
 	if (!buf)
 		return -ENOMEM;
-	rc = tfs_zip_read_exact(rd, ctx, buf, (size_t)hlen, e->offset);
-	if (rc == -EINVAL) {
+	rc = entry_head(e, rd, ctx, buf, (size_t)hlen, err, errlen);
+	if (rc == SAID) {
+		rc = -EINVAL;
+	} else if (rc == -EINVAL) {
 		tfs_invalid(err, errlen, "'%s' is truncated", e->name);
 	} else if (!rc) {
 		rc = tfs_tensor_parse_npy_any(buf, (size_t)hlen, e->size, &one,
@@ -81,18 +121,32 @@ static int add_array(struct tfs_tensor_list *l, const struct tfs_zip_entry *e,
 
 		*t = one->tensors[0]; /* name "", stride NULL: nothing owned */
 		t->name = keep;
-		t->offset += e->offset;
+		if (e->deflated) {
+			t->deflated = 1;
+			t->zip.at = e->offset;
+			t->zip.csize = e->csize;
+			t->zip.size = e->size;
+			t->zip.crc = e->crc;
+		} else {
+			t->offset += e->offset;
+		}
 	}
 	tfs_tensor_list_free(one);
 	return t ? 0 : -ENOMEM;
 }
 
+/* Where an array's bytes lie in the file. */
+static uint64_t file_pos(const struct tfs_tensor *t)
+{
+	return t->deflated ? t->zip.at : t->offset;
+}
+
 /* Data order, which is np.savez's order (np.load(f).files). */
 static int by_offset(const void *a, const void *b)
 {
-	const struct tfs_tensor *x = a, *y = b;
+	uint64_t x = file_pos(a), y = file_pos(b);
 
-	return x->offset < y->offset ? -1 : x->offset > y->offset;
+	return x < y ? -1 : x > y;
 }
 
 int tfs_npz_parse(const struct tfs_zip *z, tfs_zip_read_fn rd, void *ctx,

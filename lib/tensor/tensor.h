@@ -195,6 +195,15 @@ struct tfs_tensor {
 			      element to the last) */
 	uint64_t *stride;  /* torch: strides in elements, ndim of them;
 			      NULL when C-contiguous */
+	/* an .npz array that np.savez_compressed deflated: offset and
+	 * nbytes are then within its entry's inflated bytes, and zip says
+	 * where the entry lies in the file (at: its compressed data), for
+	 * tfs_zip_inflate() */
+	int deflated;
+	struct {
+		uint64_t at, csize, size;
+		uint32_t crc;
+	} zip;
 };
 
 /* A file's tensors.  A plain struct the caller reads (as struct

@@ -1,6 +1,6 @@
 /*
- * zip.c: the directory of a zip archive of stored entries (zip.h says
- * which records are read, byte by byte).
+ * zip.c: the directory of a zip archive (zip.h says which records are
+ * read, byte by byte), and the inflating of a deflated entry.
  *
  * tfs_zip_open() finds the end of central directory record in the last
  * 64 KiB + 22 bytes, follows a ZIP64 locator if there is one, reads the
@@ -10,12 +10,20 @@
  * checked against the file before it is used: an entry's data lies
  * inside the file or the archive is refused.  Entries are kept sorted by
  * name for tfs_zip_find(); names are copied.
+ *
+ * tfs_zip_inflate() is zlib's raw inflate (no zlib or gzip wrapper, as
+ * zip stores deflate streams) over TFS_ZIP_INFLATE_CHUNK pieces: it reads
+ * no more than the entry's compressed size, stops at max bytes out, and
+ * for a whole entry checks that the stream ends exactly at the size and
+ * CRC-32 the directory gives; a stream that would make more is refused
+ * as soon as it does, so a small entry cannot expand past its size.
  */
 #include "zip.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "units.h"
 
@@ -217,7 +225,10 @@ static int read_entry(tfs_zip_read_fn rd, void *ctx, uint64_t fsize,
 		return tfs_invalid(err, errlen,
 				   "an entry name holds a NUL byte");
 	e->size = size;
+	e->csize = csize;
+	e->crc = (uint32_t)le(c + 16, 4);
 	e->stored = le(c + 10, 2) == 0 && !(le(c + 8, 2) & 1) && size == csize;
+	e->deflated = le(c + 10, 2) == 8 && !(le(c + 8, 2) & 1);
 	if (lho > fsize || fsize - lho < LOCAL_LEN)
 		return tfs_invalid(err, errlen,
 				   "entry '%s' starts past the end of "
@@ -327,4 +338,106 @@ void tfs_zip_free(struct tfs_zip *z)
 		free(z->entries[i].name);
 	free(z->entries);
 	free(z);
+}
+
+/* ===== inflating ===== */
+
+int tfs_zip_inflate(tfs_zip_read_fn rd, void *ctx,
+		    const struct tfs_zip_entry *e, uint64_t max,
+		    tfs_zip_sink_fn sink, void *sctx, char *err, size_t errlen)
+{
+	const size_t chunk = TFS_ZIP_INFLATE_CHUNK;
+	z_stream zs;
+	unsigned char *in = NULL, *out = NULL;
+	uint64_t got = 0, done = 0; /* compressed read, inflated out */
+	uLong crc = crc32(0L, Z_NULL, 0);
+	int whole = max >= e->size, zrc = Z_OK, rc = 0;
+
+	if (!e->deflated)
+		return tfs_invalid(err, errlen, "'%s' is not deflated",
+				   e->name);
+	if (whole)
+		max = e->size;
+	memset(&zs, 0, sizeof(zs));
+	in = malloc(chunk);
+	out = malloc(chunk);
+	if (!in || !out || inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
+		free(in);
+		free(out);
+		return -ENOMEM;
+	}
+	while (done < max || (whole && zrc != Z_STREAM_END)) {
+		size_t made, give;
+
+		if (zs.avail_in == 0) {
+			size_t n = e->csize - got < chunk
+				       ? (size_t)(e->csize - got)
+				       : chunk;
+
+			if (n == 0) {
+				rc = tfs_invalid(err, errlen,
+						 "'%s' is truncated (its "
+						 "deflate stream ends early)",
+						 e->name);
+				break;
+			}
+			rc =
+			    tfs_zip_read_exact(rd, ctx, in, n, e->offset + got);
+			if (rc) {
+				if (rc == -EINVAL)
+					rc = tfs_invalid(err, errlen,
+							 "'%s' is truncated",
+							 e->name);
+				break;
+			}
+			got += n;
+			zs.next_in = in;
+			zs.avail_in = (uInt)n;
+		}
+		zs.next_out = out;
+		zs.avail_out = (uInt)chunk;
+		zrc = inflate(&zs, Z_NO_FLUSH);
+		if (zrc != Z_OK && zrc != Z_STREAM_END && zrc != Z_BUF_ERROR) {
+			rc = zrc == Z_MEM_ERROR
+				 ? -ENOMEM
+				 : tfs_invalid(err, errlen,
+					       "'%s' is corrupt (%s)", e->name,
+					       zs.msg ? zs.msg
+						      : "bad deflate data");
+			break;
+		}
+		made = chunk - zs.avail_out;
+		if (made > e->size - done) {
+			rc = tfs_invalid(err, errlen,
+					 "'%s' inflates to more than the %llu "
+					 "bytes the archive gives",
+					 e->name, (unsigned long long)e->size);
+			break;
+		}
+		give = made < max - done ? made : (size_t)(max - done);
+		crc = crc32(crc, out, (uInt)made);
+		if (give) {
+			rc = sink(sctx, out, give);
+			if (rc)
+				break;
+		}
+		done += made;
+		if (zrc == Z_STREAM_END && done < e->size) {
+			rc = tfs_invalid(err, errlen,
+					 "'%s' inflates to %llu bytes, not "
+					 "the %llu the archive gives",
+					 e->name, (unsigned long long)done,
+					 (unsigned long long)e->size);
+			break;
+		}
+	}
+	if (!rc && whole && crc != e->crc)
+		rc = tfs_invalid(err, errlen,
+				 "'%s' is corrupt (its CRC-32 is %08lx, the "
+				 "archive gives %08x)",
+				 e->name, (unsigned long)crc, (unsigned)e->crc);
+	inflateEnd(&zs);
+	free(in);
+	free(out);
+	return rc;
 }

@@ -1,13 +1,17 @@
 /*
- * zip.h: the directory of a zip archive, as torch.save writes one: where
- * each entry's bytes lie in the file, for entries stored uncompressed.
+ * zip.h: the directory of a zip archive, as torch.save and np.savez write
+ * one: where each entry's bytes lie in the file, read in place when they
+ * are stored uncompressed, inflated when they are deflated
+ * (np.savez_compressed).
  *
  * PyTorch's writer (caffe2/serialize/inline_container.cc, on miniz)
  * stores every record (method 0) and pads the local header's extra field
  * so that the data is 64-byte aligned; past 4 GiB it writes ZIP64
  * fields.  This reader reads only the central directory and the local
  * headers, through a callback, never the data: a tensor is then read in
- * place, by offset, as one of a .safetensors file.
+ * place, by offset, as one of a .safetensors file.  tfs_zip_inflate()
+ * streams a deflated entry's bytes out (zlib), checked against the size
+ * and the CRC-32 the directory gives.
  *
  * ----- the records read (APPNOTE.TXT 6.3, little-endian) -----
  *
@@ -20,9 +24,10 @@
  *   0 4 0x06064b50   32 8 entries   40 8 directory size
  *  48 8 directory offset
  * central directory header, one per entry:
- *   0 4 0x02014b50    8 2 flags   10 2 method   20 4 compressed size
- *  24 4 size   28 2 name length   30 2 extra length   32 2 comment
- *   length   42 4 local header offset   46 name, extra, comment
+ *   0 4 0x02014b50    8 2 flags   10 2 method   16 4 CRC-32
+ *  20 4 compressed size   24 4 size   28 2 name length   30 2 extra
+ *   length   32 2 comment length   42 4 local header offset   46 name,
+ *   extra, comment
  *   (a 0xffffffff size or offset is in the extra field 0x0001: size,
  *   compressed size, offset, 8 bytes each, those that overflowed)
  * local header:
@@ -50,7 +55,10 @@ struct tfs_zip_entry {
 	char *name;
 	uint64_t offset; /* of the first byte of data, in the file */
 	uint64_t size;	 /* bytes of data (uncompressed) */
-	int stored;	 /* 0: compressed or encrypted, offset unusable */
+	uint64_t csize;	 /* bytes of data in the file */
+	uint32_t crc;	 /* CRC-32 of the uncompressed data */
+	int stored;	 /* 1: stored as is: the data is read in place */
+	int deflated;	 /* 1: deflated (method 8), not encrypted */
 };
 
 struct tfs_zip {
@@ -83,6 +91,27 @@ void tfs_zip_free(struct tfs_zip *z);
  * file) or rd's -errno. */
 int tfs_zip_read_exact(tfs_zip_read_fn rd, void *ctx, void *buf, size_t len,
 		       uint64_t off);
+
+/*
+ * Where tfs_zip_inflate() hands each piece of inflated data, in order:
+ * 0 to go on, or a nonzero value that stops it and that it returns.
+ */
+typedef int (*tfs_zip_sink_fn)(void *sctx, const void *buf, size_t len);
+
+/*
+ * Inflate the deflated entry e of the archive rd reads, handing its
+ * first min(max, e->size) bytes to sink, in pieces of at most
+ * TFS_ZIP_INFLATE_CHUNK.  With max >= e->size the whole entry must
+ * inflate to exactly e->size bytes whose CRC-32 is e->crc.  Returns 0,
+ * -EINVAL (not deflated, or corrupt: err says what, lowercase, naming
+ * the entry), -ENOMEM, rd's -errno or sink's return.  Any bytes are
+ * safe to pass; memory used is bounded (two chunks and zlib's window).
+ */
+#define TFS_ZIP_INFLATE_CHUNK (256u << 10)
+int tfs_zip_inflate(tfs_zip_read_fn rd, void *ctx,
+		    const struct tfs_zip_entry *e, uint64_t max,
+		    tfs_zip_sink_fn sink, void *sctx, char *err,
+		    size_t errlen);
 
 /* A tfs_zip_read_fn over memory: ctx points to a struct tfs_zip_mem. */
 struct tfs_zip_mem {

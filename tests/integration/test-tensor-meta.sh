@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: on a mount, user.tensor.dtype and user.tensor.shape of .npy, .npz and .safetensors files come from their headers without being set (a listing for several tensors), a set value wins, raw files have none; np.save and np.memmap files on the mount read back with tensorfs-cat exactly as numpy reads them
+# Description: on a mount, user.tensor.dtype and user.tensor.shape of .npy, .npz (np.savez and np.savez_compressed) and .safetensors files come from their headers without being set (a listing for several tensors), a set value wins, raw files have none; np.save and np.memmap files on the mount read back with tensorfs-cat exactly as numpy reads them
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -33,6 +33,7 @@ h = json.dumps({"a.weight": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [
 with open(f"{d}/m.safetensors", "wb") as f:
     f.write(struct.pack("<Q", len(h)) + h + bytes(28))
 np.savez(f"{d}/a.npz", x=np.zeros((3, 5), dtype=np.float32), n=np.arange(4, dtype=np.int16))
+np.savez_compressed(f"{d}/c.npz", x=np.zeros((3, 5), dtype=np.float32), n=np.arange(4, dtype=np.int16))
 PY
 
 # ----- attributes from the headers -----
@@ -43,6 +44,8 @@ tfs_eq "dtypes of a .safetensors" "$(printf 'a.weight: bf16\nb: fp32')" "$(xval 
 tfs_eq "shapes of a .safetensors" "$(printf 'a.weight: 2,3\nb: 4')" "$(xval user.tensor.shape "$MNT/m.safetensors")"
 tfs_eq "dtypes of an .npz" "$(printf 'x: fp32\nn: int16')" "$(xval user.tensor.dtype "$MNT/a.npz")"
 tfs_eq "shapes of an .npz" "$(printf 'x: 3,5\nn: 4')" "$(xval user.tensor.shape "$MNT/a.npz")"
+tfs_eq "dtypes of an np.savez_compressed .npz" "$(printf 'x: fp32\nn: int16')" "$(xval user.tensor.dtype "$MNT/c.npz")"
+tfs_eq "shapes of an np.savez_compressed .npz" "$(printf 'x: 3,5\nn: 4')" "$(xval user.tensor.shape "$MNT/c.npz")"
 getfattr -n user.tensor.dtype "$MNT/mm.bin" >/dev/null 2>&1 && tfs_fail "a raw file has a dtype nobody set"
 setfattr -n user.tensor.dtype -v fp32 "$MNT/mm.bin" &&
 	setfattr -n user.tensor.shape -v 20,40 "$MNT/mm.bin" || tfs_fail "cannot set the memmap's dtype and shape"

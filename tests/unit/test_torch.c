@@ -180,9 +180,44 @@ static void test_torch_lists_tensors_in_saved_order_with_views(void **state)
 /* Every prefix of b, and a one-byte change at every step-th byte, end in
  * a list whose tensors lie inside the bytes, or in an error, never a
  * crash (ASan checks the reads). */
+/* Memory that tfs_zip_inflate() fills, up to cap bytes. */
+struct grow {
+	unsigned char *p;
+	size_t len, cap;
+};
+
+static int grow_sink(void *sctx, const void *buf, size_t len)
+{
+	struct grow *g = sctx;
+
+	if (len > g->cap - g->len)
+		return -E2BIG;
+	memcpy(g->p + g->len, buf, len);
+	g->len += len;
+	return 0;
+}
+
+/* The deflated entry of array t of the archive b, inflated whole into
+ * g (cap bytes): tfs_zip_inflate()'s return. */
+static int inflate_array(const unsigned char *b, size_t len,
+			 const struct tfs_tensor *t, struct grow *g,
+			 char *err, size_t errlen)
+{
+	struct tfs_zip_mem m = {b, len};
+	struct tfs_zip_entry e = {
+	    .name = t->name, .offset = t->zip.at, .size = t->zip.size,
+	    .csize = t->zip.csize, .crc = t->zip.crc, .deflated = 1};
+
+	g->len = 0;
+	return tfs_zip_inflate(tfs_zip_read_mem, &m, &e, UINT64_MAX,
+			       grow_sink, g, err, errlen);
+}
+
 static void survives_truncation_and_bit_flips(const unsigned char *b,
 					      size_t len, size_t step)
 {
+	static unsigned char out[1 << 16];
+	struct grow g = {out, 0, sizeof(out)};
 	unsigned char *c = malloc(len);
 	char err[256];
 
@@ -208,8 +243,17 @@ static void survives_truncation_and_bit_flips(const unsigned char *b,
 		for (size_t k = 0; k < l->count; k++) {
 			const struct tfs_tensor *t = &l->tensors[k];
 
-			if (!t->stride)
+			if (t->deflated) {
+				/* within the entry; the entry in the file;
+				 * inflating it ends, whatever it says */
+				assert_true(t->offset + t->nbytes <=
+					    t->zip.size);
+				assert_true(t->zip.at + t->zip.csize <= len);
+				(void)inflate_array(c, len, t, &g, err,
+						    sizeof(err));
+			} else if (!t->stride) {
 				assert_true(t->offset + t->nbytes <= len);
+			}
 		}
 		tfs_tensor_list_free(l);
 	}
@@ -383,10 +427,71 @@ static void test_npz_lists_arrays_as_numpy_saved_them(void **state)
 	free(b);
 }
 
-/* np.savez_compressed deflates its entries: refused, saying so; and a
- * zip archive that is neither torch.save's nor np.savez's is named as
- * such. */
-static void test_npz_refuses_compressed_and_foreign_archives(void **state)
+/* np.savez_compressed deflates its entries: the header is read through
+ * the inflate, the array is marked deflated with its entry, and the
+ * entry inflates to the .npy file numpy wrote (x = np.arange(4)); a
+ * flipped bit of the deflate data or a wrong CRC is refused, naming the
+ * entry; another compression method is refused, saying so. */
+static void test_npz_reads_compressed(void **state)
+{
+	static unsigned char out[4096];
+	struct grow g = {out, 0, sizeof(out)};
+	size_t len;
+	unsigned char *b = slurp_in(NPZ_DATA, "packed.npz", &len);
+	struct tfs_tensor_list *l = NULL;
+	const struct tfs_tensor *t;
+	char err[256] = "";
+	int64_t v[4];
+
+	(void)state;
+	assert_int_equal(parse_mem(b, len, &l, err, sizeof(err)), 0);
+	assert_int_equal(l->format, TFS_TENSOR_NPZ);
+	assert_int_equal(l->count, 1);
+	t = &l->tensors[0];
+	assert_string_equal(t->name, "x");
+	assert_int_equal(t->dtype, TFS_TENSOR_INT64);
+	assert_int_equal(t->shape.ndim, 1);
+	assert_int_equal(t->shape.dim[0], 4);
+	assert_int_equal(t->deflated, 1);
+	assert_int_equal(t->nbytes, 32);
+	assert_int_equal(t->offset + t->nbytes, t->zip.size);
+	assert_true(t->zip.csize < t->zip.size);
+	assert_true(t->zip.at + t->zip.csize <= len);
+	assert_int_equal(inflate_array(b, len, t, &g, err, sizeof(err)), 0);
+	assert_int_equal(g.len, t->zip.size);
+	assert_memory_equal(out, "\x93NUMPY", 6);
+	memcpy(v, out + t->offset, sizeof(v));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(v[i], i);
+	/* the stream's last byte flipped, then a CRC that is not its own */
+	b[t->zip.at + t->zip.csize - 1] ^= 0x55;
+	assert_int_equal(inflate_array(b, len, t, &g, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "'x'"));
+	b[t->zip.at + t->zip.csize - 1] ^= 0x55;
+	{
+		struct tfs_tensor u = *t;
+
+		u.zip.crc ^= 1;
+		assert_int_equal(inflate_array(b, len, &u, &g, err,
+					       sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "CRC-32"));
+		u = *t;
+		u.zip.size -= 1;	/* the stream makes more than that */
+		assert_int_equal(inflate_array(b, len, &u, &g, err,
+					       sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "inflates to more"));
+	}
+	tfs_tensor_list_free(l);
+	free(b);
+}
+
+/* An entry compressed by another method (bzip2, 12) is refused, saying
+ * so; a zip archive that is neither torch.save's nor np.savez's is named
+ * as such. */
+static void test_npz_refuses_other_methods_and_foreign_archives(void **state)
 {
 	size_t len;
 	unsigned char *b = slurp_in(NPZ_DATA, "packed.npz", &len);
@@ -394,9 +499,12 @@ static void test_npz_refuses_compressed_and_foreign_archives(void **state)
 	char err[256];
 
 	(void)state;
+	for (size_t i = 0; i + 12 <= len; i++)	/* central header: method */
+		if (!memcmp(b + i, "PK\x01\x02", 4))
+			b[i + 10] = 12;
 	assert_int_equal(parse_mem(b, len, &l, err, sizeof(err)), -EINVAL);
 	assert_null(l);
-	assert_non_null(strstr(err, "'x.npy' is compressed"));
+	assert_non_null(strstr(err, "other than deflate"));
 	free(b);
 	/* arrays.npz with every ".npy" renamed ".npz": no array entry left */
 	b = slurp_in(NPZ_DATA, "arrays.npz", &len);
@@ -415,6 +523,9 @@ static void test_npz_survives_truncation_and_bit_flips(void **state)
 	unsigned char *b = slurp_in(NPZ_DATA, "arrays.npz", &len);
 
 	(void)state;
+	survives_truncation_and_bit_flips(b, len, 1);
+	free(b);
+	b = slurp_in(NPZ_DATA, "packed.npz", &len);
 	survives_truncation_and_bit_flips(b, len, 1);
 	free(b);
 }
@@ -446,7 +557,9 @@ int main(void)
 	    cmocka_unit_test(test_torch_refuses_a_view_past_its_storage),
 	    cmocka_unit_test(test_zip_refuses_what_is_no_archive),
 	    cmocka_unit_test(test_npz_lists_arrays_as_numpy_saved_them),
-	    cmocka_unit_test(test_npz_refuses_compressed_and_foreign_archives),
+	    cmocka_unit_test(test_npz_reads_compressed),
+	    cmocka_unit_test(
+		test_npz_refuses_other_methods_and_foreign_archives),
 	    cmocka_unit_test(test_npz_survives_truncation_and_bit_flips),
 	};
 

@@ -22,6 +22,6 @@ np.savez(os.path.join(out, "arrays.npz"),
          half=np.array([1.5, -2.0, np.nan], dtype=np.float16),
          scalar=np.float64(0.25),
          words=np.array(["ab", "c"]))
-# np.savez_compressed deflates every entry: refused (arrays are read in
-# place)
+# np.savez_compressed deflates every entry: headers are inflated for the
+# listing, an array whole to be read
 np.savez_compressed(os.path.join(out, "packed.npz"), x=np.arange(4))
