@@ -740,7 +740,7 @@ meta hwm_bound_text "${BOUND#*	}"
 meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 meta commit "$COMMIT"
 # what ran: the script's tree (above) need not be what --bin was built from
-meta binaries "$BIN/tensorfs: $("$BIN/tensorfs" --version 2>/dev/null | head -n 1), sha256 $(sha256sum <"$BIN/tensorfs" | cut -c1-12), built $(date -u -r "$BIN/tensorfs" '+%Y-%m-%d %H:%M UTC')"
+meta binaries "${BIN#"$top"/}/tensorfs: $("$BIN/tensorfs" --version 2>/dev/null | head -n 1), sha256 $(sha256sum <"$BIN/tensorfs" | cut -c1-12), built $(date -u -r "$BIN/tensorfs" '+%Y-%m-%d %H:%M UTC')"
 meta kernel "$(uname -srm)"
 meta cpus "$(nproc) x $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 meta disk "$(findmnt -n -o SOURCE,FSTYPE --target "$WORK" | tr -s ' ') under $PARENT"
