@@ -63,7 +63,8 @@ static void usage(FILE *f)
 "                       the top-level aio and fp16/bf16.enabled; numbers may\n"
 "                       be 1e8, \"1e8\" or \"auto\" (the value Hugging Face's\n"
 "                       Trainer or DeepSpeed substitutes is shown).  Without\n"
-"                       it ZeRO stage 3 is assumed\n"
+"                       it ZeRO stage 3 is assumed.  FILE - is standard\n"
+"                       input (for one of --deepspeed and --model)\n"
 "  --params N           the model's parameters: 7e9, 13e9, 70000000000\n"
 "  --model FILE         a Hugging Face config.json; parameters counted as\n"
 "                       V*H*(tied ? 1 : 2) + L*(H*q + 2*H*kv + q*H + 3*H*I\n"
@@ -73,7 +74,8 @@ static void usage(FILE *f)
 "                       (Llama, Mistral, Qwen2: gated MLP, RMSNorm); the\n"
 "                       largest parameter is max(V*H, H*I, q*H); absent\n"
 "                       tie_word_embeddings means true, as in transformers'\n"
-"                       PretrainedConfig.  --params, if given too, wins for N\n"
+"                       PretrainedConfig.  --params, if given too, wins for N;\n"
+"                       FILE - is standard input\n"
 "  --largest-param N    elements of the largest parameter (e.g. the\n"
 "                       embedding, vocab_size*hidden_size), to check\n"
 "                       buffer_size; --model supplies it\n"
@@ -206,12 +208,24 @@ static uint64_t mem_total(void)
 	return (uint64_t)kb * 1024;
 }
 
-/* Open an input file for reading, or exit 66 saying why: fopen() opens
- * a directory, whose read then fails as "end of file". */
+/* Open an input file for reading ("-": standard input, once), or exit
+ * 66 saying why: fopen() opens a directory, whose read then fails as
+ * "end of file". */
 static FILE *open_input(const char *path, const char *what)
 {
+	static const char *stdin_for;
 	struct stat st;
-	FILE *f = fopen(path, "r");
+	FILE *f;
+
+	if (!strcmp(path, "-")) {
+		if (stdin_for)
+			die(EX_USAGE, "%s '-': standard input is the %s "
+			    "already; give one of them as a file",
+			    what, stdin_for);
+		stdin_for = what;
+		return stdin;
+	}
+	f = fopen(path, "r");
 
 	if (!f)
 		die(EX_NOINPUT, "%s '%s': cannot open: %s", what, path,

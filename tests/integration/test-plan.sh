@@ -137,6 +137,26 @@ tfs_expect_words "no model" "$WORK/err" "--params N" "--model config.json"
 tfs_expect_exit 64 "7B is not a count" "$PLAN" --params 7B
 tfs_expect_exit 64 "bad --ram" "$PLAN" --params 7e9 --ram lots
 tfs_expect_exit 64 "bad --dtype" "$PLAN" --params 7e9 --dtype fp13
+# standard input as either file, as the file itself (its name "-" where
+# the file's name was); never as both
+same_json() {	# WHAT FILE ARGS... <FILE: as --json of the files
+	local what=$1 file=$2
+	shift 2
+	"$PLAN" --json "$@" >"$WORK/got" 2>/dev/null
+	python3 - "$WORK/want" "$WORK/got" "$file" <<'PY' || tfs_fail "$what: expected the JSON of the files, got $(head -c 300 "$WORK/got")"
+import json, sys
+want = open(sys.argv[1]).read().replace(json.dumps(sys.argv[3])[1:-1], "-")
+sys.exit(json.loads(want) != json.load(open(sys.argv[2])))
+PY
+}
+"$PLAN" --json --deepspeed "$DATA/hf-zero3-nvme-auto.json" --model "$DATA/llama-2-7b-config.json" \
+	--ranks 8 "${M[@]}" >"$WORK/want" 2>/dev/null
+same_json "--deepspeed - <FILE" "$DATA/hf-zero3-nvme-auto.json" --deepspeed - \
+	--model "$DATA/llama-2-7b-config.json" --ranks 8 "${M[@]}" <"$DATA/hf-zero3-nvme-auto.json"
+same_json "--model - <FILE" "$DATA/llama-2-7b-config.json" --deepspeed "$DATA/hf-zero3-nvme-auto.json" \
+	--model - --ranks 8 "${M[@]}" <"$DATA/llama-2-7b-config.json"
+tfs_expect_exit 64 "--deepspeed - --model -" "$PLAN" --deepspeed - --model - <"$DATA/llama-2-7b-config.json"
+tfs_expect_words "--deepspeed - --model -" "$WORK/err" "standard input" "give one of them as a file"
 tfs_expect_exit 66 "missing ds_config" "$PLAN" --params 7e9 --deepspeed "$WORK/none.json"
 tfs_expect_words "missing ds_config" "$WORK/err" "none.json" "cannot open"
 tfs_expect_exit 66 "missing ini" "$PLAN" --params 7e9 -c "$WORK/none.ini"
