@@ -171,6 +171,10 @@ for dev in "$IMG" "$WORK/alias.img" "$WORK/hardlink.img"; do
 	tfs_expect_some_word "second mount of '$dev' (-f)" "$WORK/err" "in use" "already mounted"
 	tfs_expect_exit 1 "second mount of '$dev' (daemon mode)" "$TENSORFS" "$dev" "$MNT2"
 	tfs_expect_some_word "second mount of '$dev' (daemon mode)" "$WORK/err" "in use" "already mounted"
+	# the device (as the daemon resolved it) named once, not
+	# "tensorfs: DEV: 'DEV' is in use"
+	[ "$(grep -oF -- "$WORK/" "$WORK/err" | wc -l)" = 1 ] ||
+		tfs_fail "second mount of '$dev': expected the device named once, got '$(cat "$WORK/err")'"
 	tfs_expect_unmounted "second mount of '$dev' (daemon mode)" "$MNT2"
 done
 check_files "$MNT" "first mount after refused second mounts"
