@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "closeout.h"
+#include "npz.h"
 #include "tensor.h"
 #include "torch.h"
 #include "units.h"
@@ -1517,9 +1518,6 @@ static int sink_fd(void *sctx, const void *buf, size_t len)
  */
 static int use_inflated(struct src *s, const struct tfs_tensor *t)
 {
-	struct tfs_zip_entry e = {
-	    .name = t->name, .offset = t->zip.at, .size = t->zip.size,
-	    .csize = t->zip.csize, .crc = t->zip.crc, .deflated = 1};
 	char err[512] = "", h1[32], h2[32];
 	struct statvfs vs;
 	int fd, was = s->fd, rc;
@@ -1538,8 +1536,7 @@ static int use_inflated(struct src *s, const struct tfs_tensor *t)
 		die(EXIT_DATA, "'%s': no temporary file can be made in %s to "
 		    "inflate array '%s' into: %s; set TMPDIR",
 		    s->path, tmp_dir(), t->name, strerror(errno));
-	rc = tfs_zip_inflate(pread_fn, s, &e, UINT64_MAX, sink_fd, &fd, err,
-			     sizeof(err));
+	rc = tfs_npz_inflate(t, pread_fn, s, sink_fd, &fd, err, sizeof(err));
 	if (rc == -EINVAL)
 		die(EXIT_DATA, "'%s': %s", s->path, err);
 	if (rc)

@@ -189,3 +189,19 @@ int tfs_npz_parse(const struct tfs_zip *z, tfs_zip_read_fn rd, void *ctx,
 	*out = l;
 	return 0;
 }
+
+int tfs_npz_inflate(const struct tfs_tensor *t, tfs_zip_read_fn rd, void *ctx,
+		    tfs_zip_sink_fn sink, void *sctx, char *err, size_t errlen)
+{
+	struct tfs_zip_entry e = {
+	    .name = t->name,
+	    .offset = t->zip.at,
+	    .size = t->zip.size,
+	    .csize = t->zip.csize,
+	    .crc = t->zip.crc,
+	    .deflated = t->deflated,
+	};
+
+	return tfs_zip_inflate(rd, ctx, &e, UINT64_MAX, sink, sctx, err,
+			       errlen);
+}

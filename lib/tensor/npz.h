@@ -41,4 +41,14 @@
 int tfs_npz_parse(const struct tfs_zip *z, tfs_zip_read_fn rd, void *ctx,
 		  struct tfs_tensor_list **out, char *err, size_t errlen);
 
+/*
+ * The whole entry of the deflated array t (t->deflated, from
+ * tfs_npz_parse() of the archive rd reads), inflated into sink: the .npy
+ * file whose data lies at t->offset.  Returns as tfs_zip_inflate() with
+ * the whole entry (its size and CRC-32 checked), err naming the array.
+ */
+int tfs_npz_inflate(const struct tfs_tensor *t, tfs_zip_read_fn rd,
+		    void *ctx, tfs_zip_sink_fn sink, void *sctx, char *err,
+		    size_t errlen);
+
 #endif

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "npz.h"
 #include "pickle.h"
 #include "torch.h"
 #include "zip.h"
@@ -204,13 +205,10 @@ static int inflate_array(const unsigned char *b, size_t len,
 			 char *err, size_t errlen)
 {
 	struct tfs_zip_mem m = {b, len};
-	struct tfs_zip_entry e = {
-	    .name = t->name, .offset = t->zip.at, .size = t->zip.size,
-	    .csize = t->zip.csize, .crc = t->zip.crc, .deflated = 1};
 
 	g->len = 0;
-	return tfs_zip_inflate(tfs_zip_read_mem, &m, &e, UINT64_MAX,
-			       grow_sink, g, err, errlen);
+	return tfs_npz_inflate(t, tfs_zip_read_mem, &m, grow_sink, g, err,
+			       errlen);
 }
 
 static void survives_truncation_and_bit_flips(const unsigned char *b,
