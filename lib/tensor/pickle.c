@@ -33,6 +33,7 @@ struct machine {
 	size_t memoset; /* slots set: len(memo), for MEMOIZE */
 	char *err;
 	size_t errlen;
+	int short_input; /* ran out of bytes before STOP */
 };
 
 static int fail(struct machine *m, const char *fmt, ...)
@@ -144,8 +145,10 @@ static size_t pop_mark(struct machine *m)
 
 static int need(struct machine *m, size_t n)
 {
-	if (m->len - m->at < n)
+	if (m->len - m->at < n) {
+		m->short_input = 1;
 		return fail(m, "truncated at byte %zu", m->at);
+	}
 	return 0;
 }
 
@@ -163,11 +166,13 @@ static int push_string(struct machine *m, enum tfs_pickle_type type, uint64_t n)
 {
 	struct tfs_pickle_value *v;
 
-	if (n > m->len - m->at)
+	if (n > m->len - m->at) {
+		m->short_input = 1;
 		return fail(m,
 			    "a string of %llu bytes runs past the end at "
 			    "byte %zu",
 			    (unsigned long long)n, m->at);
+	}
 	v = value_new(m, type);
 	if (!v)
 		return no_value(m);
@@ -199,9 +204,11 @@ static int op_global(struct machine *m)
 
 	nl1 = memchr(a, '\n', left);
 	nl2 = nl1 ? memchr(nl1 + 1, '\n', left - (size_t)(nl1 + 1 - a)) : NULL;
-	if (!nl2 || nl2 - a > 512)
+	if (!nl2 || nl2 - a > 512) {
+		m->short_input = !nl2 && left <= 512;
 		return fail(m, "GLOBAL at byte %zu has no module and name",
 			    m->at - 1);
+	}
 	v = value_new(m, TFS_PICKLE_GLOBAL);
 	if (!v)
 		return no_value(m);
@@ -735,8 +742,8 @@ static int load(struct machine *m)
 	}
 }
 
-int tfs_pickle_load(const void *buf, size_t len, struct tfs_pickle **out,
-		    char *err, size_t errlen)
+int tfs_pickle_load_part(const void *buf, size_t len, struct tfs_pickle **out,
+			 size_t *used, char *err, size_t errlen)
 {
 	struct machine m = {.b = buf, .len = len, .err = err, .errlen = errlen};
 	int rc;
@@ -748,6 +755,8 @@ int tfs_pickle_load(const void *buf, size_t len, struct tfs_pickle **out,
 	rc = load(&m);
 	if (rc == -ENOMEM && err && errlen)
 		snprintf(err, errlen, "out of memory");
+	if (rc == -EINVAL && m.short_input)
+		rc = -ENODATA;
 	free(m.stack);
 	free(m.marks);
 	free(m.memo);
@@ -756,7 +765,17 @@ int tfs_pickle_load(const void *buf, size_t len, struct tfs_pickle **out,
 		return rc;
 	}
 	*out = m.p;
+	if (used)
+		*used = m.at;
 	return 0;
+}
+
+int tfs_pickle_load(const void *buf, size_t len, struct tfs_pickle **out,
+		    char *err, size_t errlen)
+{
+	int rc = tfs_pickle_load_part(buf, len, out, NULL, err, errlen);
+
+	return rc == -ENODATA ? -EINVAL : rc;
 }
 
 void tfs_pickle_free(struct tfs_pickle *p)

@@ -70,6 +70,16 @@ struct tfs_pickle {
 int tfs_pickle_load(const void *buf, size_t len, struct tfs_pickle **out,
 		    char *err, size_t errlen);
 
+/*
+ * The same for a pickle followed by other bytes (the legacy torch.save
+ * format is several pickles, then data): on success *used is its length,
+ * up to and including its STOP.  Returns -ENODATA, not -EINVAL, when buf
+ * ends before the STOP, or before a string or name it started, so that a
+ * caller reading a file can read more and try again.
+ */
+int tfs_pickle_load_part(const void *buf, size_t len, struct tfs_pickle **out,
+			 size_t *used, char *err, size_t errlen);
+
 void tfs_pickle_free(struct tfs_pickle *p);
 
 #endif

@@ -40,6 +40,7 @@
  */
 #include "tensor.h"
 #include "units.h"
+#include "torch.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -671,7 +672,8 @@ enum tfs_tensor_format tfs_tensor_probe(const void *buf, size_t len,
 			*header_len = n;
 		return TFS_TENSOR_NPY;
 	}
-	if (len >= 4 && !memcmp(b, "PK\3\4", 4)) {
+	if ((len >= 4 && !memcmp(b, "PK\3\4", 4)) ||
+	    tfs_torch_is_legacy(b, len)) {
 		if (header_len)
 			*header_len = 0;
 		return TFS_TENSOR_TORCH;

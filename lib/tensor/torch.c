@@ -11,6 +11,15 @@
  * (the tree may be cyclic) and a budget of visits proportional to the
  * number of values (a shared value is walked once per path to it, and
  * paths can multiply).
+ *
+ * A file of the legacy format (torch.h) is a run of pickles read one
+ * after another with tfs_pickle_load_part(), each in a window of the
+ * file that doubles until its STOP is inside; then the storages, each
+ * found after the one before it from its element count and the element
+ * size of its class (which the main pickle's persistent ids name), so
+ * an unknown class stops the reading of the storages after it.  A
+ * tensor's storage is then looked up by key in that table instead of in
+ * the archive; the walk is the same.
  */
 #include "torch.h"
 
@@ -53,9 +62,22 @@ static const struct {
 
 /* ===== the walk ===== */
 
+/* A storage of the legacy format: where its bytes are in the file. */
+struct legacy_storage {
+	const char *key; /* borrowed from the keys pickle */
+	const char *cls; /* borrowed from the main pickle */
+	uint64_t offset, bytes;
+};
+
+struct legacy {
+	struct legacy_storage *s; /* sorted by key */
+	size_t n;
+};
+
 struct walk {
 	struct tfs_tensor_list *l;
 	const struct tfs_zip *z;
+	const struct legacy *lg;
 	const char *prefix;
 	int big_endian;
 	uint64_t budget;
@@ -117,6 +139,12 @@ static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
 		    "the storage of tensor '%s' is no ('storage', "
 		    "class, key, location, numel)",
 		    w->name);
+	if (pid->n > 5 && pid->items[5]->type != TFS_PICKLE_NONE)
+		return tfs_invalid(w->err, w->errlen,
+				   "the storage of tensor '%s' is a view of "
+				   "another storage (PyTorch before 1.0 saved "
+				   "those), which tensorfs does not read",
+				   w->name);
 	cls = pid->items[1];
 	*key = pid->items[2]->s;
 	t->dtype = -1;
@@ -165,6 +193,20 @@ static int strides(struct walk *w, struct tfs_tensor *t, const uint64_t *st,
 	return 0;
 }
 
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(((const struct legacy_storage *)a)->key,
+		      ((const struct legacy_storage *)b)->key);
+}
+
+static const struct legacy_storage *legacy_find(const struct legacy *lg,
+						const char *key)
+{
+	struct legacy_storage k = {.key = key};
+
+	return lg->n ? bsearch(&k, lg->s, lg->n, sizeof(k), by_key) : NULL;
+}
+
 /* Where the storage KEY's bytes are, and that they hold the span. */
 static int place(struct walk *w, struct tfs_tensor *t, const char *key,
 		 uint64_t numel, uint64_t soff, uint64_t span)
@@ -191,6 +233,16 @@ static int place(struct walk *w, struct tfs_tensor *t, const char *key,
 					   w->name, ename);
 		start = e->offset;
 		have = e->size;
+	} else if (w->lg) {
+		const struct legacy_storage *ls = legacy_find(w->lg, key);
+
+		if (!ls || !ls->offset)
+			return tfs_invalid(w->err, w->errlen,
+					   "tensor '%s': its storage '%s' is "
+					   "not in the file's list of storages",
+					   w->name, key);
+		start = ls->offset;
+		have = ls->bytes;
 	}
 	if (!es) { /* a dtype not decoded: only where it starts */
 		t->offset = start;
@@ -358,24 +410,24 @@ static int walk(struct walk *w, const struct tfs_pickle_value *v, size_t nlen,
 
 /* ===== the archive ===== */
 
-static int parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
-			const char *prefix, int big_endian,
-			struct tfs_tensor_list **out, char *err, size_t errlen)
+/* The tensors of the loaded pickle p, their storages in z under prefix
+ * or in lg (or, neither given, unchecked). */
+static int walk_pickle(const struct tfs_pickle *p, const struct tfs_zip *z,
+		       const char *prefix, const struct legacy *lg,
+		       int big_endian, struct tfs_tensor_list **out, char *err,
+		       size_t errlen)
 {
-	struct tfs_pickle *p = NULL;
 	struct walk *w = NULL;
 	int rc;
 
 	*out = NULL;
-	rc = tfs_pickle_load(pkl, len, &p, err, errlen);
-	if (rc)
-		return rc;
 	w = calloc(1, sizeof(*w));
 	if (!w || !(w->l = tfs_tensor_list_new(TFS_TENSOR_TORCH))) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	w->z = z;
+	w->lg = lg;
 	w->prefix = prefix;
 	w->big_endian = big_endian;
 	w->budget = 4 * (uint64_t)p->nall + 1024;
@@ -392,6 +444,21 @@ out:
 	if (w)
 		tfs_tensor_list_free(w->l);
 	free(w);
+	return rc;
+}
+
+static int parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
+			const char *prefix, int big_endian,
+			struct tfs_tensor_list **out, char *err, size_t errlen)
+{
+	struct tfs_pickle *p = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = tfs_pickle_load(pkl, len, &p, err, errlen);
+	if (!rc)
+		rc = walk_pickle(p, z, prefix, NULL, big_endian, out, err,
+				 errlen);
 	tfs_pickle_free(p);
 	return rc;
 }
@@ -437,6 +504,212 @@ static int big_endian(tfs_zip_read_fn rd, void *ctx, const struct tfs_zip *z,
 	return rd(ctx, b, 3, e->offset) == 3 && !memcmp(b, "big", 3);
 }
 
+/* ===== the legacy format ===== */
+
+/* pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2): torch's magic */
+static const unsigned char legacy_magic[15] = {0x80, 0x02, 0x8a, 0x0a, 0x6c,
+					       0xfc, 0x9c, 0x46, 0xf9, 0x20,
+					       0x6a, 0xa8, 0x50, 0x19, 0x2e};
+
+#define LEGACY_VERSION 1001
+#define LEGACY_WINDOW (64u << 10)
+
+int tfs_torch_is_legacy(const void *buf, size_t len)
+{
+	return len >= sizeof(legacy_magic) &&
+	       !memcmp(buf, legacy_magic, sizeof(legacy_magic));
+}
+
+/* The pickle at *at (what it is: for errors) into *p, *at moved past
+ * it; at most max bytes of it are read. */
+static int read_pickle(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
+		       size_t max, uint64_t *at, const char *what,
+		       struct tfs_pickle **p, char *err, size_t errlen)
+{
+	uint64_t rest = file_size - *at;
+	size_t left = rest > max ? max : (size_t)rest, win = LEGACY_WINDOW;
+	size_t used = 0;
+	unsigned char *b = NULL;
+	int rc;
+
+	for (;;) {
+		size_t n = win < left ? win : left;
+		unsigned char *nb = realloc(b, n ? n : 1);
+
+		if (!nb) {
+			rc = -ENOMEM;
+			break;
+		}
+		b = nb;
+		rc = tfs_zip_read_exact(rd, ctx, b, n, *at);
+		if (rc)
+			break;
+		rc = tfs_pickle_load_part(b, n, p, &used, err, errlen);
+		if (rc != -ENODATA || n == left)
+			break;
+		win = win > left / 2 ? left : win * 2;
+	}
+	free(b);
+	if (rc == -ENODATA && rest > max) {
+		tfs_invalid(err, errlen,
+			    "the %s pickle is longer than the %zu bytes read",
+			    what, max);
+		return -E2BIG;
+	}
+	if (rc == -ENODATA || rc == -EINVAL) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", err ? err : "");
+		return tfs_invalid(err, errlen, "the %s pickle: %s", what, why);
+	}
+	if (!rc)
+		*at += used;
+	return rc;
+}
+
+/* The class of each storage, from the persistent ids of obj: sorted
+ * by key into *lg (bytes and offset still 0). */
+static int legacy_classes(const struct tfs_pickle *obj, struct legacy *lg)
+{
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < obj->nall; i++)
+		n += obj->all[i]->type == TFS_PICKLE_PERSID;
+	lg->s = calloc(n ? n : 1, sizeof(*lg->s));
+	if (!lg->s)
+		return -ENOMEM;
+	lg->n = 0;
+	for (size_t i = 0; i < obj->nall; i++) {
+		const struct tfs_pickle_value *v = obj->all[i], *pid;
+
+		if (v->type != TFS_PICKLE_PERSID)
+			continue;
+		pid = v->items[0];
+		if (pid->type != TFS_PICKLE_TUPLE || pid->n < 3 ||
+		    pid->items[1]->type != TFS_PICKLE_GLOBAL ||
+		    pid->items[2]->type != TFS_PICKLE_STR)
+			continue; /* walk() says what is wrong with it */
+		lg->s[lg->n].key = pid->items[2]->s;
+		lg->s[lg->n++].cls = pid->items[1]->s;
+	}
+	qsort(lg->s, lg->n, sizeof(*lg->s), by_key);
+	for (size_t i = 0; i < lg->n; i++) /* one entry a key: the first */
+		if (!k || strcmp(lg->s[k - 1].key, lg->s[i].key))
+			lg->s[k++] = lg->s[i];
+	lg->n = k;
+	return 0;
+}
+
+/* The element size of the storage class cls ("torch.FloatStorage"), 0
+ * if not known. */
+static size_t class_size(const char *cls)
+{
+	for (size_t i = 0; i < sizeof(storages) / sizeof(storages[0]); i++)
+		if (!strncmp(cls, "torch.", 6) &&
+		    !strcmp(cls + 6, storages[i].cls))
+			return tfs_tensor_dtype_size(storages[i].tfs);
+	return 0;
+}
+
+/* Where each storage of keys lies, from *at on: its element count (8
+ * bytes, little-endian), then its elements. */
+static int legacy_place(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
+			uint64_t at, const struct tfs_pickle_value *keys,
+			struct legacy *lg, char *err, size_t errlen)
+{
+	if (keys->type != TFS_PICKLE_LIST && keys->type != TFS_PICKLE_TUPLE)
+		return tfs_invalid(err, errlen,
+				   "the list of storage keys is no list");
+	for (size_t i = 0; i < keys->n; i++) {
+		const struct tfs_pickle_value *k = keys->items[i];
+		struct legacy_storage *ls;
+		unsigned char b[8];
+		uint64_t numel = 0, bytes, end;
+		size_t es;
+
+		if (k->type != TFS_PICKLE_STR)
+			return tfs_invalid(err, errlen,
+					   "storage key %zu is no string", i);
+		ls = (struct legacy_storage *)legacy_find(lg, k->s);
+		if (!ls)
+			return tfs_invalid(err, errlen,
+					   "storage '%s' is listed, but no "
+					   "tensor refers to it",
+					   k->s);
+		es = class_size(ls->cls);
+		if (!es)
+			return tfs_invalid(
+			    err, errlen,
+			    "storage '%s' is a %s, whose element "
+			    "size tensorfs does not know, so the "
+			    "storages after it cannot be found",
+			    k->s, ls->cls);
+		if (ls->offset)
+			return tfs_invalid(
+			    err, errlen, "storage '%s' is listed twice", k->s);
+		if (at > file_size || file_size - at < 8 ||
+		    tfs_zip_read_exact(rd, ctx, b, 8, at))
+			return tfs_invalid(err, errlen,
+					   "storage '%s' is truncated", k->s);
+		for (unsigned int j = 8; j-- > 0;)
+			numel = numel << 8 | b[j];
+		if (__builtin_mul_overflow(numel, es, &bytes) ||
+		    __builtin_add_overflow(at + 8, bytes, &end) ||
+		    end > file_size)
+			return tfs_invalid(err, errlen,
+					   "storage '%s' (%llu elements) runs "
+					   "past the end of the file",
+					   k->s, (unsigned long long)numel);
+		ls->offset = at + 8;
+		ls->bytes = bytes;
+		at = end;
+	}
+	return 0;
+}
+
+/* A legacy torch.save file: magic, version, system info, the object,
+ * the storage keys, the storages. */
+static int parse_legacy(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
+			size_t max_pickle, struct tfs_tensor_list **out,
+			char *err, size_t errlen)
+{
+	static const char *const what[] = {"version", "system information",
+					   "saved object's", "storage keys'"};
+	struct tfs_pickle *p[4] = {NULL};
+	struct legacy lg = {NULL, 0};
+	uint64_t at = sizeof(legacy_magic);
+	int rc = 0;
+
+	for (unsigned int i = 0; !rc && i < 4; i++)
+		rc = read_pickle(rd, ctx, file_size, max_pickle, &at, what[i],
+				 &p[i], err, errlen);
+	if (rc)
+		goto out;
+	if (p[0]->root->type != TFS_PICKLE_INT ||
+	    p[0]->root->i != LEGACY_VERSION) {
+		rc = tfs_invalid(err, errlen,
+				 "a legacy torch.save file of a version "
+				 "other than %d",
+				 LEGACY_VERSION);
+		goto out;
+	}
+	rc = legacy_classes(p[2], &lg);
+	if (!rc)
+		rc = legacy_place(rd, ctx, file_size, at, p[3]->root, &lg, err,
+				  errlen);
+	if (!rc)
+		rc = walk_pickle(p[2], NULL, "", &lg, 0, out, err, errlen);
+out:
+	if (rc == -ENOMEM)
+		tfs_say(err, errlen, "out of memory");
+	free(lg.s);
+	for (unsigned int i = 0; i < 4; i++)
+		tfs_pickle_free(p[i]);
+	return rc;
+}
+
+/* ===== either format ===== */
+
 int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		    size_t max_pickle, struct tfs_tensor_list **out, char *err,
 		    size_t errlen)
@@ -444,13 +717,18 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 	struct tfs_zip *z = NULL;
 	const struct tfs_zip_entry *e;
 	char prefix[MAX_NAME];
-	unsigned char *pkl = NULL;
+	unsigned char *pkl = NULL, magic[sizeof(legacy_magic)];
 	size_t done = 0;
 	int rc;
 
 	*out = NULL;
 	if (!max_pickle)
 		max_pickle = TFS_TORCH_MAX_PICKLE;
+	if (file_size >= sizeof(legacy_magic) &&
+	    !tfs_zip_read_exact(rd, ctx, magic, sizeof(magic), 0) &&
+	    tfs_torch_is_legacy(magic, sizeof(magic)))
+		return parse_legacy(rd, ctx, file_size, max_pickle, out, err,
+				    errlen);
 	rc = tfs_zip_open(rd, ctx, file_size, &z, err, errlen);
 	if (rc)
 		return rc;

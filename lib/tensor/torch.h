@@ -21,6 +21,21 @@
  * and list or tuple indices joined with '.': "model.layers.0.weight",
  * "state.0.exp_avg".  A tensor saved alone is named "".
  *
+ * ----- the legacy format (PyTorch before 1.6, and later with
+ *       torch.save(..., _use_new_zipfile_serialization=False)) -----
+ *
+ * Five pickles (protocol 2) one after another, then the storages:
+ *   the magic number 0x1950a86a20f9469cfc6c (a fixed 15 bytes),
+ *   the format version, 1001,
+ *   the system information, a dict (byte order, sizes of C types),
+ *   the saved object, as data.pkl above, its storages' persistent ids
+ *     ('storage', torch.FloatStorage, KEY, location, numel, None),
+ *   the list of storage KEYs, in the order of the storages that follow;
+ * then each storage: its element count (8 bytes, little-endian) and its
+ * elements (little-endian).  A storage's place follows from the sizes
+ * of all before it.  The sixth item of a persistent id, not None, made
+ * the storage a view of another (PyTorch before 1.0): not read.
+ *
  * The pickle is read by pickle.c, which never imports or calls
  * anything; any other object in it (an argparse.Namespace, DeepSpeed's
  * enums) is kept as the name of its class, and tensors inside it are
@@ -35,21 +50,25 @@
 /* The largest data.pkl read. */
 #define TFS_TORCH_MAX_PICKLE (256u << 20)
 
+/* Whether buf[0..len) starts as a legacy torch.save file does (15
+ * bytes decide). */
+int tfs_torch_is_legacy(const void *buf, size_t len);
+
 /*
- * Read the tensors of the torch.save file of file_size bytes that rd
- * reads (with ctx), reading at most max_pickle bytes of data.pkl (0:
+ * Read the tensors of the torch.save file (either format) of file_size
+ * bytes that rd reads (with ctx), reading at most max_pickle bytes of
+ * data.pkl, or of each pickle of the legacy format (0:
  * TFS_TORCH_MAX_PICKLE); a zip archive without a data.pkl but with
  * NAME.npy entries is read as the .npz file of np.savez instead
  * (tfs_npz_parse(), format TFS_TENSOR_NPZ).  On success returns 0 and
  * *out (format TFS_TENSOR_TORCH; caller frees with
- * tfs_tensor_list_free()): each
- * tensor with its storage's offset in the file, its strides when not
- * C-contiguous, and dtype -1 (dtype_name the storage class) for a dtype
- * not decoded.  Otherwise *out is NULL and returns -EINVAL (not a
- * torch.save file, or malformed: err says what, lowercase, no file
- * name), -E2BIG (data.pkl larger than max_pickle, or too many values in
- * it), -ENOMEM or the -errno of rd.  Any bytes are safe to pass.
- * Thread safe.
+ * tfs_tensor_list_free()): each tensor with its storage's offset in the
+ * file, its strides when not C-contiguous, and dtype -1 (dtype_name the
+ * storage class) for a dtype not decoded.  Otherwise *out is NULL and
+ * returns -EINVAL (not a torch.save file, or malformed: err says what,
+ * lowercase, no file name), -E2BIG (a pickle larger than max_pickle, or
+ * too many values in it), -ENOMEM or the -errno of rd.  Any bytes are
+ * safe to pass.  Thread safe.
  */
 int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		    size_t max_pickle, struct tfs_tensor_list **out, char *err,
@@ -60,9 +79,8 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
  * under prefix ("archive/"; z NULL: offsets relative to each storage,
  * sizes unchecked).  Returns as tfs_torch_parse().
  */
-int tfs_torch_parse_pickle(const void *pkl, size_t len,
-			   const struct tfs_zip *z, const char *prefix,
-			   struct tfs_tensor_list **out, char *err,
-			   size_t errlen);
+int tfs_torch_parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
+			   const char *prefix, struct tfs_tensor_list **out,
+			   char *err, size_t errlen);
 
 #endif

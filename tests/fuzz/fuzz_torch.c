@@ -1,7 +1,7 @@
 /*
- * fuzz_torch.c: a whole torch.save or np.savez file (lib/tensor/torch.c,
- * through zip.c and pickle.c, or npz.c): any bytes end in a list or an
- * error.  Seeds: tests/data/torch and tests/data/npz (tools/fuzz.sh).
+ * fuzz_torch.c: a whole torch.save file, of either format, or np.savez
+ * file (lib/tensor/torch.c, through zip.c and pickle.c, or npz.c): any
+ * bytes end in a list or an error.  Seeds: tests/data/torch and tests/data/npz (tools/fuzz.sh).
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,9 @@
 # model's state_dict with fp32, fp16, bf16, int64 and bool tensors, a
 # nested Adam state_dict, views sharing one storage: a transpose, a
 # strided slice, an expanded row, a tensor saved alone, a summarised one
-# of 3000 elements): the listing names every tensor by its path, -t NAME
+# of 3000 elements), each also in the legacy format (PyTorch before 1.6,
+# or _use_new_zipfile_serialization=False): the listing names every
+# tensor by its path, -t NAME
 # prints torch's values (numpy's repr where numpy has the dtype, --json
 # values exactly), --stats agrees with torch; a pickle that would call
 # os.system is read without running it; on a mount, user.tensor.dtype
@@ -34,36 +36,44 @@ for lin in m.layers:
 x.sum().backward()
 opt.step()
 base = torch.arange(24, dtype=torch.float32).reshape(4, 6) / 8
-torch.save({"model": m.state_dict(), "optimizer": opt.state_dict(),
+ck = {"model": m.state_dict(), "optimizer": opt.state_dict(),
             "half": torch.linspace(-2, 2, 7).half(),
             "bf16": torch.tensor([1.0, -2.5, 3.140625, float("nan"), float("inf")], dtype=torch.bfloat16),
             "ids": torch.tensor([[0, -1, 2**62], [-2**63, 7, 8]]),
             "mask": torch.tensor([True, False]),
             "t": base.t(), "cols": base[1:, ::2], "rep": base[0].expand(3, 6),
-            "big": torch.linspace(-1, 1, 3000)}, f"{d}/ckpt.pt")
-torch.save(torch.tensor([[1.5, -2.0], [0.25, 3.0]], dtype=torch.float64), f"{d}/alone.pt")
+            "big": torch.linspace(-1, 1, 3000)}
+alone = torch.tensor([[1.5, -2.0], [0.25, 3.0]], dtype=torch.float64)
+for suffix, zipped in (("", True), ("-legacy", False)):
+    torch.save(ck, f"{d}/ckpt{suffix}.pt", _use_new_zipfile_serialization=zipped)
+    torch.save(alone, f"{d}/alone{suffix}.pt", _use_new_zipfile_serialization=zipped)
 
 class Evil:
     def __reduce__(self):
         return (os.system, (f"touch {d}/pwned",))
 torch.save({"x": Evil(), "w": torch.ones(2)}, f"{d}/evil.pt")
+torch.save({"x": Evil(), "w": torch.ones(2)}, f"{d}/evil-legacy.pt",
+           _use_new_zipfile_serialization=False)
 PY
+[ "$(head -c 2 "$D/ckpt-legacy.pt" | od -An -tx1 | tr -d ' ')" = 8002 ] ||
+	tfs_fail "ckpt-legacy.pt is not in the legacy format (a pickle, no zip)"
 
 # ----- the listing -----
-"$CAT" "$D/ckpt.pt" >"$WORK/list" || tfs_fail "listing ckpt.pt failed: $(cat "$WORK/list")"
-for n in model.embed.weight model.layers.1.bias optimizer.state.0.exp_avg \
-	optimizer.state.4.exp_avg_sq optimizer.state.0.step half bf16 ids mask t cols rep big; do
-	grep -q "^$n " "$WORK/list" || tfs_fail "the listing lacks $n: $(cat "$WORK/list")"
+for f in ckpt.pt ckpt-legacy.pt; do
+	"$CAT" "$D/$f" >"$WORK/list" || tfs_fail "listing $f failed: $(cat "$WORK/list")"
+	for n in model.embed.weight model.layers.1.bias optimizer.state.0.exp_avg \
+		optimizer.state.4.exp_avg_sq optimizer.state.0.step half bf16 ids mask t cols rep big; do
+		grep -q "^$n " "$WORK/list" || tfs_fail "the listing of $f lacks $n: $(cat "$WORK/list")"
+	done
+	grep -E '^t +float32 +\(6, 4\) .* strides \(1, 6\)$' "$WORK/list" >/dev/null ||
+		tfs_fail "$f: the transpose is not listed with its strides: $(grep '^t ' "$WORK/list")"
 done
-grep -E '^t +float32 +\(6, 4\) .* strides \(1, 6\)$' "$WORK/list" >/dev/null ||
-	tfs_fail "the transpose is not listed with its strides: $(grep '^t ' "$WORK/list")"
 
 # ----- values and statistics, against torch -----
 "$TORCH_PY" - "$CAT" "$D" <<'PY' || tfs_fail "tensorfs-cat disagrees with torch (see above)"
 import json, math, subprocess, sys
 import torch
 cat, d = sys.argv[1], sys.argv[2]
-ck = torch.load(f"{d}/ckpt.pt")
 def walk(o, name=""):
     if isinstance(o, torch.Tensor):
         yield name, o
@@ -78,59 +88,72 @@ def flat(x):
         return [v for e in x for v in flat(e)]
     return [float(x) if isinstance(x, str) else x]
 bad = 0
-for name, t in walk(ck):
-    j = json.loads(subprocess.run([cat, "--json", "-t", name, f"{d}/ckpt.pt"],
+def check(fn, name, t):
+    global bad
+    j = json.loads(subprocess.run([cat, "--json", "-t", name, f"{d}/{fn}"],
                                   check=True, capture_output=True, text=True).stdout)
     if j["shape"] != list(t.shape):
-        print(f"{name}: shape {j['shape']}, torch {list(t.shape)}"); bad += 1; continue
+        print(f"{fn} {name}: shape {j['shape']}, torch {list(t.shape)}"); bad += 1; return
     if t.numel() <= 1000:
         want = [float(v) for v in t.flatten().tolist()]
         got = [float(v) for v in flat(j["values"])]
         if len(got) != len(want) or any(not (a == b or (math.isnan(a) and math.isnan(b))) for a, b in zip(got, want)):
-            print(f"{name}: values {got}, torch {want}"); bad += 1
+            print(f"{fn} {name}: values {got}, torch {want}"); bad += 1
     # numpy has no bfloat16; Debian's numpy 1.x leaves out shape= when
     # summarising, which tensorfs-cat prints as numpy 2.2 does
     if t.dtype != torch.bfloat16 and t.numel() <= 1000:
-        text = subprocess.run([cat, "-t", name, f"{d}/ckpt.pt"], check=True,
+        text = subprocess.run([cat, "-t", name, f"{d}/{fn}"], check=True,
                               capture_output=True, text=True).stdout.strip()
         want = repr(t.numpy())
         if text != want:
-            print(f"{name}: printed\n{text}\nnumpy\n{want}"); bad += 1
+            print(f"{fn} {name}: printed\n{text}\nnumpy\n{want}"); bad += 1
     if t.dtype.is_floating_point:
-        s = json.loads(subprocess.run([cat, "--stats", "--json", "-t", name, f"{d}/ckpt.pt"],
+        s = json.loads(subprocess.run([cat, "--stats", "--json", "-t", name, f"{d}/{fn}"],
                                       check=True, capture_output=True, text=True).stdout)["stats"]
         x = t.double().flatten()
         fin = x[torch.isfinite(x)]
         if s["nan"] != int(torch.isnan(x).sum()) or s["inf"] != int(torch.isinf(x).sum()):
-            print(f"{name}: --stats nan/inf {s['nan']}/{s['inf']}"); bad += 1
+            print(f"{fn} {name}: --stats nan/inf {s['nan']}/{s['inf']}"); bad += 1
         if fin.numel() and abs(s["mean"] - float(fin.mean())) > 1e-6 * max(1, abs(float(fin.mean()))):
-            print(f"{name}: --stats mean {s['mean']}, torch {float(fin.mean())}"); bad += 1
-alone = subprocess.run([cat, f"{d}/alone.pt"], check=True, capture_output=True, text=True).stdout.strip()
-if alone != repr(torch.load(f"{d}/alone.pt").numpy()):
-    print(f"alone.pt: {alone}"); bad += 1
+            print(f"{fn} {name}: --stats mean {s['mean']}, torch {float(fin.mean())}"); bad += 1
+for fn in ("ckpt.pt", "ckpt-legacy.pt"):
+    for name, t in walk(torch.load(f"{d}/{fn}")):
+        check(fn, name, t)
+for fn in ("alone.pt", "alone-legacy.pt"):
+    alone = subprocess.run([cat, f"{d}/{fn}"], check=True, capture_output=True, text=True).stdout.strip()
+    if alone != repr(torch.load(f"{d}/{fn}").numpy()):
+        print(f"{fn}: {alone}"); bad += 1
 sys.exit(bad)
 PY
 
 # ----- nothing in a pickle runs -----
-"$CAT" "$D/evil.pt" >"$WORK/evil" 2>&1 || tfs_fail "evil.pt: $(cat "$WORK/evil")"
-[ -e "$D/pwned" ] && tfs_fail "reading evil.pt ran os.system"
-grep -q "^w " "$WORK/evil" || tfs_fail "evil.pt's tensor w is not listed: $(cat "$WORK/evil")"
+for f in evil.pt evil-legacy.pt; do
+	"$CAT" "$D/$f" >"$WORK/evil" 2>&1 || tfs_fail "$f: $(cat "$WORK/evil")"
+	[ -e "$D/pwned" ] && tfs_fail "reading $f ran os.system"
+	grep -q "^w " "$WORK/evil" || tfs_fail "$f's tensor w is not listed: $(cat "$WORK/evil")"
+done
 
 # ----- on the mount: the attributes, and the same output -----
-cp "$D/ckpt.pt" "$D/alone.pt" "$MNT/" || tfs_fail "cannot copy to the mount"
+cp "$D/ckpt.pt" "$D/alone.pt" "$D/ckpt-legacy.pt" "$D/alone-legacy.pt" "$MNT/" ||
+	tfs_fail "cannot copy to the mount"
 xval() { getfattr --only-values -n "$1" "$2" 2>/dev/null; }
-tfs_eq "user.tensor.dtype of a tensor saved alone" fp64 "$(xval user.tensor.dtype "$MNT/alone.pt")"
-tfs_eq "user.tensor.shape of a tensor saved alone" 2,2 "$(xval user.tensor.shape "$MNT/alone.pt")"
-xval user.tensor.dtype "$MNT/ckpt.pt" | grep -qx "bf16: bf16" || tfs_fail "user.tensor.dtype of ckpt.pt lacks 'bf16: bf16': $(xval user.tensor.dtype "$MNT/ckpt.pt")"
-xval user.tensor.shape "$MNT/ckpt.pt" | grep -qx "t: 6,4" || tfs_fail "user.tensor.shape of ckpt.pt lacks 't: 6,4'"
-for a in "" "-t t" "-t cols" "-t optimizer.state.0.exp_avg" "--stats"; do
-	# shellcheck disable=SC2086
-	"$CAT" $a "$D/ckpt.pt" | sed "s|$D/|DIR/|" >"$WORK/off"
-	# shellcheck disable=SC2086
-	"$CAT" $a "$MNT/ckpt.pt" | sed "s|$MNT/|DIR/|" >"$WORK/on"
-	cmp -s "$WORK/off" "$WORK/on" || tfs_fail "tensorfs-cat $a ckpt.pt differs on the mount: $(diff "$WORK/off" "$WORK/on" | head -5)"
+for x in "" -legacy; do
+	tfs_eq "user.tensor.dtype of a tensor saved alone$x" fp64 "$(xval user.tensor.dtype "$MNT/alone$x.pt")"
+	tfs_eq "user.tensor.shape of a tensor saved alone$x" 2,2 "$(xval user.tensor.shape "$MNT/alone$x.pt")"
+	xval user.tensor.dtype "$MNT/ckpt$x.pt" | grep -qx "bf16: bf16" ||
+		tfs_fail "user.tensor.dtype of ckpt$x.pt lacks 'bf16: bf16': $(xval user.tensor.dtype "$MNT/ckpt$x.pt")"
+	xval user.tensor.shape "$MNT/ckpt$x.pt" | grep -qx "t: 6,4" ||
+		tfs_fail "user.tensor.shape of ckpt$x.pt lacks 't: 6,4'"
+	for a in "" "-t t" "-t cols" "-t optimizer.state.0.exp_avg" "--stats"; do
+		# shellcheck disable=SC2086
+		"$CAT" $a "$D/ckpt$x.pt" | sed "s|$D/|DIR/|" >"$WORK/off"
+		# shellcheck disable=SC2086
+		"$CAT" $a "$MNT/ckpt$x.pt" | sed "s|$MNT/|DIR/|" >"$WORK/on"
+		cmp -s "$WORK/off" "$WORK/on" ||
+			tfs_fail "tensorfs-cat $a ckpt$x.pt differs on the mount: $(diff "$WORK/off" "$WORK/on" | head -5)"
+	done
+	tfs_eq "alone$x.pt on the mount" "$("$CAT" "$D/alone$x.pt")" "$("$CAT" "$MNT/alone$x.pt")"
 done
-tfs_eq "alone.pt on the mount" "$("$CAT" "$D/alone.pt")" "$("$CAT" "$MNT/alone.pt")"
 tfs_umount
 tfs_fsck_clean
 tfs_pass

@@ -2,8 +2,9 @@
  * test_torch.c: torch.save files (lib/tensor/torch.c), their zip
  * directory (zip.c) and their pickle (pickle.c), and np.savez files
  * (npz.c), against the fixtures of tests/data/torch and tests/data/npz,
- * which PyTorch and numpy wrote (gen.py in each), and against hostile
- * bytes.
+ * which PyTorch and numpy wrote (gen.py in each; *.legacy.pt in the
+ * format before PyTorch 1.6), against legacy files built here byte by
+ * byte, and against hostile bytes.
  */
 #include <errno.h>
 #include <math.h>
@@ -260,12 +261,17 @@ static void survives_truncation_and_bit_flips(const unsigned char *b,
 
 static void test_torch_survives_truncation_and_bit_flips(void **state)
 {
-	size_t len;
-	unsigned char *b = slurp("state_dict.pt", &len);
+	static const char *const files[] = {"state_dict.pt",
+					    "state_dict.legacy.pt"};
 
 	(void)state;
-	survives_truncation_and_bit_flips(b, len, 3);
-	free(b);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		size_t len;
+		unsigned char *b = slurp(files[i], &len);
+
+		survives_truncation_and_bit_flips(b, len, 3);
+		free(b);
+	}
 }
 
 static int pickle_err(const char *pkl, size_t len, char *err, size_t errlen)
@@ -365,6 +371,206 @@ static void test_torch_refuses_a_view_past_its_storage(void **state)
 	assert_non_null(strstr(err, "past its storage"));
 	assert_null(l);
 	free(b);
+}
+
+/* ===== the legacy format, built byte by byte ===== */
+
+struct bytes {
+	unsigned char *p;
+	size_t n;
+};
+
+static void put(struct bytes *b, const void *p, size_t n)
+{
+	b->p = realloc(b->p, b->n + n);
+	assert_non_null(b->p);
+	memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+
+/* a string literal, without its NUL */
+#define PUT(b, lit) put(b, lit, sizeof(lit) - 1)
+
+/* BINUNICODE s */
+static void put_str(struct bytes *b, const char *s, size_t n)
+{
+	unsigned char h[5] = {'X', (unsigned char)n, (unsigned char)(n >> 8),
+			      (unsigned char)(n >> 16), 0};
+
+	put(b, h, 5);
+	put(b, s, n);
+}
+
+/*
+ * A legacy torch.save file of {"pad": 'x' * pad, "t": tensor([1.5, -2.0])}
+ * whose storage is of class cls with the view item view[0..viewlen) ("N"
+ * for None),
+ * and whose storage data holds numel elements of 4 bytes (only 2 given).
+ */
+static struct bytes legacy_file(size_t pad, const char *cls, const char *view,
+				size_t viewlen, uint64_t numel)
+{
+	static const unsigned char magic[] = {
+	    0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+	    0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
+	static const float data[2] = {1.5f, -2.0f};
+	struct bytes b = {NULL, 0};
+	char *x = malloc(pad + 1);
+	unsigned char n[8];
+
+	assert_non_null(x);
+	memset(x, 'x', pad);
+	put(&b, magic, sizeof(magic));
+	PUT(&b, "\x80\x02M\xe9\x03.");	 /* 1001 */
+	PUT(&b, "\x80\x02}.");		 /* system info */
+	PUT(&b, "\x80\x02}(");		 /* the object */
+	put_str(&b, "pad", 3);
+	put_str(&b, x, pad);
+	put_str(&b, "t", 1);
+	PUT(&b, "ctorch._utils\n_rebuild_tensor_v2\n((");
+	put_str(&b, "storage", 7);
+	PUT(&b, "c");
+	put(&b, cls, strlen(cls));
+	put_str(&b, "0", 1);
+	put_str(&b, "cpu", 3);
+	PUT(&b, "K\x02");
+	put(&b, view, viewlen);
+	PUT(&b, "tQK\x00K\x02\x85K\x01\x85\x89}tRu.");
+	PUT(&b, "\x80\x02]"); /* the keys */
+	put_str(&b, "0", 1);
+	PUT(&b, "a.");
+	for (int i = 0; i < 8; i++)
+		n[i] = (unsigned char)(numel >> (8 * i));
+	put(&b, n, 8);
+	put(&b, data, sizeof(data));
+	free(x);
+	return b;
+}
+
+static int parse_legacy(struct bytes b, size_t max_pickle,
+			struct tfs_tensor_list **l, char *err, size_t errlen)
+{
+	struct tfs_zip_mem m = {b.p, b.n};
+
+	return tfs_torch_parse(tfs_zip_read_mem, &m, b.n, max_pickle, l, err,
+			       errlen);
+}
+
+static void test_torch_reads_the_legacy_format(void **state)
+{
+	/* a saved object of 200 KiB: read in a window that grows */
+	struct bytes b =
+	    legacy_file(200000, "torch\nFloatStorage\n", "N", 1, 2);
+	struct tfs_tensor_list *l = NULL;
+	const struct tfs_tensor *t;
+	char err[256];
+	float v[2];
+
+	(void)state;
+	assert_int_equal(tfs_tensor_probe(b.p, 16, NULL), TFS_TENSOR_TORCH);
+	if (parse_legacy(b, 0, &l, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(l->count, 1);
+	t = &l->tensors[0];
+	assert_string_equal(t->name, "t");
+	assert_int_equal(t->dtype, TFS_TENSOR_FP32);
+	assert_int_equal(t->nbytes, 8);
+	assert_int_equal(t->offset, b.n - 8);
+	memcpy(v, b.p + t->offset, sizeof(v));
+	assert_true(v[0] == 1.5f && v[1] == -2.0f);
+	tfs_tensor_list_free(l);
+
+	/* the object's pickle longer than the bytes a caller lets it read */
+	assert_int_equal(parse_legacy(b, 100000, &l, err, sizeof(err)),
+			 -E2BIG);
+	assert_non_null(strstr(err, "longer than the 100000 bytes"));
+	assert_null(l);
+	free(b.p);
+}
+
+static void test_torch_refuses_broken_legacy_files(void **state)
+{
+	static const struct {
+		const char *cls, *view;
+		size_t viewlen;
+		uint64_t numel;
+		const char *word;
+	} bad[] = {
+	    /* a storage view (PyTorch before 1.0) */
+	    {"torch\nFloatStorage\n", "X\x01\x00\x00\x00" "1K\x00K\x08\x87",
+	     11, 2, "view of another storage"},
+	    /* a class of unknown element size: nothing after it is found */
+	    {"torch\nComplexFloatStorage\n", "N", 1, 2, "element size"},
+	    /* more elements than the file holds */
+	    {"torch\nFloatStorage\n", "N", 1, 3, "past the end"},
+	    {"torch\nFloatStorage\n", "N", 1, UINT64_MAX / 2, "past the end"},
+	    /* fewer than the tensor reaches */
+	    {"torch\nFloatStorage\n", "N", 1, 1, "past its storage"},
+	};
+	struct tfs_tensor_list *l = NULL;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct bytes b = legacy_file(3, bad[i].cls, bad[i].view,
+					     bad[i].viewlen, bad[i].numel);
+
+		err[0] = '\0';
+		assert_int_equal(parse_legacy(b, 0, &l, err, sizeof(err)),
+				 -EINVAL);
+		assert_null(l);
+		if (!strstr(err, bad[i].word))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err,
+				 bad[i].word);
+		/* and cut anywhere, it is refused, never misread */
+		for (size_t n = 0; n < b.n; n++) {
+			struct bytes c = {b.p, n};
+
+			if (!parse_legacy(c, 0, &l, err, sizeof(err)))
+				fail_msg("case %zu cut at %zu: read", i, n);
+		}
+		free(b.p);
+	}
+}
+
+static void test_pickle_load_part_says_where_it_ends(void **state)
+{
+	static const char two[] = "\x80\x02K\x07.\x80\x02]K\x01" "a.";
+	struct tfs_pickle *p = NULL;
+	size_t used = 0;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(tfs_pickle_load_part(two, sizeof(two) - 1, &p, &used,
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(used, 5);
+	assert_int_equal(p->root->i, 7);
+	tfs_pickle_free(p);
+	assert_int_equal(tfs_pickle_load_part(two + 5, sizeof(two) - 6, &p,
+					      &used, err, sizeof(err)),
+			 0);
+	assert_int_equal(used, sizeof(two) - 6);
+	tfs_pickle_free(p);
+	/* cut short: more bytes may finish it */
+	for (size_t n = 0; n < 5; n++)
+		assert_int_equal(tfs_pickle_load_part(two, n, &p, &used, err,
+						      sizeof(err)),
+				 -ENODATA);
+	assert_int_equal(tfs_pickle_load_part("\x80\x02X\x09\x00\x00\x00" "ab",
+					      9, &p, &used, err, sizeof(err)),
+			 -ENODATA);
+	assert_int_equal(tfs_pickle_load_part("\x80\x02" "ctorch\n_reb", 13, &p,
+					      &used, err, sizeof(err)),
+			 -ENODATA);
+	/* and wrong, which no more bytes can mend */
+	assert_int_equal(tfs_pickle_load_part("\x80\x02\xff", 3, &p, &used,
+					      err, sizeof(err)),
+			 -EINVAL);
+	/* tfs_pickle_load() says -EINVAL for both */
+	assert_int_equal(tfs_pickle_load(two, 3, &p, err, sizeof(err)),
+			 -EINVAL);
+	assert_null(p);
 }
 
 /* ===== np.savez files ===== */
@@ -553,6 +759,9 @@ int main(void)
 	    cmocka_unit_test(test_pickle_refuses_opcodes_torch_does_not_write),
 	    cmocka_unit_test(test_pickle_bounds_cycles_and_depth),
 	    cmocka_unit_test(test_torch_refuses_a_view_past_its_storage),
+	    cmocka_unit_test(test_torch_reads_the_legacy_format),
+	    cmocka_unit_test(test_torch_refuses_broken_legacy_files),
+	    cmocka_unit_test(test_pickle_load_part_says_where_it_ends),
 	    cmocka_unit_test(test_zip_refuses_what_is_no_archive),
 	    cmocka_unit_test(test_npz_lists_arrays_as_numpy_saved_them),
 	    cmocka_unit_test(test_npz_reads_compressed),

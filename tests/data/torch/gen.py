@@ -20,7 +20,11 @@ torch.manual_seed(0)
 
 
 def save(obj, name):
+    """name, and the same in the legacy format (PyTorch before 1.6) as
+    name with .legacy before its extension"""
     torch.save(obj, os.path.join(out, name))
+    torch.save(obj, os.path.join(out, name[:-3] + ".legacy.pt"),
+               _use_new_zipfile_serialization=False)
 
 
 # a model's state_dict: nested names, several dtypes
@@ -67,7 +71,9 @@ def walk(obj, name, rows):
 
 
 with open(os.path.join(out, "expected.txt"), "w") as f:
-    for fn in ("state_dict.pt", "views.pt", "optim.pt", "tensor.pt"):
+    for fn in ("state_dict.pt", "views.pt", "optim.pt", "tensor.pt",
+               "state_dict.legacy.pt", "views.legacy.pt", "optim.legacy.pt",
+               "tensor.legacy.pt"):
         rows = []
         walk(torch.load(os.path.join(out, fn)), "", rows)
         for name, t in rows:
