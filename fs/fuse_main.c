@@ -757,11 +757,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (tfs_fs_open(dev, &fo, &dm->fs, err, sizeof(err))) {
-		/* name the device once: some messages already do */
-		if (strstr(err, dev))
-			fprintf(stderr, "tensorfs: %s\n", err);
-		else
-			fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
+		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
 		return 1;
 	}
 	if (ro && tfs_fs_needs_recovery(dm->fs)) {

@@ -653,8 +653,7 @@ int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen)
 	memset(&j, 0, sizeof(j));
 	rc = tfs_dev_open(path, TFS_DEV_RDONLY, &d);
 	if (rc) {
-		snprintf(err, errlen, "cannot open '%s': %s", path,
-			 strerror(-rc));
+		snprintf(err, errlen, "cannot open it: %s", strerror(-rc));
 		return rc;
 	}
 	m = tfs_meta_new();

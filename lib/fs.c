@@ -249,12 +249,10 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 	if (!rc && !fs->opts.readonly && !tfs_dev_is_blockdev(fs->dev))
 		fs->watch_fd = open(path, O_PATH | O_CLOEXEC);
 	if (rc == -EBUSY)
-		tfs_say(err, errlen, "'%s' is in use: mounted by tensorfs "
-				 "or opened by another tool",
-		    path);
+		tfs_say(err, errlen, "in use: mounted by tensorfs or opened "
+				 "by another tool");
 	else if (rc)
-		tfs_say(err, errlen, "cannot open '%s': %s", path,
-		    strerror(-rc));
+		tfs_say(err, errlen, "cannot open it: %s", strerror(-rc));
 	return rc;
 }
 
@@ -329,7 +327,7 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	if (!fs->opts.readonly) {
 		rc = end_recovery(fs, norphans);
 		if (rc) {
-			tfs_say(err, errlen, "cannot write to '%s': %s", path,
+			tfs_say(err, errlen, "cannot write to it: %s",
 			    strerror(-rc));
 			goto fail_journal;
 		}

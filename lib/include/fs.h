@@ -77,7 +77,8 @@ struct tfs_fs_opts {
  * Open the file system on the device at path: load and, after a crash,
  * recover it (replay the journal, free orphaned inodes, write a fresh
  * checkpoint).  On failure returns -errno and a sentence for people in
- * err: -EINVAL not a tensorfs, -EBUSY in use by another mount or tool,
+ * err, which never names path (the caller does, once: "PROG: PATH:
+ * ERR"): -EINVAL not a tensorfs, -EBUSY in use by another mount or tool,
  * -EUCLEAN corrupted, -ENOENT, -EACCES ...  Caller closes with
  * tfs_fs_close().
  */

@@ -235,10 +235,22 @@ rm -f "$CASE"
 tfs_expect_mount_refused "missing image: tensorfs -f" "$CASE" "$MNT" case.img
 tfs_expect_exit 8 "missing image: tensorfs-fsck" "$FSCK" "$CASE"
 [ -s "$WORK/err" ] || tfs_fail "missing image: tensorfs-fsck: expected a message on stderr, got none"
+# the image named once ("PROG: IMG: cannot open it: ..."), not
+# "tensorfs-fsck: IMG: cannot open 'IMG': ..."
+named_once() {
+	[ "$(grep -oF -- "$CASE" "$WORK/err" | wc -l)" = 1 ] ||
+		tfs_fail "$1: expected the image named once, got '$(cat "$WORK/err")'"
+}
+named_once "missing image: tensorfs-fsck"
+tfs_expect_exit 8 "missing image: tensorfs-fsck -n" "$FSCK" -n "$CASE"
+named_once "missing image: tensorfs-fsck -n"
 mkdir "$CASE"
 tfs_expect_mount_refused "a directory as the image: tensorfs -f" "$CASE" "$MNT"
+named_once "a directory as the image: tensorfs -f"
 tfs_expect_exit 8 "a directory as the image: tensorfs-fsck" "$FSCK" "$CASE"
+named_once "a directory as the image: tensorfs-fsck"
 tfs_expect_exit 8 "a directory as the image: tensorfs-fsck -y" "$FSCK" -y "$CASE"
+named_once "a directory as the image: tensorfs-fsck -y"
 
 # ===== a damaged tensorfs =====
 
