@@ -939,10 +939,10 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 	if (rc)
 		return rc;
 	if (tfs_dev_size(dev) < 2 * TFS_BLOCK_SIZE) {
-		tfs_say(err, errlen, "not a tensorfs file system (%llu bytes, "
-				 "too small to hold one); format it with "
+		tfs_say(err, errlen, "not a tensorfs file system (under %u "
+				 "KiB, too small to hold one); format it with "
 				 "mkfs.tensorfs",
-		    (unsigned long long)tfs_dev_size(dev));
+		    2 * TFS_BLOCK_SIZE / 1024);
 		rc = -EINVAL;
 		goto fail;
 	}
