@@ -295,7 +295,6 @@ static void test_journal_load_rejects_non_tensorfs(void **state)
 		tfs_dev_close(g.d);
 		unlink(path);
 	}
-	unlink(path);
 }
 
 /* Protects J8 (the device is as big as the file system). */
