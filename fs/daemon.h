@@ -13,6 +13,9 @@
 #ifndef TFS_DAEMON_H
 #define TFS_DAEMON_H
 
+#include <pthread.h>
+#include <stdint.h>
+
 #include "config.h"
 #include "statedir.h"
 
@@ -26,6 +29,14 @@ struct tfs_daemon {
 	struct tfs_statedir statedir;	/* /.tensorfs */
 	int direct_io_allow_mmap;	/* INIT negotiated it (libfuse 3.17+) */
 	int atime;			/* TFS_ATIME_*, from -o */
+	struct {			/* inodes open O_RDWR (fuse_ops.c) */
+		pthread_mutex_t mu;
+		struct {
+			uint64_t ino;
+			uint32_t n;	/* open files */
+		} *v;
+		size_t n, cap;
+	} rw;
 };
 
 /* The request handlers, for fuse_session_new() with a struct tfs_daemon

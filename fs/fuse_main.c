@@ -1033,6 +1033,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	tfs_closeout("tensorfs", 1);
+	pthread_mutex_init(&dm.rw.mu, NULL);
 	ret = parse_cmdline(argc, argv, &cl);
 	if (ret != GO_ON)
 		goto out;
@@ -1069,5 +1070,7 @@ out_fs:
 out:
 	fuse_opt_free_args(&args);
 	free(cl.fuseopts);
+	free(dm.rw.v);
+	pthread_mutex_destroy(&dm.rw.mu);
 	return ret;
 }

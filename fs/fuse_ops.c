@@ -40,8 +40,79 @@
  * every write, flush, fsync and release of that open file.
  */
 struct openfile {
+	uint64_t ino;
 	uint32_t wb_seen;
+	int rw;		/* opened O_RDWR: counted in dm->rw */
 };
+
+/*
+ * The inodes open read-write (O_RDWR), with how many open files each:
+ * only such a file can be mapped shared and writable, and stores through
+ * such a map sit in the kernel's page cache, unseen by the daemon, until
+ * written back.  A copy the daemon makes (op_copy_file_range) would miss
+ * them where the kernel does not write the source's range back before a
+ * FUSE_COPY_FILE_RANGE: older kernels did that only with the writeback
+ * cache, which tensorfs does not use (a 2024 fix, taken into stable
+ * kernels, does it always; this machine's 6.18 does).  So a source open
+ * read-write is left to the kernel's own copy through its page cache,
+ * whatever the kernel.  A map keeps its file open until munmap(), so the
+ * count covers maps that outlive close().  Few inodes are open read-write
+ * at once: a list, searched whole, under dm->rw.mu.
+ */
+static int rw_find(const struct tfs_daemon *dm, uint64_t ino)
+{
+	for (size_t i = 0; i < dm->rw.n; i++)
+		if (dm->rw.v[i].ino == ino)
+			return (int)i;
+	return -1;
+}
+
+static int rw_add(struct tfs_daemon *dm, uint64_t ino)
+{
+	int i, rc = 0;
+
+	pthread_mutex_lock(&dm->rw.mu);
+	i = rw_find(dm, ino);
+	if (i >= 0) {
+		dm->rw.v[i].n++;
+	} else if (dm->rw.n == dm->rw.cap) {
+		size_t cap = dm->rw.cap ? 2 * dm->rw.cap : 16;
+		void *v = realloc(dm->rw.v, cap * sizeof(*dm->rw.v));
+
+		if (v) {
+			dm->rw.v = v;
+			dm->rw.cap = cap;
+		}
+		rc = v ? 0 : -ENOMEM;
+	}
+	if (i < 0 && !rc) {
+		dm->rw.v[dm->rw.n].ino = ino;
+		dm->rw.v[dm->rw.n++].n = 1;
+	}
+	pthread_mutex_unlock(&dm->rw.mu);
+	return rc;
+}
+
+static void rw_del(struct tfs_daemon *dm, uint64_t ino)
+{
+	int i;
+
+	pthread_mutex_lock(&dm->rw.mu);
+	i = rw_find(dm, ino);
+	if (i >= 0 && --dm->rw.v[i].n == 0)
+		dm->rw.v[i] = dm->rw.v[--dm->rw.n];
+	pthread_mutex_unlock(&dm->rw.mu);
+}
+
+static int rw_open(struct tfs_daemon *dm, uint64_t ino)
+{
+	int i;
+
+	pthread_mutex_lock(&dm->rw.mu);
+	i = rw_find(dm, ino);
+	pthread_mutex_unlock(&dm->rw.mu);
+	return i >= 0;
+}
 
 static int openfile_new(struct tfs_daemon *dm, uint64_t ino,
 			struct fuse_file_info *fi)
@@ -50,7 +121,13 @@ static int openfile_new(struct tfs_daemon *dm, uint64_t ino,
 
 	if (!of)
 		return -ENOMEM;
+	of->ino = ino;
 	of->wb_seen = tfs_wb_sample(dm->fs, ino);
+	of->rw = (fi->flags & O_ACCMODE) == O_RDWR;
+	if (of->rw && rw_add(dm, ino)) {
+		free(of);
+		return -ENOMEM;
+	}
 	fi->fh = (uint64_t)(uintptr_t)of;
 	return 0;
 }
@@ -62,9 +139,13 @@ static uint32_t *openfile_wb(struct fuse_file_info *fi)
 	return of ? &of->wb_seen : NULL;
 }
 
-static void openfile_free(struct fuse_file_info *fi)
+static void openfile_free(struct tfs_daemon *dm, struct fuse_file_info *fi)
 {
-	free((void *)(uintptr_t)fi->fh);
+	struct openfile *of = (struct openfile *)(uintptr_t)fi->fh;
+
+	if (of && of->rw)
+		rw_del(dm, of->ino);
+	free(of);
 	fi->fh = 0;
 }
 
@@ -92,7 +173,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
 	if (rc) {
 		if (fi) {
 			tfs_release(dm->fs, st->st_ino);
-			openfile_free(fi);
+			openfile_free(dm, fi);
 		}
 		fuse_reply_err(req, -rc);
 		return;
@@ -119,7 +200,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
 		tfs_forget(dm->fs, st->st_ino, 1);
 		if (fi) {
 			tfs_release(dm->fs, st->st_ino);
-			openfile_free(fi);
+			openfile_free(dm, fi);
 		}
 	}
 }
@@ -569,7 +650,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino,
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* the caller was interrupted */
 		tfs_release(dm->fs, ino);
-		openfile_free(fi);
+		openfile_free(dm, fi);
 	}
 }
 
@@ -690,7 +771,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, 0);
 		return;
 	}
-	openfile_free(fi);
+	openfile_free(dm, fi);
 	fuse_reply_err(req, -tfs_release(dm->fs, ino));
 }
 
@@ -1034,6 +1115,44 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 					   (uint64_t)length));
 }
 
+/*
+ * copy_file_range(2) between two files of the mount (cp does it): the
+ * daemon copies from its cache, and the data never crosses /dev/fuse.
+ * The kernel has written back the destination range's pages mapped dirty
+ * first and drops its cached pages after.  A source open read-write
+ * (its maps may hold stores the daemon has not seen: rw_find())
+ * and a file of /.tensorfs are answered EOPNOTSUPP, which makes the
+ * kernel copy that one through its page cache, as before; never ENOSYS,
+ * which would turn copy_file_range off for the whole mount.
+ */
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
+			       off_t off_in, struct fuse_file_info *fi_in,
+			       fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len,
+			       int flags)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	ssize_t n;
+
+	(void)fi_in;
+	if (tfs_statedir_is(ino_in) || tfs_statedir_is(ino_out) ||
+	    rw_open(dm, ino_in)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (off_in < 0 || off_out < 0 || flags) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	n = tfs_copy_range(dm->fs, ino_in, (uint64_t)off_in, ino_out,
+			   (uint64_t)off_out, len, openfile_wb(fi_out));
+	tfs_file_note_read(dm->fs, ino_in, n);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
 /* TFS_IOC_SET_ATIME: the policy an int in in_buf names.  Replies. */
 static void state_set_atime(fuse_req_t req, const void *in_buf,
 			    size_t in_bufsz)
@@ -1198,5 +1317,6 @@ const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.removexattr = op_removexattr,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.copy_file_range = op_copy_file_range,
 	.ioctl = op_ioctl,
 };

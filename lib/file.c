@@ -1051,6 +1051,41 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 	return rc ? rc : (ssize_t)len;
 }
 
+ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
+		       uint64_t ino_out, uint64_t off_out, size_t len,
+		       uint32_t *wb_seen)
+{
+	size_t piece = 1u << 20, done = 0;
+	ssize_t rc = 0;
+	uint8_t *b;
+
+	if (len > TFS_COPY_MAX)
+		len = TFS_COPY_MAX;
+	if (len < piece)
+		piece = len ? len : 1;
+	b = tbuf_get(TB_OUT, piece);
+	if (!b)
+		return -ENOMEM;
+	while (done < len) {
+		size_t want = len - done < piece ? len - done : piece;
+		ssize_t n = tfs_read(fs, ino_in, b, want, off_in + done);
+
+		if (n <= 0) {
+			rc = n;
+			break;
+		}
+		rc = tfs_write(fs, ino_out, b, (size_t)n, off_out + done,
+			       wb_seen);
+		if (rc < 0)
+			break;
+		done += (size_t)n;
+		if ((size_t)n < want)
+			break; /* the source's end */
+	}
+	__atomic_fetch_add(&fs->copy_bytes, done, __ATOMIC_RELAXED);
+	return done ? (ssize_t)done : rc;
+}
+
 /* Zero bytes [from, to) of file block lblk on the device, if the block
  * holds data.  Caller holds io_lock exclusively. */
 static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip,

@@ -563,6 +563,7 @@ void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s)
 					    __ATOMIC_RELAXED);
 	s->app_write_bytes = __atomic_load_n(&fs->app_write_bytes,
 					     __ATOMIC_RELAXED);
+	s->copy_bytes = __atomic_load_n(&fs->copy_bytes, __ATOMIC_RELAXED);
 }
 
 int64_t tfs_extent_count(struct tfs_fs *fs, uint64_t ino)

@@ -71,6 +71,7 @@ struct tfs_fs {
 	uint64_t data_writes;		/* since the last flush */
 	uint64_t wb_errors;		/* write-backs that failed */
 	uint64_t app_read_bytes, app_write_bytes;	/* atomics */
+	uint64_t copy_bytes;				/* atomic */
 	/* discard (commit.c): -errno that stopped it (-EOPNOTSUPP ...), and
 	 * bytes discarded; under lock */
 	int discard_err;

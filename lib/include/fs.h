@@ -333,6 +333,21 @@ void tfs_fs_set_atime(struct tfs_fs *fs, int atime);
  * (-ENOSPC, -EFBIG, -EIO ...). */
 ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 		  size_t len, uint64_t off, uint32_t *wb_seen);
+/*
+ * copy_file_range(2) inside the file system: copy up to len bytes of
+ * ino_in from off_in to ino_out at off_out, as tfs_read() then
+ * tfs_write() would, a piece of at most 1 MiB at a time, and at most
+ * TFS_COPY_MAX bytes a call.  Returns the bytes copied (fewer than len at
+ * the source's end of file or at that limit, 0 at or past its end) or,
+ * when nothing was copied, -errno as tfs_read() and tfs_write() (wb_seen
+ * as for tfs_write() on ino_out).  Not atomic: other writers may change
+ * either range meanwhile, as on ext4.  ino_in may be ino_out (the ranges
+ * must not overlap; the kernel checks).
+ */
+#define TFS_COPY_MAX (64u << 20)
+ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
+		       uint64_t ino_out, uint64_t off_out, size_t len,
+		       uint32_t *wb_seen);
 int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync,
 	      uint32_t *wb_seen);
 /* A close of a file descriptor: start writing the file back; 0 or the
@@ -383,6 +398,7 @@ struct tfs_fs_stats {
 	struct tfs_cache_stats cache;
 	struct tfs_dev_stats dev;
 	uint64_t app_read_bytes, app_write_bytes;
+	uint64_t copy_bytes;	/* tfs_copy_range(), also in the two above */
 };
 void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s);
 

@@ -31,6 +31,8 @@ struct tfs_fs;
 #define TFS_STATS                                                            \
 	X(app_read_bytes, counter, "Bytes applications read")                \
 	X(app_write_bytes, counter, "Bytes applications wrote")              \
+	X(copy_bytes, counter,                                               \
+	  "Bytes copy_file_range copied inside the file system")             \
 	X(cache_hits, counter, "Reads of a chunk found in the RAM cache")    \
 	X(cache_misses, counter, "Reads of a chunk not in the RAM cache")    \
 	X(cache_evictions, counter, "Clean chunks evicted from the cache")   \

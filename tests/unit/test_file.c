@@ -584,6 +584,90 @@ static void test_fs_punch_hole_in_unwritten_extent(void **state)
 	assert_zero(f->fs, ino, MiB, 0);
 }
 
+/* ===== copy_file_range ===== */
+
+/* Bytes [aoff, aoff + len) of a are bytes [boff, boff + len) of b. */
+static void assert_same(struct tfs_fs *fs, uint64_t a, uint64_t aoff,
+			uint64_t b, uint64_t boff, size_t len)
+{
+	uint8_t *x = malloc(len), *y = malloc(len);
+
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_int_equal(tfs_read(fs, a, x, len, aoff), (ssize_t)len);
+	assert_int_equal(tfs_read(fs, b, y, len, boff), (ssize_t)len);
+	assert_memory_equal(x, y, len);
+	free(x);
+	free(y);
+}
+
+static uint64_t copied(struct tfs_fs *fs)
+{
+	struct tfs_fs_stats s;
+
+	tfs_fs_get_stats(fs, &s);
+	return s.copy_bytes;
+}
+
+static void test_fs_copy_range(void **state)
+{
+	struct fx *f = *state;
+	uint64_t src = mk(f->fs, TFS_ROOT_INO, "src");
+	uint64_t dst = mk(f->fs, TFS_ROOT_INO, "dst");
+	uint64_t c0;
+
+	wr_pat(f->fs, src, 3 * MiB + 123, 0, 7);
+	c0 = copied(f->fs);
+	/* unaligned, in several pieces, to an offset of an empty file */
+	assert_int_equal(tfs_copy_range(f->fs, src, 1000, dst, 5000,
+					2 * MiB + 77, NULL),
+			 2 * MiB + 77);
+	assert_int_equal(st_of(f->fs, dst).st_size, 5000 + 2 * MiB + 77);
+	assert_zero(f->fs, dst, 5000, 0);
+	assert_same(f->fs, src, 1000, dst, 5000, 2 * MiB + 77);
+	assert_int_equal(copied(f->fs) - c0, 2 * MiB + 77);
+	/* up to the source's end, then nothing */
+	assert_int_equal(tfs_copy_range(f->fs, src, 3 * MiB, dst, 0, MiB,
+					NULL),
+			 123);
+	assert_same(f->fs, src, 3 * MiB, dst, 0, 123);
+	assert_int_equal(tfs_copy_range(f->fs, src, 3 * MiB + 123, dst, 0, 10,
+					NULL),
+			 0);
+	assert_int_equal(tfs_copy_range(f->fs, src, 1ull << 40, dst, 0, 10,
+					NULL),
+			 0);
+	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, 0, 0, NULL), 0);
+	/* within one file, the ranges apart */
+	assert_int_equal(tfs_copy_range(f->fs, src, 4096, src, 4 * MiB, 9000,
+					NULL),
+			 9000);
+	assert_same(f->fs, src, 4096, src, 4 * MiB, 9000);
+	assert_int_equal(st_of(f->fs, src).st_size, 4 * MiB + 9000);
+	/* at most TFS_COPY_MAX a call: holes copy as zeros */
+	assert_int_equal(set_size(f->fs, src, 100 * MiB), 0);
+	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, 0, 100 * MiB,
+					NULL),
+			 TFS_COPY_MAX);
+	assert_same(f->fs, src, 0, dst, 0, 5 * MiB);
+	assert_zero(f->fs, dst, TFS_COPY_MAX - 5 * MiB, 5 * MiB);
+	assert_int_equal(st_of(f->fs, dst).st_size, TFS_COPY_MAX);
+	/* what a read or a write refuses */
+	assert_int_equal(tfs_copy_range(f->fs, TFS_ROOT_INO, 0, dst, 0, 10,
+					NULL),
+			 -EISDIR);
+	assert_int_equal(tfs_copy_range(f->fs, src, 0, TFS_ROOT_INO, 0, 10,
+					NULL),
+			 -EISDIR);
+	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, UINT64_MAX - 4, 10,
+					NULL),
+			 -EFBIG);
+	reopen(f);
+	assert_same(f->fs, src, 0, dst, 0, 5 * MiB);
+	assert_int_equal(copied(f->fs), 0); /* counted since the mount */
+	assert_fsck_clean(f->fs);
+}
+
 /* ===== I/O errors ===== */
 
 static void test_fs_write_back_error_reaches_fsync_and_next_write(void **state)
@@ -840,6 +924,7 @@ int main(void)
 		T(test_fs_fallocate_errors),
 		T(test_fs_punch_hole),
 		T(test_fs_punch_hole_in_unwritten_extent),
+		TB(test_fs_copy_range),
 		T(test_fs_write_back_error_reaches_fsync_and_next_write),
 		T(test_fs_write_back_error_reaches_every_open_file),
 		T(test_fs_concurrent_writers_and_namespace_changes),
