@@ -506,18 +506,53 @@ static int big_endian(tfs_zip_read_fn rd, void *ctx, const struct tfs_zip *z,
 
 /* ===== the legacy format ===== */
 
-/* pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2): torch's magic */
-static const unsigned char legacy_magic[15] = {0x80, 0x02, 0x8a, 0x0a, 0x6c,
-					       0xfc, 0x9c, 0x46, 0xf9, 0x20,
-					       0x6a, 0xa8, 0x50, 0x19, 0x2e};
-
+/*
+ * pickle.dumps(0x1950a86a20f9469cfc6c, protocol=P), torch's magic, as
+ * torch.save(..., pickle_protocol=P) writes it: PROTO P, for P >= 4 a
+ * FRAME of its 13 bytes, LONG1 of 10 bytes, STOP.  The pickle reader
+ * keeps no 80-bit ints, so it is matched byte by byte.
+ */
+#define LEGACY_MAGIC_MAX 24
 #define LEGACY_VERSION 1001
 #define LEGACY_WINDOW (64u << 10)
 
+/* The magic of protocol p into m: its length, 0 for no such protocol. */
+static size_t legacy_magic(unsigned char p, unsigned char *m)
+{
+	static const unsigned char frame[9] = {0x95, 0x0d};
+	static const unsigned char value[13] = {0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+						0x46, 0xf9, 0x20, 0x6a, 0xa8,
+						0x50, 0x19, 0x2e};
+	size_t n = 0;
+
+	if (p < 2 || p > 5)
+		return 0;
+	m[n++] = 0x80;
+	m[n++] = p;
+	if (p >= 4) {
+		memcpy(m + n, frame, sizeof(frame));
+		n += sizeof(frame);
+	}
+	memcpy(m + n, value, sizeof(value));
+	return n + sizeof(value);
+}
+
+/* The length of the magic buf[0..len) starts with, whole; 0 if none. */
+static size_t legacy_magic_len(const unsigned char *b, size_t len)
+{
+	unsigned char m[LEGACY_MAGIC_MAX];
+	size_t n = len >= 2 && b[0] == 0x80 ? legacy_magic(b[1], m) : 0;
+
+	return n && len >= n && !memcmp(b, m, n) ? n : 0;
+}
+
 int tfs_torch_is_legacy(const void *buf, size_t len)
 {
-	return len >= sizeof(legacy_magic) &&
-	       !memcmp(buf, legacy_magic, sizeof(legacy_magic));
+	const unsigned char *b = buf;
+	unsigned char m[LEGACY_MAGIC_MAX];
+	size_t n = len >= 15 && b[0] == 0x80 ? legacy_magic(b[1], m) : 0;
+
+	return n && !memcmp(b, m, len < n ? len : n);
 }
 
 /* The pickle at *at (what it is: for errors) into *p, *at moved past
@@ -677,8 +712,18 @@ static int parse_legacy(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 					   "saved object's", "storage keys'"};
 	struct tfs_pickle *p[4] = {NULL};
 	struct legacy lg = {NULL, 0};
-	uint64_t at = sizeof(legacy_magic);
+	unsigned char magic[LEGACY_MAGIC_MAX];
+	uint64_t at = file_size < sizeof(magic) ? file_size : sizeof(magic);
 	int rc = 0;
+
+	rc = tfs_zip_read_exact(rd, ctx, magic, (size_t)at, 0);
+	if (rc)
+		return rc;
+	at = legacy_magic_len(magic, (size_t)at);
+	if (!at)
+		return tfs_invalid(err, errlen,
+				   "the legacy torch.save magic number is cut "
+				   "short");
 
 	for (unsigned int i = 0; !rc && i < 4; i++)
 		rc = read_pickle(rd, ctx, file_size, max_pickle, &at, what[i],
@@ -717,16 +762,16 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 	struct tfs_zip *z = NULL;
 	const struct tfs_zip_entry *e;
 	char prefix[MAX_NAME];
-	unsigned char *pkl = NULL, magic[sizeof(legacy_magic)];
-	size_t done = 0;
+	unsigned char *pkl = NULL, magic[16];
+	size_t done = 0, hn;
 	int rc;
 
 	*out = NULL;
 	if (!max_pickle)
 		max_pickle = TFS_TORCH_MAX_PICKLE;
-	if (file_size >= sizeof(legacy_magic) &&
-	    !tfs_zip_read_exact(rd, ctx, magic, sizeof(magic), 0) &&
-	    tfs_torch_is_legacy(magic, sizeof(magic)))
+	hn = file_size < sizeof(magic) ? (size_t)file_size : sizeof(magic);
+	if (!tfs_zip_read_exact(rd, ctx, magic, hn, 0) &&
+	    tfs_torch_is_legacy(magic, hn))
 		return parse_legacy(rd, ctx, file_size, max_pickle, out, err,
 				    errlen);
 	rc = tfs_zip_open(rd, ctx, file_size, &z, err, errlen);

@@ -24,8 +24,10 @@
  * ----- the legacy format (PyTorch before 1.6, and later with
  *       torch.save(..., _use_new_zipfile_serialization=False)) -----
  *
- * Five pickles (protocol 2) one after another, then the storages:
- *   the magic number 0x1950a86a20f9469cfc6c (a fixed 15 bytes),
+ * Five pickles (protocol 2, or pickle_protocol's) one after another,
+ * then the storages:
+ *   the magic number 0x1950a86a20f9469cfc6c (15 bytes, or 24 with
+ *     pickle_protocol 4 or 5),
  *   the format version, 1001,
  *   the system information, a dict (byte order, sizes of C types),
  *   the saved object, as data.pkl above, its storages' persistent ids
@@ -50,8 +52,8 @@
 /* The largest data.pkl read. */
 #define TFS_TORCH_MAX_PICKLE (256u << 20)
 
-/* Whether buf[0..len) starts as a legacy torch.save file does (15
- * bytes decide). */
+/* Whether buf[0..len) starts as a legacy torch.save file does, as far
+ * as it goes (15 bytes or more; 16 decide). */
 int tfs_torch_is_legacy(const void *buf, size_t len);
 
 /*

@@ -4,7 +4,8 @@
 # nested Adam state_dict, views sharing one storage: a transpose, a
 # strided slice, an expanded row, a tensor saved alone, a summarised one
 # of 3000 elements), each also in the legacy format (PyTorch before 1.6,
-# or _use_new_zipfile_serialization=False): the listing names every
+# or _use_new_zipfile_serialization=False), and with pickle_protocol 3
+# to 5 (other opcodes, another magic number): the listing names every
 # tensor by its path, -t NAME
 # prints torch's values (numpy's repr where numpy has the dtype, --json
 # values exactly), --stats agrees with torch; a pickle that would call
@@ -47,6 +48,10 @@ alone = torch.tensor([[1.5, -2.0], [0.25, 3.0]], dtype=torch.float64)
 for suffix, zipped in (("", True), ("-legacy", False)):
     torch.save(ck, f"{d}/ckpt{suffix}.pt", _use_new_zipfile_serialization=zipped)
     torch.save(alone, f"{d}/alone{suffix}.pt", _use_new_zipfile_serialization=zipped)
+    # pickle_protocol 3 to 5: other opcodes, and another magic number
+    for proto in (3, 4, 5):
+        torch.save(ck, f"{d}/ckpt{suffix}-p{proto}.pt", pickle_protocol=proto,
+                   _use_new_zipfile_serialization=zipped)
 
 class Evil:
     def __reduce__(self):
@@ -59,7 +64,8 @@ PY
 	tfs_fail "ckpt-legacy.pt is not in the legacy format (a pickle, no zip)"
 
 # ----- the listing -----
-for f in ckpt.pt ckpt-legacy.pt; do
+for f in ckpt.pt ckpt-legacy.pt ckpt-p3.pt ckpt-p4.pt ckpt-p5.pt ckpt-legacy-p3.pt \
+	ckpt-legacy-p4.pt ckpt-legacy-p5.pt; do
 	"$CAT" "$D/$f" >"$WORK/list" || tfs_fail "listing $f failed: $(cat "$WORK/list")"
 	for n in model.embed.weight model.layers.1.bias optimizer.state.0.exp_avg \
 		optimizer.state.4.exp_avg_sq optimizer.state.0.step half bf16 ids mask t cols rep big; do
@@ -116,7 +122,8 @@ def check(fn, name, t):
             print(f"{fn} {name}: --stats nan/inf {s['nan']}/{s['inf']}"); bad += 1
         if fin.numel() and abs(s["mean"] - float(fin.mean())) > 1e-6 * max(1, abs(float(fin.mean()))):
             print(f"{fn} {name}: --stats mean {s['mean']}, torch {float(fin.mean())}"); bad += 1
-for fn in ("ckpt.pt", "ckpt-legacy.pt"):
+for fn in ("ckpt.pt", "ckpt-legacy.pt", "ckpt-p4.pt", "ckpt-legacy-p4.pt",
+           "ckpt-legacy-p5.pt"):
     for name, t in walk(torch.load(f"{d}/{fn}")):
         check(fn, name, t)
 for fn in ("alone.pt", "alone-legacy.pt"):

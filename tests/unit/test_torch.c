@@ -262,7 +262,8 @@ static void survives_truncation_and_bit_flips(const unsigned char *b,
 static void test_torch_survives_truncation_and_bit_flips(void **state)
 {
 	static const char *const files[] = {"state_dict.pt",
-					    "state_dict.legacy.pt"};
+					    "state_dict.legacy.pt",
+					    "state_dict.legacy-p4.pt"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {

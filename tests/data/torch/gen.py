@@ -27,6 +27,13 @@ def save(obj, name):
                _use_new_zipfile_serialization=False)
 
 
+# the legacy format with pickle protocol 4 (FRAME, MEMOIZE, a longer
+# magic number)
+def save_legacy_p4(obj, name):
+    torch.save(obj, os.path.join(out, name), pickle_protocol=4,
+               _use_new_zipfile_serialization=False)
+
+
 # a model's state_dict: nested names, several dtypes
 model = torch.nn.Sequential(collections.OrderedDict([
     ("embed", torch.nn.Embedding(4, 3)),
@@ -39,6 +46,7 @@ sd = {"model": model.state_dict(),
       "mask": torch.tensor([True, False, True]),
       "step": 7, "name": "fixture", "lr": 0.5}
 save(sd, "state_dict.pt")
+save_legacy_p4(sd, "state_dict.legacy-p4.pt")
 
 # views sharing one storage: a transpose, a row, a strided slice, an
 # expanded (stride 0) row
@@ -73,7 +81,7 @@ def walk(obj, name, rows):
 with open(os.path.join(out, "expected.txt"), "w") as f:
     for fn in ("state_dict.pt", "views.pt", "optim.pt", "tensor.pt",
                "state_dict.legacy.pt", "views.legacy.pt", "optim.legacy.pt",
-               "tensor.legacy.pt"):
+               "tensor.legacy.pt", "state_dict.legacy-p4.pt"):
         rows = []
         walk(torch.load(os.path.join(out, fn)), "", rows)
         for name, t in rows:
