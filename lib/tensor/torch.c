@@ -60,6 +60,16 @@ static const struct {
     {"UntypedStorage", "uint8", TFS_TENSOR_UINT8},
 };
 
+/* The index in storages[] of class cls ("torch.FloatStorage"), or -1. */
+static int storage_class(const char *cls)
+{
+	for (size_t i = 0; i < sizeof(storages) / sizeof(storages[0]); i++)
+		if (!strncmp(cls, "torch.", 6) &&
+		    !strcmp(cls + 6, storages[i].cls))
+			return (int)i;
+	return -1;
+}
+
 /* ===== the walk ===== */
 
 /* A storage of the legacy format: where its bytes are in the file. */
@@ -123,6 +133,7 @@ static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
 		      struct tfs_tensor *t, const char **key, uint64_t *numel)
 {
 	const struct tfs_pickle_value *pid, *cls;
+	int c;
 
 	if (!sv || sv->type != TFS_PICKLE_PERSID)
 		return tfs_invalid(w->err, w->errlen,
@@ -147,16 +158,14 @@ static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
 				   w->name);
 	cls = pid->items[1];
 	*key = pid->items[2]->s;
-	t->dtype = -1;
-	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
-		 strncmp(cls->s, "torch.", 6) ? cls->s : cls->s + 6);
-	for (size_t i = 0; i < sizeof(storages) / sizeof(storages[0]); i++)
-		if (!strncmp(cls->s, "torch.", 6) &&
-		    !strcmp(cls->s + 6, storages[i].cls)) {
-			t->dtype = storages[i].tfs;
-			snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
-				 storages[i].dtype);
-		}
+	c = storage_class(cls->s);
+	t->dtype = c < 0 ? -1 : storages[c].tfs;
+	if (c >= 0)
+		snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
+			 storages[c].dtype);
+	else /* the class, as a name to show */
+		snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
+			 strncmp(cls->s, "torch.", 6) ? cls->s : cls->s + 6);
 	return 0;
 }
 
@@ -639,11 +648,9 @@ static int legacy_classes(const struct tfs_pickle *obj, struct legacy *lg)
  * if not known. */
 static size_t class_size(const char *cls)
 {
-	for (size_t i = 0; i < sizeof(storages) / sizeof(storages[0]); i++)
-		if (!strncmp(cls, "torch.", 6) &&
-		    !strcmp(cls + 6, storages[i].cls))
-			return tfs_tensor_dtype_size(storages[i].tfs);
-	return 0;
+	int c = storage_class(cls);
+
+	return c < 0 ? 0 : tfs_tensor_dtype_size(storages[c].tfs);
 }
 
 /* Where each storage of keys lies, from *at on: its element count (8
