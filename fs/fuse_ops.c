@@ -43,6 +43,7 @@ struct openfile {
 	uint64_t ino;
 	uint32_t wb_seen;
 	int rw;		/* opened O_RDWR: counted in dm->rw */
+	int direct;	/* FOPEN_DIRECT_IO: its writes bypass the page cache */
 };
 
 /*
@@ -122,6 +123,7 @@ static int openfile_new(struct tfs_daemon *dm, uint64_t ino,
 	if (!of)
 		return -ENOMEM;
 	of->ino = ino;
+	of->direct = 0;
 	of->wb_seen = tfs_wb_sample(dm->fs, ino);
 	of->rw = (fi->flags & O_ACCMODE) == O_RDWR;
 	if (of->rw && rw_add(dm, ino)) {
@@ -137,6 +139,13 @@ static uint32_t *openfile_wb(struct fuse_file_info *fi)
 	struct openfile *of = fi ? (struct openfile *)(uintptr_t)fi->fh : NULL;
 
 	return of ? &of->wb_seen : NULL;
+}
+
+static int openfile_direct(struct fuse_file_info *fi)
+{
+	struct openfile *of = fi ? (struct openfile *)(uintptr_t)fi->fh : NULL;
+
+	return of && of->direct;
 }
 
 static void openfile_free(struct tfs_daemon *dm, struct fuse_file_info *fi)
@@ -234,11 +243,55 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
  *    also costs a getxattr("security.capability") round trip to us under
  *    that lock (file_remove_privs()), which FOPEN_DIRECT_IO writes skip:
  *    with four writers on one file, ~1 s more CPU per GB in the writers.
+ *
+ * The kernel's cached pages of a file outlive its close, as on any local
+ * file system, so a file read again is read from them (FOPEN_KEEP_CACHE;
+ * without it every open drops them all, under every other reader of the
+ * file too).  They stay right because every change to a file's data
+ * comes through the kernel, which updates or drops its pages for writes,
+ * truncation, hole punching and copy_file_range(), and for the writes
+ * of an FOPEN_DIRECT_IO file from Linux 6.6 on.  For older kernels, and
+ * a failed write-back whose data the daemon no longer has, such a change
+ * marks the inode (tfs_mark_stale(): op_write(), op_copy_file_range(),
+ * op_fallocate(), lib/ for write-backs), and the next open of it drops
+ * the pages (keep_cache 0), as every open did before.  A file held open
+ * while another process writes it with O_DIRECT sees what Linux shows
+ * it: on those older kernels, pages it had read before the write.
+ *
+ * Access times: a read the kernel serves from its pages never reaches
+ * us, and FUSE leaves atime to the daemon.  So an open for reading also
+ * drops the pages when its next read must move the atime (relatime: the
+ * first read after a change, or a day on; strictatime: every open; never
+ * with noatime), as before: the read comes to us and moves it.  With
+ * relatime a file read again and again is read from the pages after its
+ * first read since it last changed.
  */
-static void set_open_flags(struct tfs_daemon *dm, struct fuse_file_info *fi)
+static void set_open_flags(struct tfs_daemon *dm, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
 {
+	struct openfile *of = (struct openfile *)(uintptr_t)fi->fh;
+	int stale = tfs_take_stale(dm->fs, ino);
+
 	fi->direct_io = 0;
-	fi->keep_cache = 0;
+	if ((fi->flags & O_DIRECT) && (fi->flags & O_ACCMODE) == O_WRONLY) {
+		fi->direct_io = 1;
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 15)
+		fi->parallel_direct_writes = 1;
+#endif
+	}
+#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
+	if (dm->direct_io_allow_mmap && (fi->flags & O_DIRECT)) {
+		fi->direct_io = 1;
+		fi->parallel_direct_writes = 1;
+	}
+#endif
+	/* an FOPEN_DIRECT_IO open still drops the pages, as before; so
+	 * does an open for reading whose next read must move the atime,
+	 * which only a read that reaches us can do */
+	fi->keep_cache = !fi->direct_io && !stale &&
+			 ((fi->flags & O_ACCMODE) == O_WRONLY ||
+			  !tfs_atime_due(dm->fs, ino));
+	of->direct = fi->direct_io;
 	/*
 	 * A read-only open writes nothing, so its close() has nothing to
 	 * start writing back and no error to report: the kernel skips the
@@ -246,22 +299,6 @@ static void set_open_flags(struct tfs_daemon *dm, struct fuse_file_info *fi)
 	 * reader hears of a failed write-back at its fsync(), not its close().
 	 */
 	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
-	if (!(fi->flags & O_DIRECT))
-		return;
-	if ((fi->flags & O_ACCMODE) == O_WRONLY) {
-		fi->direct_io = 1;
-#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 15)
-		fi->parallel_direct_writes = 1;
-#endif
-	}
-#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
-	if (dm->direct_io_allow_mmap) {
-		fi->direct_io = 1;
-		fi->parallel_direct_writes = 1;
-	}
-#else
-	(void)dm;
-#endif
 }
 
 /* ===== handlers ===== */
@@ -646,7 +683,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	set_open_flags(dm, fi);
+	set_open_flags(dm, ino, fi);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* the caller was interrupted */
 		tfs_release(dm->fs, ino);
@@ -687,7 +724,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	set_open_flags(dm, fi);
+	set_open_flags(dm, st.st_ino, fi);
 	reply_entry(req, 0, &st, fi);
 }
 
@@ -734,6 +771,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		return;
 	}
 	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off, openfile_wb(fi));
+	if (n > 0 && openfile_direct(fi))
+		tfs_mark_stale(dm->fs, ino);	/* after it: set_open_flags() */
 	if (n < 0) {
 		if (n != -ENOSPC && n != -EROFS)
 			tfs_daemon_log(LOG_ERR,
@@ -1103,6 +1142,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			 off_t offset, off_t length, struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int rc;
 
 	(void)fi;
 	DENY_STATEDIR(req, ino, NULL, 0);
@@ -1110,9 +1150,11 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	fuse_reply_err(req, -tfs_fallocate(dm->fs, ino, mode,
-					   (uint64_t)offset,
-					   (uint64_t)length));
+	rc = tfs_fallocate(dm->fs, ino, mode, (uint64_t)offset,
+			   (uint64_t)length);
+	if (!rc && (mode & ~FALLOC_FL_KEEP_SIZE))
+		tfs_mark_stale(dm->fs, ino);	/* the kernel drops them too */
+	fuse_reply_err(req, -rc);
 }
 
 /*
@@ -1147,6 +1189,8 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 	n = tfs_copy_range(dm->fs, ino_in, (uint64_t)off_in, ino_out,
 			   (uint64_t)off_out, len, openfile_wb(fi_out));
 	tfs_file_note_read(dm->fs, ino_in, n);
+	if (n > 0)
+		tfs_mark_stale(dm->fs, ino_out);	/* as op_fallocate() */
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

@@ -41,7 +41,7 @@
  * cached chunks are forgotten.  So a file or directory that lost its
  * last name keeps working through the kernel's inode (fstat of an open
  * descriptor, an O_PATH one, a directory's cwd) until the kernel forgets
- * it.  nlookup is 31 bits; a count that would pass that sticks at the
+ * it.  nlookup is 30 bits; a count that would pass that sticks at the
  * maximum and the inode then lives until unmount: never freed early.
  * At close nobody holds lookups any more: tfs_inode_forget_all() frees
  * what only they kept.  After a crash, inodes with no links (open or
@@ -89,7 +89,7 @@ void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
 		free_inode(fs, ip);
 }
 
-#define NLOOKUP_MAX	0x7fffffffu	/* ip->nlookup's 31 bits: sticky */
+#define NLOOKUP_MAX	0x3fffffffu	/* ip->nlookup's 30 bits: sticky */
 
 int tfs_lookup_ref(struct tfs_fs *fs, uint64_t ino)
 {
@@ -259,6 +259,23 @@ static int atime_due(int policy, const struct tfs_inode *ip,
 void tfs_fs_set_atime(struct tfs_fs *fs, int atime)
 {
 	__atomic_store_n(&fs->opts.atime, atime, __ATOMIC_RELAXED);
+}
+
+int tfs_atime_due(struct tfs_fs *fs, uint64_t ino)
+{
+	int policy = __atomic_load_n(&fs->opts.atime, __ATOMIC_RELAXED);
+	struct tfs_inode *ip;
+	int due = 0;
+
+	if (policy == TFS_ATIME_NOATIME || tfs_fs_is_readonly(fs) ||
+	    tfs_fs_failed(fs))
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip)
+		due = atime_due(policy, ip, tfs_fs_now());
+	pthread_mutex_unlock(&fs->lock);
+	return due;
 }
 
 void tfs_file_note_read(struct tfs_fs *fs, uint64_t ino, ssize_t n)
@@ -698,6 +715,7 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 		ip->wb_errno = (uint32_t)-ios[i].result & WB_ERRNO_MAX;
 		ip->wb_seq = (ip->wb_seq + 1) & WB_SEQ_MASK;
 		ip->wb_unseen = 1;
+		ip->stale = 1;	/* a cache of the caller may hold the data */
 		log_error(fs, "write-back of inode %llu bytes %llu..%llu "
 			      "failed: %s; the next write, fsync or close of "
 			      "the file reports it",
@@ -1007,6 +1025,32 @@ uint32_t tfs_wb_sample(struct tfs_fs *fs, uint64_t ino)
 		s = (ip->wb_seq - ip->wb_unseen) & WB_SEQ_MASK;
 	pthread_mutex_unlock(&fs->lock);
 	return s;
+}
+
+void tfs_mark_stale(struct tfs_fs *fs, uint64_t ino)
+{
+	struct tfs_inode *ip;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip)
+		ip->stale = 1;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int tfs_take_stale(struct tfs_fs *fs, uint64_t ino)
+{
+	struct tfs_inode *ip;
+	int stale = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (ip) {
+		stale = ip->stale;
+		ip->stale = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return stale;
 }
 
 ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,

@@ -58,7 +58,9 @@ struct tfs_inode {
 	uint32_t wb_seq : 19;		/* failed write-backs, counted
 					   (wrapping; file.c) */
 	uint32_t dirty : 1;		/* attrs changed since last commit */
-	uint32_t nlookup : 31;		/* the kernel's lookup references
+	uint32_t stale : 1;		/* data changed unseen by the
+					   caller's cache (tfs_mark_stale) */
+	uint32_t nlookup : 30;		/* the kernel's lookup references
 					   (FUSE nlookup); sticky at its
 					   maximum (file.c) */
 };

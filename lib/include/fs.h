@@ -286,6 +286,19 @@ int tfs_release(struct tfs_fs *fs, uint64_t ino);
  */
 uint32_t tfs_wb_sample(struct tfs_fs *fs, uint64_t ino);
 
+/*
+ * For a caller that keeps file data in a cache of its own (the daemon:
+ * the kernel's page cache, kept from one open of a file to the next),
+ * which must drop what it holds of a file whose data changed where that
+ * cache did not see it.  tfs_mark_stale() notes such a change (the
+ * daemon: a write that bypassed the page cache); a failed write-back
+ * notes one too, as the data it dropped may still sit in that cache.
+ * tfs_take_stale() returns 1 if a change was noted since it last
+ * returned 1, else 0 (also for no such inode), and forgets it.
+ */
+void tfs_mark_stale(struct tfs_fs *fs, uint64_t ino);
+int tfs_take_stale(struct tfs_fs *fs, uint64_t ino);
+
 /* Read up to len bytes at off into buf: returns the bytes read, short
  * at end of file, 0 past it. */
 ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
@@ -325,6 +338,9 @@ void tfs_read_unpin(struct tfs_fs *fs, struct tfs_read_pin *p);
  * calling thread's tfs_read_pin() buffer valid.
  */
 void tfs_file_note_read(struct tfs_fs *fs, uint64_t ino, ssize_t n);
+/* Would a read of ino now move its atime (as tfs_file_note_read())?  1 or
+ * 0; 0 also for no such inode. */
+int tfs_atime_due(struct tfs_fs *fs, uint64_t ino);
 /* Change the atime policy (TFS_ATIME_*) of a mounted file system, as a
  * remount would; any thread. */
 void tfs_fs_set_atime(struct tfs_fs *fs, int atime);

@@ -779,6 +779,45 @@ static void test_fs_write_back_error_reaches_every_open_file(void **state)
 	f->fs = NULL;
 }
 
+/*
+ * Stale marks (tfs_mark_stale(), tfs_take_stale()): a mark is taken
+ * once; writes, reads and a clean write-back leave none; a failed
+ * write-back leaves one (its data may sit in the caller's cache); an
+ * unknown inode has none.
+ */
+static void test_fs_stale_marks(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_super sb = { 0 };
+	char buf[8];
+	uint64_t ino;
+	int copy = 0;
+
+	ino = mk(f->fs, TFS_ROOT_INO, "f");
+	assert_int_equal(tfs_take_stale(f->fs, ino), 0);
+	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0, NULL), 3);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
+	assert_int_equal(tfs_read(f->fs, ino, buf, sizeof(buf), 0), 3);
+	assert_int_equal(tfs_take_stale(f->fs, ino), 0);
+	tfs_mark_stale(f->fs, ino);
+	tfs_mark_stale(f->fs, ino);
+	assert_int_equal(tfs_take_stale(f->fs, ino), 1);
+	assert_int_equal(tfs_take_stale(f->fs, ino), 0);
+	tfs_mark_stale(f->fs, ino + 1000);
+	assert_int_equal(tfs_take_stale(f->fs, ino + 1000), 0);
+
+	assert_int_equal(img_super(f->path, &sb, &copy), 0);
+	reopen_failing_from(f, sb.data_start * TFS_BLOCK_SIZE);
+	ino = mk(f->fs, TFS_ROOT_INO, "g");
+	assert_int_equal(tfs_write(f->fs, ino, "abc", 3, 0, NULL), 3);
+	assert_int_equal(tfs_take_stale(f->fs, ino), 0);
+	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), -EIO);
+	assert_int_equal(tfs_take_stale(f->fs, ino), 1);
+	assert_int_equal(tfs_take_stale(f->fs, ino), 0);
+	assert_int_equal(tfs_fs_close(f->fs), -EIO);	/* its checkpoint */
+	f->fs = NULL;
+}
+
 /* ===== threads ===== */
 
 struct writer {
@@ -927,6 +966,7 @@ int main(void)
 		TB(test_fs_copy_range),
 		T(test_fs_write_back_error_reaches_fsync_and_next_write),
 		T(test_fs_write_back_error_reaches_every_open_file),
+		T(test_fs_stale_marks),
 		T(test_fs_concurrent_writers_and_namespace_changes),
 	};
 
