@@ -40,24 +40,28 @@
 static const struct {
 	const char *cls;   /* after "torch." */
 	const char *dtype; /* torch's name, after "torch." */
-	int tfs;
+	int tfs;	   /* -1: listed with its size, not decoded */
+	size_t size;	   /* bytes per element, where tfs is -1 */
 } storages[] = {
-    {"DoubleStorage", "float64", TFS_TENSOR_FP64},
-    {"FloatStorage", "float32", TFS_TENSOR_FP32},
-    {"HalfStorage", "float16", TFS_TENSOR_FP16},
-    {"BFloat16Storage", "bfloat16", TFS_TENSOR_BF16},
-    {"Float8_e4m3fnStorage", "float8_e4m3fn", TFS_TENSOR_FP8_E4M3},
-    {"Float8_e5m2Storage", "float8_e5m2", TFS_TENSOR_FP8_E5M2},
-    {"LongStorage", "int64", TFS_TENSOR_INT64},
-    {"IntStorage", "int32", TFS_TENSOR_INT32},
-    {"ShortStorage", "int16", TFS_TENSOR_INT16},
-    {"CharStorage", "int8", TFS_TENSOR_INT8},
-    {"ByteStorage", "uint8", TFS_TENSOR_UINT8},
-    {"UInt16Storage", "uint16", TFS_TENSOR_UINT16},
-    {"UInt32Storage", "uint32", TFS_TENSOR_UINT32},
-    {"UInt64Storage", "uint64", TFS_TENSOR_UINT64},
-    {"BoolStorage", "bool", TFS_TENSOR_BOOL},
-    {"UntypedStorage", "uint8", TFS_TENSOR_UINT8},
+    {"DoubleStorage", "float64", TFS_TENSOR_FP64, 0},
+    {"FloatStorage", "float32", TFS_TENSOR_FP32, 0},
+    {"HalfStorage", "float16", TFS_TENSOR_FP16, 0},
+    {"BFloat16Storage", "bfloat16", TFS_TENSOR_BF16, 0},
+    {"Float8_e4m3fnStorage", "float8_e4m3fn", TFS_TENSOR_FP8_E4M3, 0},
+    {"Float8_e5m2Storage", "float8_e5m2", TFS_TENSOR_FP8_E5M2, 0},
+    {"LongStorage", "int64", TFS_TENSOR_INT64, 0},
+    {"IntStorage", "int32", TFS_TENSOR_INT32, 0},
+    {"ShortStorage", "int16", TFS_TENSOR_INT16, 0},
+    {"CharStorage", "int8", TFS_TENSOR_INT8, 0},
+    {"ByteStorage", "uint8", TFS_TENSOR_UINT8, 0},
+    {"UInt16Storage", "uint16", TFS_TENSOR_UINT16, 0},
+    {"UInt32Storage", "uint32", TFS_TENSOR_UINT32, 0},
+    {"UInt64Storage", "uint64", TFS_TENSOR_UINT64, 0},
+    {"BoolStorage", "bool", TFS_TENSOR_BOOL, 0},
+    {"UntypedStorage", "uint8", TFS_TENSOR_UINT8, 0},
+    {"ComplexFloatStorage", "complex64", -1, 8},
+    {"ComplexDoubleStorage", "complex128", -1, 16},
+    {"ComplexHalfStorage", "complex32", -1, 4},
 };
 
 /* The index in storages[] of class cls ("torch.FloatStorage"), or -1. */
@@ -68,6 +72,15 @@ static int storage_class(const char *cls)
 		    !strcmp(cls + 6, storages[i].cls))
 			return (int)i;
 	return -1;
+}
+
+/* Bytes per element of storages[c], 0 for c < 0 (a class not known). */
+static size_t class_esize(int c)
+{
+	if (c < 0)
+		return 0;
+	return storages[c].tfs < 0 ? storages[c].size
+				   : tfs_tensor_dtype_size(storages[c].tfs);
 }
 
 /* ===== the walk ===== */
@@ -130,7 +143,8 @@ static int get_dims(const struct tfs_pickle_value *v, uint64_t *a,
 /* Storage pid ('storage', torch.XStorage, KEY, location, numel) into
  * t->dtype, t->dtype_name, *key and *numel. */
 static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
-		      struct tfs_tensor *t, const char **key, uint64_t *numel)
+		      struct tfs_tensor *t, const char **key, uint64_t *numel,
+		      size_t *es)
 {
 	const struct tfs_pickle_value *pid, *cls;
 	int c;
@@ -159,6 +173,7 @@ static int storage_of(struct walk *w, const struct tfs_pickle_value *sv,
 	cls = pid->items[1];
 	*key = pid->items[2]->s;
 	c = storage_class(cls->s);
+	*es = class_esize(c);
 	t->dtype = c < 0 ? -1 : storages[c].tfs;
 	if (c >= 0)
 		snprintf(t->dtype_name, sizeof(t->dtype_name), "%s",
@@ -218,9 +233,8 @@ static const struct legacy_storage *legacy_find(const struct legacy *lg,
 
 /* Where the storage KEY's bytes are, and that they hold the span. */
 static int place(struct walk *w, struct tfs_tensor *t, const char *key,
-		 uint64_t numel, uint64_t soff, uint64_t span)
+		 uint64_t numel, size_t es, uint64_t soff, uint64_t span)
 {
-	size_t es = tfs_tensor_dtype_size(t->dtype);
 	uint64_t need, start = 0, have = UINT64_MAX;
 	char ename[MAX_NAME];
 	const struct tfs_zip_entry *e;
@@ -253,7 +267,7 @@ static int place(struct walk *w, struct tfs_tensor *t, const char *key,
 		start = ls->offset;
 		have = ls->bytes;
 	}
-	if (!es) { /* a dtype not decoded: only where it starts */
+	if (!es) { /* a class not known: only where it starts */
 		t->offset = start;
 		return 0;
 	}
@@ -278,6 +292,7 @@ static int rebuild_tensor(struct walk *w, const struct tfs_pickle_value *args)
 	unsigned int nst = 0;
 	const char *key = "";
 	struct tfs_tensor *t;
+	size_t es = 0;
 	int rc;
 
 	if (args->n < 4 || get_u64(args->items[1], &soff))
@@ -290,7 +305,7 @@ static int rebuild_tensor(struct walk *w, const struct tfs_pickle_value *args)
 	if (!t)
 		return -ENOMEM;
 	t->big_endian = w->big_endian;
-	rc = storage_of(w, args->items[0], t, &key, &numel);
+	rc = storage_of(w, args->items[0], t, &key, &numel, &es);
 	if (rc)
 		return rc;
 	if (get_dims(args->items[2], t->shape.dim, &t->shape.ndim) ||
@@ -301,7 +316,7 @@ static int rebuild_tensor(struct walk *w, const struct tfs_pickle_value *args)
 		    "dimensions",
 		    w->name);
 	rc = strides(w, t, st, &span);
-	return rc ? rc : place(w, t, key, numel, soff, span);
+	return rc ? rc : place(w, t, key, numel, es, soff, span);
 }
 
 /* A call: a tensor, a parameter (the tensor it wraps), or another
@@ -648,9 +663,7 @@ static int legacy_classes(const struct tfs_pickle *obj, struct legacy *lg)
  * if not known. */
 static size_t class_size(const char *cls)
 {
-	int c = storage_class(cls);
-
-	return c < 0 ? 0 : tfs_tensor_dtype_size(storages[c].tfs);
+	return class_esize(storage_class(cls));
 }
 
 /* Where each storage of keys lies, from *at on: its element count (8

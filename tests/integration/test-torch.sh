@@ -6,7 +6,8 @@
 # of 3000 elements), each also in the legacy format (PyTorch before 1.6,
 # or _use_new_zipfile_serialization=False), and with pickle_protocol 3
 # to 5 (other opcodes, another magic number): the listing names every
-# tensor by its path, -t NAME
+# tensor by its path (complex tensors with their dtype and size, which
+# -t refuses to print), -t NAME
 # prints torch's values (numpy's repr where numpy has the dtype, --json
 # values exactly), --stats agrees with torch; a pickle that would call
 # os.system is read without running it; on a mount, user.tensor.dtype
@@ -138,6 +139,27 @@ for f in evil.pt evil-legacy.pt; do
 	"$CAT" "$D/$f" >"$WORK/evil" 2>&1 || tfs_fail "$f: $(cat "$WORK/evil")"
 	[ -e "$D/pwned" ] && tfs_fail "reading $f ran os.system"
 	grep -q "^w " "$WORK/evil" || tfs_fail "$f's tensor w is not listed: $(cat "$WORK/evil")"
+done
+
+# ----- complex tensors: listed with their size, not decoded -----
+"$TORCH_PY" - "$D" <<'PY' || tfs_fail "torch could not write the complex tensors"
+import sys, torch
+d = sys.argv[1]
+c = {"c": torch.tensor([1 + 2j, 3 - 4j]), "cd": torch.ones(2, 2, dtype=torch.complex128)[:, 1],
+     "f": torch.tensor([0.5, -1.0])}
+torch.save(c, f"{d}/complex.pt")
+torch.save(c, f"{d}/complex-legacy.pt", _use_new_zipfile_serialization=False)
+PY
+for f in complex.pt complex-legacy.pt; do
+	"$CAT" "$D/$f" >"$WORK/list" 2>&1 || tfs_fail "$f: $(cat "$WORK/list")"
+	awk '$1 == "c" && $2 == "complex64" && $3 == "(2,)" && $5 == 16 { c = 1 }
+	     $1 == "cd" && $2 == "complex128" && $5 == 48 && $7 == "(2,)" { cd = 1 }
+	     END { exit !(c && cd) }' "$WORK/list" ||
+		tfs_fail "$f: complex tensors not listed with dtype and bytes: $(cat "$WORK/list")"
+	"$CAT" -t c "$D/$f" >"$WORK/out" 2>&1 && tfs_fail "$f: -t c printed a complex tensor: $(cat "$WORK/out")"
+	grep -q "dtype 'complex64', which tensorfs-cat does not decode" "$WORK/out" ||
+		tfs_fail "$f: -t c says: $(cat "$WORK/out")"
+	tfs_eq "$f: -t f" "array([ 0.5, -1. ], dtype=float32)" "$("$CAT" -t f "$D/$f")"
 done
 
 # ----- on the mount: the attributes, and the same output -----

@@ -461,7 +461,7 @@ static void test_torch_reads_the_legacy_format(void **state)
 {
 	/* a saved object of 200 KiB: read in a window that grows */
 	struct bytes b =
-	    legacy_file(200000, "torch\nFloatStorage\n", "N", 1, 2);
+	    legacy_file(200000, "torch\nFloatStorage\n", "N", 1, 2), b2;
 	struct tfs_tensor_list *l = NULL;
 	const struct tfs_tensor *t;
 	char err[256];
@@ -480,6 +480,20 @@ static void test_torch_reads_the_legacy_format(void **state)
 	memcpy(v, b.p + t->offset, sizeof(v));
 	assert_true(v[0] == 1.5f && v[1] == -2.0f);
 	tfs_tensor_list_free(l);
+
+	/* a class listed with its size but not decoded (torch.chalf: 4
+	 * bytes an element) is listed, placed by its element size */
+	b2 = legacy_file(10, "torch\nComplexHalfStorage\n", "N", 1, 2);
+	if (parse_legacy(b2, 0, &l, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(l->count, 1);
+	t = &l->tensors[0];
+	assert_int_equal(t->dtype, -1);
+	assert_string_equal(t->dtype_name, "complex32");
+	assert_int_equal(t->nbytes, 8);
+	assert_int_equal(t->offset, b2.n - 8);
+	tfs_tensor_list_free(l);
+	free(b2.p);
 
 	/* the object's pickle longer than the bytes a caller lets it read */
 	assert_int_equal(parse_legacy(b, 100000, &l, err, sizeof(err)),
@@ -501,7 +515,7 @@ static void test_torch_refuses_broken_legacy_files(void **state)
 	    {"torch\nFloatStorage\n", "X\x01\x00\x00\x00" "1K\x00K\x08\x87",
 	     11, 2, "view of another storage"},
 	    /* a class of unknown element size: nothing after it is found */
-	    {"torch\nComplexFloatStorage\n", "N", 1, 2, "element size"},
+	    {"torch\nQUInt4x2Storage\n", "N", 1, 2, "element size"},
 	    /* more elements than the file holds */
 	    {"torch\nFloatStorage\n", "N", 1, 3, "past the end"},
 	    {"torch\nFloatStorage\n", "N", 1, UINT64_MAX / 2, "past the end"},
