@@ -261,14 +261,23 @@ void tfs_fs_set_atime(struct tfs_fs *fs, int atime)
 	__atomic_store_n(&fs->opts.atime, atime, __ATOMIC_RELAXED);
 }
 
-int tfs_atime_due(struct tfs_fs *fs, uint64_t ino)
+/* The atime policy reads follow now: TFS_ATIME_NOATIME also when none
+ * may move an atime (a read-only or failed file system). */
+static int atime_policy(struct tfs_fs *fs)
 {
 	int policy = __atomic_load_n(&fs->opts.atime, __ATOMIC_RELAXED);
+
+	return tfs_fs_is_readonly(fs) || tfs_fs_failed(fs) ? TFS_ATIME_NOATIME
+							   : policy;
+}
+
+int tfs_atime_due(struct tfs_fs *fs, uint64_t ino)
+{
+	int policy = atime_policy(fs);
 	struct tfs_inode *ip;
 	int due = 0;
 
-	if (policy == TFS_ATIME_NOATIME || tfs_fs_is_readonly(fs) ||
-	    tfs_fs_failed(fs))
+	if (policy == TFS_ATIME_NOATIME)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
@@ -280,12 +289,11 @@ int tfs_atime_due(struct tfs_fs *fs, uint64_t ino)
 
 void tfs_file_note_read(struct tfs_fs *fs, uint64_t ino, ssize_t n)
 {
-	int policy = __atomic_load_n(&fs->opts.atime, __ATOMIC_RELAXED);
+	int policy = atime_policy(fs);
 	struct tfs_timespec now;
 	struct tfs_inode *ip;
 
-	if (n < 0 || policy == TFS_ATIME_NOATIME || tfs_fs_is_readonly(fs) ||
-	    tfs_fs_failed(fs))
+	if (n < 0 || policy == TFS_ATIME_NOATIME)
 		return;
 	now = tfs_fs_now();
 	pthread_mutex_lock(&fs->lock);
