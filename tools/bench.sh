@@ -99,6 +99,20 @@
 #                  a,b,c,d,e,f,g; h and i come with them)
 #   -o KEY=VALUE   a tensorfs setting for every mount (tensorfs -o), e.g.
 #                  -o max_in_cpu=4GiB; may be repeated
+#   --prime SIZE   before each read, on every target, write SIZE of zeros
+#                  to a file on a tmpfs of the run's own and delete it
+#                  (default 0: not done), so that the memory the read
+#                  takes (page cache, tensorfs's cache, the client's) is
+#                  memory the machine has just used.  For virtual machines
+#                  that give free memory back to their host (free page
+#                  reporting, ballooning): there a page used again is
+#                  faulted in by the host, and that cost lands on whoever
+#                  first writes it: tensorfs's daemon, which copies each
+#                  reply into the page cache, but the host itself for ext4
+#                  and the raw file, whose pages the disk's DMA fills.
+#                  Three times --size covers the page cache, tensorfs's
+#                  cache and the client's copy.  See
+#                  tools/bench/profiles/page-cache-host-memory.txt.
 #   -h, --help     this text
 #
 # OUTPUT
@@ -160,6 +174,7 @@ PARENT=/var/tmp
 SIZE_ARG=""
 REPEAT=""
 ONLY=a,b,c,d,e,f,g
+PRIME_ARG=0
 TFS_OPTS=()
 
 ARGS_GIVEN=$(printf ' %q' "$@")
@@ -181,6 +196,8 @@ while [ $# -gt 0 ]; do
 	--repeat=*) REPEAT=${1#*=}; shift ;;
 	--only) need_val "$1" $#; ONLY=$2; shift 2 ;;
 	--only=*) ONLY=${1#*=}; shift ;;
+	--prime) need_val "$1" $#; PRIME_ARG=$2; shift 2 ;;
+	--prime=*) PRIME_ARG=${1#*=}; shift ;;
 	-o) need_val "$1" $#
 		case "$2" in *=*) ;; *) usage_error "-o needs KEY=VALUE, not '$2'" ;; esac
 		TFS_OPTS+=(-o "$2"); shift 2 ;;
@@ -222,6 +239,9 @@ if [ -n "$SIZE_ARG" ]; then
 	[ "$SMALL" -le "$SIZE" ] || SMALL=$SIZE
 	[ "$DS_BYTES" -le "$SIZE" ] || DS_BYTES=$SIZE
 fi
+PRIME=$(parse_size "$PRIME_ARG") || usage_error "invalid --prime '$PRIME_ARG'; give a size like 3G, or 0"
+PRIME_MIB=$((PRIME / MIB))
+[ "$PRIME" = 0 ] || [ "$PRIME_MIB" -ge 1 ] || usage_error "--prime must be 0 or at least 1M, not '$PRIME_ARG'"
 case "$REPEAT" in
 ''|*[!0-9]*|0) usage_error "--repeat needs a whole number of at least 1, not '$REPEAT'" ;;
 esac
@@ -296,6 +316,7 @@ TFS_MNT=""
 TFS_PID=""
 EXT4_MNT=""
 LOOPDEV=""
+PRIME_MNT=""
 MANIFEST=""
 SERVER_PID=""
 
@@ -339,6 +360,9 @@ cleanup() {
 		umount "$EXT4_MNT" 2>/dev/null || umount -l "$EXT4_MNT" 2>/dev/null
 	fi
 	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
+	if [ -n "$PRIME_MNT" ] && mountpoint -q "$PRIME_MNT" 2>/dev/null; then
+		umount "$PRIME_MNT" 2>/dev/null || umount -l "$PRIME_MNT" 2>/dev/null
+	fi
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		# never follow into a mount that could not be unmounted
 		rm -rf --one-file-system "$WORK" 2>/dev/null ||
@@ -368,6 +392,17 @@ need_kib=$((IMG_BYTES * 2 / 1024))
 avail_kib=$(df -Pk "$WORK" | awk 'NR == 2 { print $4 }')
 if [ -z "$avail_kib" ] || [ "$avail_kib" -lt "$need_kib" ]; then
 	die "'$WORK' has ${avail_kib:-?} KiB free; this run needs about $need_kib KiB (lower --size or pick another --dir)"
+fi
+
+if [ "$PRIME_MIB" -gt 0 ]; then
+	avail_mib=$(awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo)
+	[ -z "$avail_mib" ] || [ "$PRIME_MIB" -le $((avail_mib / 2)) ] ||
+		die "--prime $PRIME_ARG is more than half of the $avail_mib MiB of memory available; give less"
+	mkdir -p "$WORK/prime"
+	mount -t tmpfs -o "size=$((PRIME_MIB + 1))m,mode=700" tmpfs "$WORK/prime" ||
+		die "cannot mount a tmpfs for --prime on '$WORK/prime'"
+	PRIME_MNT=$WORK/prime
+	log "--prime: $PRIME_MIB MiB of memory used and given back before each read"
 fi
 
 # ===== the three targets =====
@@ -465,6 +500,14 @@ cold() {
 	stop_tensorfs
 	start_tensorfs
 	echo 3 >/proc/sys/vm/drop_caches || die "cannot drop caches"
+}
+# prime: with --prime, use PRIME_MIB of memory and give it back, right
+# before a read (see --prime)
+prime() {
+	[ "$PRIME_MIB" -gt 0 ] || return 0
+	dd if=/dev/zero of="$PRIME_MNT/x" bs=1M count="$PRIME_MIB" status=none ||
+		die "--prime: cannot write $PRIME_MIB MiB to the tmpfs '$PRIME_MNT' (too little free memory?)"
+	rm -f "$PRIME_MNT/x"
 }
 # warm: the kernel's caches empty, tensorfs's kept
 warm() {
@@ -568,7 +611,7 @@ fio_pair() {
 	deftest "$rid" "$group" MB/s "$lr"
 	for t in "${TARGETS[@]}"; do fio_run "$wid" "$t" "$(dir_of "$t")/$wid.dat" "${w[@]}"; done
 	cold
-	for t in "${TARGETS[@]}"; do fio_run "$rid" "$t" "$(dir_of "$t")/$wid.dat" "${r[@]}"; done
+	for t in "${TARGETS[@]}"; do prime; fio_run "$rid" "$t" "$(dir_of "$t")/$wid.dat" "${r[@]}"; done
 	clean_dirs
 }
 
@@ -590,9 +633,10 @@ client_pair() {
 	fi
 	for t in "${TARGETS[@]}"; do client_run "$wid" "$t" "$wop" "$(dir_of "$t")/$f" "$SIZE"; done
 	cold
-	for t in "${TARGETS[@]}"; do client_run "$rid" "$t" "$rop" "$(dir_of "$t")/$f" "$SIZE"; done
+	for t in "${TARGETS[@]}"; do prime; client_run "$rid" "$t" "$rop" "$(dir_of "$t")/$f" "$SIZE"; done
 	if [ "$warm" = 1 ]; then
 		warm
+		prime
 		client_run "$rid-warm" tfs "$rop" "$(dir_of tfs)/$f" "$SIZE"
 	fi
 	clean_dirs
@@ -651,6 +695,7 @@ run_once() {
 				done
 				cold
 				for t in "${TARGETS[@]}"; do
+					prime
 					dsaio_run "$id-r" "$t" read "$(dir_of "$t")" "$DS_FILES" "$DS_BYTES" \
 						--threads "$th" --queue-depth "$qd" --block-size 1M
 				done
@@ -664,13 +709,13 @@ run_once() {
 		deftest g-unlink g ops/s "unlink $META_N files"
 		for t in "${TARGETS[@]}"; do client_run g-create "$t" meta-create "$(dir_of "$t")/meta" "$META_N"; done
 		cold
-		for t in "${TARGETS[@]}"; do client_run g-stat "$t" meta-stat "$(dir_of "$t")/meta" "$META_N"; done
+		for t in "${TARGETS[@]}"; do prime; client_run g-stat "$t" meta-stat "$(dir_of "$t")/meta" "$META_N"; done
 		for t in "${TARGETS[@]}"; do client_run g-unlink "$t" meta-unlink "$(dir_of "$t")/meta" "$META_N"; done
 		deftest g-swrite g ops/s "write $META_N files of 4 KiB"
 		deftest g-sread g ops/s "read $META_N files of 4 KiB (cold)"
 		for t in "${TARGETS[@]}"; do client_run g-swrite "$t" small-write "$(dir_of "$t")/small" "$META_N"; done
 		cold
-		for t in "${TARGETS[@]}"; do client_run g-sread "$t" small-read "$(dir_of "$t")/small" "$META_N"; done
+		for t in "${TARGETS[@]}"; do prime; client_run g-sread "$t" small-read "$(dir_of "$t")/small" "$META_N"; done
 		clean_dirs
 	fi
 }
@@ -748,7 +793,7 @@ meta ext4 "$LOOPDEV, dio=$LOOP_DIO"
 meta tensorfs_mount "$TFS_CMD"
 meta fio "$(fio --version)"
 meta python "$PY_CLIENT (numpy $HAVE_NP, torch $HAVE_TORCH)"
-meta sizes "files $SIZE B (a b d e), $SMALL B (c), f $DS_FILES x $DS_BYTES B, g $META_N files; repeat $REPEAT$([ "$QUICK" = 1 ] && echo ", --quick")"
+meta sizes "files $SIZE B (a b d e), $SMALL B (c), f $DS_FILES x $DS_BYTES B, g $META_N files; repeat $REPEAT$([ "$QUICK" = 1 ] && echo ", --quick")$([ "$PRIME_MIB" -gt 0 ] && echo ", --prime $PRIME_MIB MiB before each read")"
 meta repeat "$REPEAT"
 meta elapsed_s "$((END - START))"
 meta cpu_accounting "client utime+stime (getrusage) + tensorfs daemon utime+stime (/proc/PID/stat, all threads) + all kernel threads' utime+stime (/proc/*/stat of kthreadd's children: kworkers, which do the loop device's work, jbd2, flushers), over each run"

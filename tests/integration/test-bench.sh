@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: tools/bench.sh --quick (tiny files, one repeat) runs every group, a to g with h's CPU per GB and i's VmHWM, on the raw file, ext4 on a loop device and tensorfs, and writes the table, results.json and ratios.png; a mount that fails half-way, and Ctrl-C during the clients, leave no mount, loop device or image behind; bad arguments are refused. It asserts no speed: the benchmark is a tool.
+# Description: tools/bench.sh --quick (tiny files, one repeat; --prime) runs every group, a to g with h's CPU per GB and i's VmHWM, on the raw file, ext4 on a loop device and tensorfs, and writes the table, results.json and ratios.png; a mount that fails half-way, and Ctrl-C during the clients, leave no mount, loop device or image behind; bad arguments are refused. It asserts no speed: the benchmark is a tool.
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -42,6 +42,12 @@ rc=$?
 set -e
 tfs_eq "exit status of --only a,z" 2 "$rc"
 grep -q "'z'" "$WORK/err" || tfs_fail "--only a,z: the error does not name 'z': $(cat "$WORK/err")"
+set +e
+"$BENCH" --prime 3x >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+tfs_eq "exit status of --prime 3x" 2 "$rc"
+grep -q -- "--prime '3x'" "$WORK/err" || tfs_fail "--prime 3x: the error does not name it: $(cat "$WORK/err")"
 "$BENCH" --help | grep -q 'CPU ACCOUNTING' || tfs_fail "--help has no CPU ACCOUNTING section"
 
 # ----- a mount that fails after ext4 is up: everything undone -----
@@ -57,10 +63,11 @@ leftovers "after a failed mount"
 
 # ----- Ctrl-C in the middle of the clients (e): everything undone -----
 # (timeout sends SIGINT to bench.sh alone, as a terminal's Ctrl-C would
-# reach it and its children alike; wherever it lands, nothing may stay;
-# 50 repeats keep the run longer than the timeout on a fast machine)
+# reach it and its children alike; wherever it lands, nothing may stay,
+# --prime's tmpfs included; 50 repeats keep the run longer than the
+# timeout on a fast machine)
 set +e
-timeout -s INT 4 "$BENCH" --quick --only e --repeat 50 --bin "$TFS_BIN" --out "$WORK/int" \
+timeout -s INT 4 "$BENCH" --quick --only e --repeat 50 --prime 8M --bin "$TFS_BIN" --out "$WORK/int" \
 	--dir "$WORK" >/dev/null 2>"$WORK/err"
 rc=$?
 set -e
@@ -68,10 +75,10 @@ tfs_eq "exit status of an interrupted run (timeout's)" 124 "$rc"
 grep -q 'interrupted' "$WORK/err" || tfs_fail "an interrupted run does not say so: $(cat "$WORK/err")"
 leftovers "after Ctrl-C"
 
-# ----- the smoke run -----
+# ----- the smoke run (with --prime: a tmpfs used before each read) -----
 t0=$SECONDS
 set +e
-"$BENCH" --quick --bin "$TFS_BIN" --testbin "$TFS_TESTBIN" --out "$OUT" \
+"$BENCH" --quick --prime 8M --bin "$TFS_BIN" --testbin "$TFS_TESTBIN" --out "$OUT" \
 	--dir "$WORK" >"$WORK/table" 2>"$WORK/err"
 rc=$?
 set -e
@@ -96,6 +103,8 @@ for g in a b c d e f g; do
 done
 grep -q '^i  daemon VmHWM: [0-9]* kB' "$WORK/table" || tfs_fail "no VmHWM line in the table"
 grep -q '^load_start: ' "$WORK/table" || tfs_fail "no load average in the table"
+grep -q '^sizes: .*--prime 8 MiB before each read' "$WORK/table" ||
+	tfs_fail "the table does not say --prime was used: $(grep '^sizes' "$WORK/table")"
 
 # the JSON: every group, every target with a positive figure, CPU per GB
 # for a, b, e, the VmHWM under its bound, the load at start and end
