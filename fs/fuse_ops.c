@@ -1197,6 +1197,47 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 		fuse_reply_write(req, (size_t)n);
 }
 
+/*
+ * lseek(2)'s SEEK_DATA and SEEK_HOLE (the kernel does the other whences
+ * itself): tfs_seek().  A file some process holds open read-write may
+ * have stores in a shared map that the daemon has not seen, over what it
+ * knows as a hole, and the kernel does not write them back first: for
+ * it, and for the files of /.tensorfs, the whole file is data, as on a
+ * file system without holes.  Never ENOSYS, which would turn FUSE_LSEEK
+ * off for the whole mount.
+ */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	uint64_t pos = 0;
+	struct stat st;
+	int rc;
+
+	(void)fi;
+	if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (tfs_statedir_is(ino) || rw_open(dm, ino)) {
+		rc = tfs_statedir_is(ino) ?
+			     tfs_statedir_getattr(&dm->statedir, ino, &st) :
+			     tfs_getattr(dm->fs, ino, &st);
+		if (!rc && off >= st.st_size)
+			rc = -ENXIO;
+		if (!rc)
+			pos = whence == SEEK_DATA ? (uint64_t)off :
+						    (uint64_t)st.st_size;
+	} else {
+		rc = tfs_seek(dm->fs, ino, (uint64_t)off, whence == SEEK_HOLE,
+			      &pos);
+	}
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_lseek(req, (off_t)pos);
+}
+
 /* TFS_IOC_SET_ATIME: the policy an int in in_buf names.  Replies. */
 static void state_set_atime(fuse_req_t req, const void *in_buf,
 			    size_t in_bufsz)
@@ -1362,5 +1403,6 @@ const struct fuse_lowlevel_ops tfs_daemon_ops = {
 	.create = op_create,
 	.fallocate = op_fallocate,
 	.copy_file_range = op_copy_file_range,
+	.lseek = op_lseek,
 	.ioctl = op_ioctl,
 };

@@ -1377,3 +1377,41 @@ out:
 	tfs_inode_unhold(fs, ip);
 	return rc;
 }
+
+int tfs_seek(struct tfs_fs *fs, uint64_t ino, uint64_t off, int hole,
+	     uint64_t *out)
+{
+	struct tfs_inode *ip;
+	uint64_t b, end;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (!ip) {
+		rc = -ENOENT;
+	} else if (!S_ISREG(ip->a.mode)) {
+		rc = S_ISDIR(ip->a.mode) ? -EISDIR : -EINVAL;
+	} else if (off >= ip->a.size) {
+		rc = -ENXIO;
+	} else {
+		/* the first block at or after off that is what we look for:
+		 * mapped (written, or placed and not yet written back) for
+		 * data, unmapped for a hole */
+		end = (ip->a.size + BS - 1) / BS;
+		for (b = off / BS; b < end;) {
+			struct tfs_extent e;
+
+			if (tfs_extmap_lookup(&ip->map, b, &e) != !!hole)
+				break;
+			b = e.len < end - b ? b + e.len : end;
+		}
+		if (b < end)
+			*out = b * BS > off ? b * BS : off;
+		else if (hole)
+			*out = ip->a.size;	/* the hole at the end */
+		else
+			rc = -ENXIO;		/* a hole up to the end */
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}

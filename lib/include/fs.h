@@ -373,6 +373,19 @@ int tfs_flush(struct tfs_fs *fs, uint64_t ino, uint32_t *wb_seen);
  * others -EOPNOTSUPP. */
 int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 		  uint64_t len);
+/*
+ * lseek(2)'s SEEK_DATA (hole 0) and SEEK_HOLE (hole 1): in *out the first
+ * offset at or after off that holds data, or that lies in a hole (the end
+ * of the file counts as one).  Data is every block with a place on the
+ * device: written, placed by a write whose data is still in the pool, or
+ * fallocated (reads as zeros, reported as data, as is safe); a hole is a
+ * block without one, never written or punched.  Block-sized: a hole is
+ * seen only where it covers whole blocks.  -ENXIO at or past the end of
+ * the file, and for SEEK_DATA in a hole that runs to it; -EISDIR,
+ * -EINVAL for what is not a regular file, -ENOENT.
+ */
+int tfs_seek(struct tfs_fs *fs, uint64_t ino, uint64_t off, int hole,
+	     uint64_t *out);
 
 /* ===== xattrs ===== */
 

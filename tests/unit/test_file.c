@@ -584,6 +584,80 @@ static void test_fs_punch_hole_in_unwritten_extent(void **state)
 	assert_zero(f->fs, ino, MiB, 0);
 }
 
+/* ===== SEEK_DATA and SEEK_HOLE ===== */
+
+/* tfs_seek()'s answer, or its -errno as a negative value */
+static int64_t seek(struct tfs_fs *fs, uint64_t ino, uint64_t off, int hole)
+{
+	uint64_t pos = UINT64_MAX;
+	int rc = tfs_seek(fs, ino, off, hole, &pos);
+
+	if (rc)
+		return rc;
+	assert_true(pos < INT64_MAX);
+	return (int64_t)pos;
+}
+
+static void test_fs_seek_data_and_hole(void **state)
+{
+	struct fx *f = *state;
+	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
+	uint64_t full = mk(f->fs, TFS_ROOT_INO, "e");
+	const int punch = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+
+	/* data in blocks 0-1 and 5, a hole in 2-4 and one past block 5 to
+	 * the end of the file (size 40000: blocks 0-9) */
+	wr_pat(f->fs, ino, 8192, 0, 1);
+	wr_pat(f->fs, ino, 100, 5 * 4096 + 7, 2);
+	assert_int_equal(set_size(f->fs, ino, 40000), 0);
+	assert_int_equal(seek(f->fs, ino, 0, 0), 0);
+	assert_int_equal(seek(f->fs, ino, 100, 0), 100);
+	assert_int_equal(seek(f->fs, ino, 0, 1), 8192);
+	assert_int_equal(seek(f->fs, ino, 8191, 1), 8192);
+	assert_int_equal(seek(f->fs, ino, 8192, 1), 8192);
+	assert_int_equal(seek(f->fs, ino, 9000, 1), 9000);
+	assert_int_equal(seek(f->fs, ino, 8192, 0), 5 * 4096);
+	assert_int_equal(seek(f->fs, ino, 5 * 4096 + 50, 0), 5 * 4096 + 50);
+	assert_int_equal(seek(f->fs, ino, 5 * 4096, 1), 6 * 4096);
+	/* the trailing hole: no data after block 5, the hole to the end */
+	assert_int_equal(seek(f->fs, ino, 6 * 4096, 0), -ENXIO);
+	assert_int_equal(seek(f->fs, ino, 6 * 4096, 1), 6 * 4096);
+	assert_int_equal(seek(f->fs, ino, 39999, 1), 39999);
+	/* at and past the end */
+	assert_int_equal(seek(f->fs, ino, 40000, 0), -ENXIO);
+	assert_int_equal(seek(f->fs, ino, 40000, 1), -ENXIO);
+	assert_int_equal(seek(f->fs, ino, UINT64_MAX, 1), -ENXIO);
+	assert_int_equal(seek(f->fs, full, 0, 0), -ENXIO);	/* empty */
+	assert_int_equal(seek(f->fs, full, 0, 1), -ENXIO);
+	/* a file with no hole: the end of the file is the hole */
+	wr_pat(f->fs, full, 10000, 0, 3);
+	assert_int_equal(seek(f->fs, full, 0, 1), 10000);
+	assert_int_equal(seek(f->fs, full, 9999, 0), 9999);
+	/* fallocated blocks are data (they read as zeros); punching makes
+	 * a hole of whole blocks only */
+	assert_int_equal(tfs_fallocate(f->fs, ino, FALLOC_FL_KEEP_SIZE,
+				       3 * 4096, 4096), 0);
+	assert_int_equal(seek(f->fs, ino, 8192, 0), 3 * 4096);
+	assert_int_equal(seek(f->fs, ino, 3 * 4096, 1), 4 * 4096);
+	assert_int_equal(tfs_fallocate(f->fs, ino, punch, 100, 5000), 0);
+	assert_int_equal(seek(f->fs, ino, 0, 1), 8192);	/* block 0 kept */
+	assert_int_equal(tfs_fallocate(f->fs, ino, punch, 0, 8192), 0);
+	assert_int_equal(seek(f->fs, ino, 0, 1), 0);
+	assert_int_equal(seek(f->fs, ino, 0, 0), 3 * 4096);
+	/* data still in the pool counts: a write places its blocks first */
+	wr(f->fs, ino, "x", 1, 9 * 4096);
+	assert_int_equal(seek(f->fs, ino, 6 * 4096, 0), 9 * 4096);
+	assert_int_equal(seek(f->fs, ino, 9 * 4096, 1), 40000);
+	/* the same after a remount, from the map on the device */
+	reopen(f);
+	assert_int_equal(seek(f->fs, ino, 0, 0), 3 * 4096);
+	assert_int_equal(seek(f->fs, ino, 6 * 4096, 0), 9 * 4096);
+	assert_int_equal(seek(f->fs, ino, 3 * 4096, 1), 4 * 4096);
+	/* what is not a regular file */
+	assert_int_equal(seek(f->fs, TFS_ROOT_INO, 0, 0), -EISDIR);
+	assert_int_equal(seek(f->fs, 987654, 0, 0), -ENOENT);
+}
+
 /* ===== copy_file_range ===== */
 
 /* Bytes [aoff, aoff + len) of a are bytes [boff, boff + len) of b. */
@@ -963,6 +1037,7 @@ int main(void)
 		T(test_fs_fallocate_errors),
 		T(test_fs_punch_hole),
 		T(test_fs_punch_hole_in_unwritten_extent),
+		T(test_fs_seek_data_and_hole),
 		TB(test_fs_copy_range),
 		T(test_fs_write_back_error_reaches_fsync_and_next_write),
 		T(test_fs_write_back_error_reaches_every_open_file),
