@@ -19,6 +19,16 @@ tfs_setup 512M
 S="$MNT/.tensorfs"
 served() { awk '$1 == "app_read_bytes" {print $2}' "$S/stats"; }
 MiB=1048576
+# few WHAT R0: the daemon served at most 1 MiB since R0, for a read of an
+# 8 MiB file the kernel holds.  Not 0: the kernel may drop a few pages of
+# its own accord (once, 2 of the 2048, during the full suite); dropping
+# them at an open, the fault this tests for, makes it serve all 8 MiB.
+few() {
+	local d=$(($(served) - $2))
+	[ "$d" -ge 0 ] && [ "$d" -le "$MiB" ] ||
+		tfs_fail "$1: the daemon served $d bytes, not at most $MiB"
+	[ "$d" = 0 ] || tfs_log "$1: the daemon served $d bytes (pages the kernel dropped)"
+}
 
 # ----- a file read again is read from the kernel's pages -----
 head -c $((8 * MiB)) /dev/urandom >"$WORK/a" || tfs_fail "cannot make random data"
@@ -27,7 +37,7 @@ cmp "$WORK/a" "$MNT/a" || tfs_fail "a differs after cp"
 r0=$(served)
 [ -n "$r0" ] || tfs_fail "no app_read_bytes in $S/stats"
 cmp "$WORK/a" "$MNT/a" || tfs_fail "a differs read again"
-tfs_eq "bytes the daemon served for a second read of a file" "$r0" "$(served)"
+few "a second read of a file" "$r0"
 # a reader holds it open while others open it, for reading and writing
 python3 - "$MNT/a" <<'PY' || tfs_fail "opens of a file held open by a reader (see above)"
 import os, sys
@@ -39,7 +49,7 @@ for flags in (os.O_RDONLY, os.O_WRONLY, os.O_RDWR):
 if os.pread(fd, 8 << 20, 0) != want:
     sys.exit("the held-open reader's bytes changed")
 PY
-tfs_eq "bytes the daemon served to readers of a cached file" "$r0" "$(served)"
+few "readers of a cached file, while others open it" "$r0"
 
 # ----- no old bytes after any change -----
 # agree NAME EXPECTED-FILE: a new buffered open of $MNT/NAME and an
