@@ -1210,6 +1210,7 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int state = tfs_statedir_is(ino);
 	uint64_t pos = 0;
 	struct stat st;
 	int rc;
@@ -1219,10 +1220,9 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (tfs_statedir_is(ino) || rw_open(dm, ino)) {
-		rc = tfs_statedir_is(ino) ?
-			     tfs_statedir_getattr(&dm->statedir, ino, &st) :
-			     tfs_getattr(dm->fs, ino, &st);
+	if (state || rw_open(dm, ino)) {
+		rc = state ? tfs_statedir_getattr(&dm->statedir, ino, &st)
+			   : tfs_getattr(dm->fs, ino, &st);
 		if (!rc && off >= st.st_size)
 			rc = -ENXIO;
 		if (!rc)
