@@ -20,6 +20,7 @@
 #include "statedir.h"
 
 struct tfs_fs;
+struct tfs_inval;
 struct fuse_lowlevel_ops;
 
 struct tfs_daemon {
@@ -27,6 +28,8 @@ struct tfs_daemon {
 	struct tfs_config cfg;		/* defaults, then -c, then -o */
 	double attr_timeout;		/* [mount] attr_timeout_ms, in s */
 	struct tfs_statedir statedir;	/* /.tensorfs */
+	struct tfs_inval *inval;	/* drops the kernel's pages (inval.c);
+					   from start_daemon() */
 	int direct_io_allow_mmap;	/* INIT negotiated it (libfuse 3.17+) */
 	int atime;			/* TFS_ATIME_*, from -o */
 	struct {			/* inodes open O_RDWR (fuse_ops.c) */

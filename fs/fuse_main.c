@@ -47,6 +47,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "fs.h"
+#include "inval.h"
 #include "log.h"
 #include "memcheck.h"
 #include "statedir.h"
@@ -734,6 +735,19 @@ static int meta_fits(const struct tfs_daemon *dm, const struct tfs_fs_opts *fo,
  * or a write-protected device works), nothing is replayed or written,
  * and a file system that needs recovery is refused.
  */
+/*
+ * lib/ dropped data that the kernel's pages may still hold (a failed
+ * write-back): they go too, so that no reader sees bytes the file no
+ * longer has.  Called from a write-back thread.
+ */
+static void fs_changed(void *arg, uint64_t ino, uint64_t off, uint64_t len)
+{
+	struct tfs_daemon *dm = arg;
+
+	tfs_inval_range(__atomic_load_n(&dm->inval, __ATOMIC_ACQUIRE), ino,
+			off, len);
+}
+
 static int open_fs(struct tfs_daemon *dm, const char *dev, int ro)
 {
 	struct tfs_fs_opts fo = { 0 };
@@ -745,6 +759,8 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro)
 	fo.atime = dm->atime;
 	fo.readonly = ro;
 	fo.discard = (int)dm->cfg.mount_discard;
+	fo.changed = fs_changed;
+	fo.changed_arg = dm;
 	if (data_path_opts(&dm->cfg, &fo, &lim))
 		return 1;
 	/*
@@ -959,9 +975,10 @@ static void show_strictatime(const char *mnt)
  * Mounted: tune the kernel's side, daemonise (unless foreground), and
  * only then start lib/'s threads, since fork keeps only this one.
  */
-static int start_daemon(struct tfs_daemon *dm, const char *dev,
-			const char *mnt, int foreground)
+static int start_daemon(struct tfs_daemon *dm, struct fuse_session *se,
+			const char *dev, const char *mnt, int foreground)
 {
+	struct tfs_inval *iv;
 	int rc;
 
 	tune_bdi(&dm->cfg, mnt);
@@ -981,6 +998,14 @@ static int start_daemon(struct tfs_daemon *dm, const char *dev,
 	}
 	/* Reclaim must not wait on us while we write for it. */
 	(void)prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
+	iv = tfs_inval_new(se);
+	if (!iv) {
+		tfs_daemon_log(LOG_ERR, "cannot start: out of memory or "
+			       "threads");
+		return 1;
+	}
+	/* read by lib/'s write-back threads (fs_changed()) */
+	__atomic_store_n(&dm->inval, iv, __ATOMIC_RELEASE);
 	rc = tfs_fs_start(dm->fs);
 	if (rc) {
 		tfs_daemon_log(LOG_ERR, "cannot start: %s", strerror(-rc));
@@ -1061,14 +1086,17 @@ int main(int argc, char **argv)
 	ret = mount_session(&dm, &cl, &args, &se);
 	if (ret != GO_ON)
 		goto out_fs;
-	ret = start_daemon(&dm, cl.dev, cl.mnt, cl.foreground);
+	ret = start_daemon(&dm, se, cl.dev, cl.mnt, cl.foreground);
 	if (ret == GO_ON)
 		ret = serve(&dm, se);
+	/* its last replies and notifications, while the session lives */
+	tfs_inval_stop(dm.inval);
 	unmount_session(se);
 out_fs:
 	ret = close_fs(&dm, cl.dev, ret);
 out:
 	fuse_opt_free_args(&args);
+	tfs_inval_free(dm.inval);	/* after close_fs(): fs_changed() */
 	free(cl.fuseopts);
 	free(dm.rw.v);
 	pthread_mutex_destroy(&dm.rw.mu);

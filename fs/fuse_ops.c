@@ -28,6 +28,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "fs.h"
+#include "inval.h"
 #include "statedir.h"
 
 /* ===== open files ===== */
@@ -247,16 +248,15 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
  * The kernel's cached pages of a file outlive its close, as on any local
  * file system, so a file read again is read from them (FOPEN_KEEP_CACHE;
  * without it every open drops them all, under every other reader of the
- * file too).  They stay right because every change to a file's data
- * comes through the kernel, which updates or drops its pages for writes,
- * truncation, hole punching and copy_file_range(), and for the writes
- * of an FOPEN_DIRECT_IO file from Linux 6.6 on.  For older kernels, and
- * a failed write-back whose data the daemon no longer has, such a change
- * marks the inode (tfs_mark_stale(): op_write(), op_copy_file_range(),
- * op_fallocate(), lib/ for write-backs), and the next open of it drops
- * the pages (keep_cache 0), as every open did before.  A file held open
- * while another process writes it with O_DIRECT sees what Linux shows
- * it: on those older kernels, pages it had read before the write.
+ * file too).  They stay right because the kernel updates or drops them
+ * for the changes it makes through them (buffered writes, truncation),
+ * and the daemon drops them for the changes made behind them before it
+ * answers the request that made the change (inval.c): O_DIRECT writes,
+ * copy_file_range(), fallocate() that changes bytes, and a failed
+ * write-back whose data the daemon no longer has.  So a reader sees the
+ * new bytes from then on, also one that held the file open all along.
+ * Such a change also marks the inode (tfs_mark_stale()), and the next
+ * open of it drops all its pages (keep_cache 0).
  *
  * Access times: a read the kernel serves from its pages never reaches
  * us, and FUSE leaves atime to the daemon.  So an open for reading also
@@ -759,6 +759,25 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	tfs_read_unpin(dm->fs, &pin);
 }
 
+/*
+ * Answer rc (0 or -errno) to a flush or fsync, which report failed
+ * write-backs.  The data of a failed write-back is gone, and the file's
+ * bytes are what the device has; the kernel's pages may still hold the
+ * lost ones.  lib/ has the invalidator drop those pages when the
+ * write-back fails (fs_changed() in fuse_main.c); this reply waits until
+ * that is done (the invalidator keeps order) and drops the whole file's
+ * for good measure, so that no reader sees the lost bytes once the
+ * writer hears of the failure.
+ */
+static void reply_wb_err(struct tfs_daemon *dm, fuse_req_t req,
+			 fuse_ino_t ino, int rc)
+{
+	if (rc)
+		tfs_inval_reply_err(dm->inval, req, ino, 0, 0, -rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -773,13 +792,20 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off, openfile_wb(fi));
 	if (n > 0 && openfile_direct(fi))
 		tfs_mark_stale(dm->fs, ino);	/* after it: set_open_flags() */
-	if (n < 0) {
-		if (n != -ENOSPC && n != -EROFS)
-			tfs_daemon_log(LOG_ERR,
-				       "write of inode %llu failed: %s",
-				       (unsigned long long)ino,
-				       strerror((int)-n));
+	if (n == -ENOSPC || n == -EROFS) {
 		fuse_reply_err(req, (int)-n);
+	} else if (n < 0) {
+		tfs_daemon_log(LOG_ERR, "write of inode %llu failed: %s",
+			       (unsigned long long)ino, strerror((int)-n));
+		/* a buffered writer holds its pages locked until this
+		 * answer: the drop of the lost bytes must not wait for it */
+		tfs_inval_range(dm->inval, ino, 0, 0);
+		fuse_reply_err(req, (int)-n);
+	} else if (n > 0 && (fi->flags & O_DIRECT) && !fi->writepage) {
+		/* a direct write, which the kernel's pages did not see:
+		 * they go before it is answered (inval.c) */
+		tfs_inval_reply_write(dm->inval, req, ino, (uint64_t)off,
+				      (uint64_t)n, (size_t)n);
 	} else {
 		fuse_reply_write(req, (size_t)n);
 	}
@@ -794,7 +820,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino,
 	/* each close(): start the write-back, report an earlier failure */
 	if (!tfs_statedir_is(ino))
 		rc = tfs_flush(dm->fs, ino, openfile_wb(fi));
-	fuse_reply_err(req, -rc);
+	reply_wb_err(dm, req, ino, rc);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -824,7 +850,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	if (rc)
 		tfs_daemon_log(LOG_ERR, "fsync of inode %llu failed: %s",
 			       (unsigned long long)ino, strerror(-rc));
-	fuse_reply_err(req, -rc);
+	reply_wb_err(dm, req, ino, rc);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -1152,9 +1178,15 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	}
 	rc = tfs_fallocate(dm->fs, ino, mode, (uint64_t)offset,
 			   (uint64_t)length);
-	if (!rc && (mode & ~FALLOC_FL_KEEP_SIZE))
-		tfs_mark_stale(dm->fs, ino);	/* the kernel drops them too */
-	fuse_reply_err(req, -rc);
+	if (rc || !(mode & ~FALLOC_FL_KEEP_SIZE)) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* bytes changed (a hole, zeros): the kernel drops its pages of
+	 * the range after the reply; we do before it too (inval.c) */
+	tfs_mark_stale(dm->fs, ino);
+	tfs_inval_reply_err(dm->inval, req, ino, (uint64_t)offset,
+			    (uint64_t)length, 0);
 }
 
 /*
@@ -1189,12 +1221,15 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 	n = tfs_copy_range(dm->fs, ino_in, (uint64_t)off_in, ino_out,
 			   (uint64_t)off_out, len, openfile_wb(fi_out));
 	tfs_file_note_read(dm->fs, ino_in, n);
-	if (n > 0)
+	if (n > 0) {
 		tfs_mark_stale(dm->fs, ino_out);	/* as op_fallocate() */
-	if (n < 0)
+		tfs_inval_reply_write(dm->inval, req, ino_out,
+				      (uint64_t)off_out, (uint64_t)n, (size_t)n);
+	} else if (n < 0) {
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_write(req, (size_t)n);
+	} else {
+		fuse_reply_write(req, 0);
+	}
 }
 
 /*

@@ -757,6 +757,12 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 	pthread_mutex_unlock(&fs->lock);
 	free(w.iov);
 	free(w.run);
+	/* the failed chunks' data is gone, but the caller may still hold
+	 * it: tell it (ip->stale covers its next open only) */
+	for (int i = 0; i < n && fs->opts.changed; i++)
+		if (ios[i].result)
+			fs->opts.changed(fs->opts.changed_arg, ios[i].ino,
+					 ios[i].idx * fs->cs, fs->cs);
 }
 
 /* Cache callback, first thing on each flusher thread: with pin_memory,

@@ -57,6 +57,13 @@ struct tfs_fs_opts {
 	/* Where errors no caller sees go (failed write-backs); may be NULL.
 	 * Called from any thread. */
 	void (*log)(const char *msg);
+	/* Told of bytes [off, off + len) of ino that changed where a cache
+	 * of the caller's (the kernel's pages) did not see it: a failed
+	 * write-back dropped the data written, which that cache may still
+	 * hold.  May be NULL.  Called from any thread, with no lock of the
+	 * file system held; must not wait for the caller's requests. */
+	void (*changed)(void *arg, uint64_t ino, uint64_t off, uint64_t len);
+	void *changed_arg;
 };
 
 /*

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: write-back through the pool: with a pool of two 1 MiB buffers and two write-back threads, 8 processes write 16 MiB each and others read every file back at once (writers wait, never fail); a file just written is read back from RAM (user.tensorfs.cached) and max_in_cpu=0 keeps nothing; a device write error reaches the application at fsync, at the next write and at close (a reader's close neither gets it nor takes it away), and is logged, and a new open after a failed write-back reads what the file system has, not the lost bytes the kernel's pages held (this part needs a build with -DTFS_TEST_HOOKS=ON, else the test is a skip)
+# Description: write-back through the pool: with a pool of two 1 MiB buffers and two write-back threads, 8 processes write 16 MiB each and others read every file back at once (writers wait, never fail); a file just written is read back from RAM (user.tensorfs.cached) and max_in_cpu=0 keeps nothing; a device write error reaches the application at fsync, at the next write and at close (a reader's close neither gets it nor takes it away), and is logged, and after a failed write-back a new open, and a reader that held the file open, read what the file system has, not the lost bytes the kernel's pages held (this part needs a build with -DTFS_TEST_HOOKS=ON, else the test is a skip)
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -121,15 +121,19 @@ os.close(fd)
 # (as an O_DIRECT read, which asks the daemon), not the lost bytes.  The
 # pages are read (and the attributes with them, so that a later look at
 # them finds nothing new) while the daemon still has the bytes
+# (nor a reader that held the file open all along, once the writer has
+# heard of the failure)
 fd = os.open(f"{mnt}/k", os.O_CREAT | os.O_WRONLY, 0o644)
 os.write(fd, b"k" * 65536)
 os.fstat(fd)
-with open(f"{mnt}/k", "rb") as f:
-    if f.read() != b"k" * 65536:
-        sys.exit("a file just written reads back wrong")
+held = os.open(f"{mnt}/k", os.O_RDONLY)
+if os.pread(held, 65536, 0) != b"k" * 65536:
+    sys.exit("a file just written reads back wrong")
 time.sleep(2.5)
 expect_eio("fsync of k", lambda: os.fsync(fd))
 os.close(fd)
+held_seen = os.pread(held, 65536, 0)
+os.close(held)
 with open(f"{mnt}/k", "rb") as f:
     seen = f.read()
 import mmap
@@ -140,6 +144,10 @@ os.close(r)
 if seen != bytes(buf[:n]):
     sys.exit(f"after a failed write-back a new open read {seen[:8]!r}..., "
              f"the file system has {bytes(buf[:8])!r}...")
+if held_seen != bytes(buf[:n]):
+    sys.exit(f"after a failed write-back a reader holding the file open "
+             f"read {held_seen[:8]!r}..., the file system has "
+             f"{bytes(buf[:8])!r}...")
 
 # every open file hears of a failure once, as on Linux: of two writers
 # both fsync()s fail, not only the first; a descriptor opened for writing
