@@ -1251,8 +1251,14 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	int rc;
 
 	(void)fi;
-	if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (off < 0) {
+		/* no data or hole there: as ext4, xfs, and the kernel's
+		 * own answer for FUSE file systems without FUSE_LSEEK */
+		fuse_reply_err(req, ENXIO);
 		return;
 	}
 	if (state || rw_open(dm, ino)) {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Description: lseek(2)'s SEEK_DATA and SEEK_HOLE on a mount say where a
 # file's data and holes are, in whole 4 KiB blocks, the end of the file
-# counting as a hole and ENXIO at and past it: a file made sparse by
+# counting as a hole and ENXIO at and past it and before 0: a file made sparse by
 # writes further on, truncate and punched holes (fallocate -p), with
 # fallocated blocks counted as data; every byte that is not zero lies in
 # what SEEK_DATA reports; cp of such a file out of the mount keeps its
@@ -81,6 +81,10 @@ want("SEEK_DATA in the punched block", seek(fd, 41 * B, D), 42 * B)
 want("SEEK_DATA after block 42", seek(fd, 43 * B, D), 50 * B)
 want("SEEK_HOLE in the fallocated blocks", seek(fd, 50 * B, H), 52 * B)
 want("SEEK_DATA in the trailing hole", seek(fd, 52 * B, D), -errno.ENXIO)
+# a negative offset: ENXIO, as ext4 and xfs say (xfstests generic/448)
+want("SEEK_DATA -1", seek(fd, -1, D), -errno.ENXIO)
+want("SEEK_HOLE -1", seek(fd, -1, H), -errno.ENXIO)
+want("SEEK_DATA -2^63", seek(fd, -(1 << 63), D), -errno.ENXIO)
 want("SEEK_HOLE in the trailing hole", seek(fd, 60 * B, H), 60 * B)
 want("SEEK_DATA at the end", seek(fd, SIZE, D), -errno.ENXIO)
 want("SEEK_HOLE at the end", seek(fd, SIZE, H), -errno.ENXIO)
