@@ -1350,9 +1350,10 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 /*
  * FITRIM, from fstrim(8): the kernel passes it on as an ioctl on the
  * directory fstrim opened (FUSE_IOCTL_DIR), with struct fstrim_range in
- * and out.  The whole file system is trimmed whatever the range says;
- * range.len comes back as the bytes discarded.  As ext4 asks for
- * CAP_SYS_ADMIN, only root or the user who mounted may ask.
+ * and out: the free space in [start, start + len), in free pieces of at
+ * least minlen bytes, is trimmed (tfs_fs_trim(), which refuses ranges
+ * as ext4 does); range.len comes back as the bytes discarded.  As ext4
+ * asks for CAP_SYS_ADMIN, only root or the user who mounted may ask.
  */
 static void op_fitrim(fuse_req_t req, const void *in_buf, size_t in_bufsz,
 		      size_t out_bufsz)
@@ -1372,7 +1373,7 @@ static void op_fitrim(fuse_req_t req, const void *in_buf, size_t in_bufsz,
 		return;
 	}
 	memcpy(&r, in_buf, sizeof(r));
-	rc = tfs_fs_trim(dm->fs, &bytes);
+	rc = tfs_fs_trim(dm->fs, r.start, r.len, r.minlen, &bytes);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;

@@ -779,25 +779,60 @@ void tfs_alloc_age(struct tfs_alloc *a)
 	ALLOC_CHECKED(a);
 }
 
-int tfs_alloc_take_discard(struct tfs_alloc *a, uint64_t max,
-			   uint64_t *start, uint64_t *count)
+/*
+ * The ready extent, in block order, with the first piece of it inside
+ * [lo, hi) at least minlen long: its node, and that piece in *s, *n.
+ * NULL when none.  Descends left of any node that may have one, so the
+ * walk is in order; a subtree whose 'max' is under minlen has none.
+ */
+static struct fext *first_ready(struct fext *t, uint64_t lo, uint64_t hi,
+				uint64_t minlen, uint64_t *s, uint64_t *n)
+{
+	struct fext *e;
+	uint64_t a, b;
+
+	if (!t || t->max < minlen)
+		return NULL;
+	if (t->start > lo) {
+		e = first_ready(t->l, lo, hi, minlen, s, n);
+		if (e)
+			return e;
+	}
+	if (t->start >= hi)
+		return NULL;
+	a = t->start > lo ? t->start : lo;
+	b = fext_end(t) < hi ? fext_end(t) : hi;
+	if (b > a && b - a >= minlen) {
+		*s = a;
+		*n = b - a;
+		return t;
+	}
+	return first_ready(t->r, lo, hi, minlen, s, n);
+}
+
+int tfs_alloc_take_discard(struct tfs_alloc *a, uint64_t lo, uint64_t hi,
+			   uint64_t minlen, uint64_t max, uint64_t *start,
+			   uint64_t *count)
 {
 	struct tfs_alloc *ready = a->age[READY];
 	struct fext *e;
-	uint64_t n;
+	uint64_t s, n;
 	int rc;
 
-	if (!ready || !ready->root || !max)
+	if (!ready || !max)
 		return 0;
-	e = ready->root;
-	while (e->l)
-		e = e->l;
-	*start = e->start;
-	n = e->len < max ? e->len : max;
+	e = first_ready(ready->root, lo, hi, minlen ? minlen : 1, &s, &n);
+	if (!e)
+		return 0;
+	if (n > max)
+		n = max;
+	/* a piece from inside the extent splits it: a node first */
+	if (!can_carve(ready, e, s, n) && reserve_node(ready))
+		return -ENOMEM;
+	*start = s;
 	*count = n;
-	/* a cut at the extent's start never needs a node */
-	carve(ready, e, *start, n);
-	rc = tfs_alloc_mark_used(a, *start, n);
+	carve(ready, e, s, n);
+	rc = tfs_alloc_mark_used(a, s, n);
 	ALLOC_CHECKED(a);
 	return rc ? rc : 1;
 }

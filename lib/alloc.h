@@ -80,12 +80,16 @@ int tfs_alloc_walk(const struct tfs_alloc *a,
  *                          commit freed: they wait for two checkpoints
  *   tfs_alloc_age()        a checkpoint is durable: the blocks freed
  *                          before the one before it become ready
- *   tfs_alloc_take_discard()  take up to max blocks of a ready extent out
- *                          of the free space into *start, *count: 1, or
- *                          0 when none is ready, or -ENOMEM (the blocks
- *                          then stay free, not discarded).  The caller
- *                          discards them and gives them back with
- *                          tfs_alloc_put(), which does not track them
+ *   tfs_alloc_take_discard()  take up to max blocks of the first ready
+ *                          extent, in block order, whose part inside
+ *                          blocks [lo, hi) is at least minlen long (0
+ *                          counts as 1), out of the free space: that
+ *                          part's start in *start, its length (at most
+ *                          max) in *count.  1, or 0 when none is ready,
+ *                          or -ENOMEM (the blocks then stay free, not
+ *                          discarded).  The caller discards them and
+ *                          gives them back with tfs_alloc_put(), which
+ *                          does not track them
  *
  * Blocks handed out by tfs_alloc_get() or tfs_alloc_mark_used() stop
  * waiting.  Without tracking, put_freed is put and the rest do nothing.
@@ -93,8 +97,9 @@ int tfs_alloc_walk(const struct tfs_alloc *a,
 int tfs_alloc_track_discard(struct tfs_alloc *a);
 int tfs_alloc_put_freed(struct tfs_alloc *a, uint64_t start, uint64_t count);
 void tfs_alloc_age(struct tfs_alloc *a);
-int tfs_alloc_take_discard(struct tfs_alloc *a, uint64_t max,
-			   uint64_t *start, uint64_t *count);
+int tfs_alloc_take_discard(struct tfs_alloc *a, uint64_t lo, uint64_t hi,
+			   uint64_t minlen, uint64_t max, uint64_t *start,
+			   uint64_t *count);
 /* Blocks waiting for a checkpoint (not ready yet), and ready ones. */
 uint64_t tfs_alloc_discard_waiting(const struct tfs_alloc *a);
 uint64_t tfs_alloc_discard_ready(const struct tfs_alloc *a);

@@ -33,7 +33,8 @@
  * discards, gives them back.  With -o discard the commit thread does
  * that on each tick, and writes a checkpoint when the blocks waiting for
  * one are no fewer than the checkpoint's own; tfs_fs_trim() (FITRIM,
- * fstrim) commits, writes the two checkpoints, and discards all.
+ * fstrim) commits, writes the two checkpoints, and discards what is
+ * ready in the range it is given.
  *
  * Errors.  A failed transaction write makes the next commit a
  * checkpoint (journal.c's J3: the transaction's seq is burnt).  A failed
@@ -489,11 +490,13 @@ static int age_checkpoint(struct tfs_fs *fs)
  * land on it meanwhile, then given back.  Each piece is out under jlock,
  * so no checkpoint runs while it is: a checkpoint takes its blocks from
  * the free space and its reserve (J10) counts the piece as free.  Stops
- * after max_ns (0: when none is left).  The first error stops discarding
- * for the mount and is logged once (-EOPNOTSUPP: the device cannot).
- * Caller holds no lock.
+ * after max_ns (0: when none is left).  Only ready blocks in [lo, hi),
+ * in free pieces at least minlen blocks long there, are discarded.  The
+ * first error stops discarding for the mount and is logged once
+ * (-EOPNOTSUPP: the device cannot).  Caller holds no lock.
  */
-int tfs_txn_discard(struct tfs_fs *fs, uint64_t max_ns, uint64_t *bytes)
+int tfs_txn_discard(struct tfs_fs *fs, uint64_t lo, uint64_t hi,
+		    uint64_t minlen, uint64_t max_ns, uint64_t *bytes)
 {
 	uint64_t t0 = mono_ns(), s = 0, n = 0;
 	int rc = 0, got;
@@ -502,7 +505,8 @@ int tfs_txn_discard(struct tfs_fs *fs, uint64_t max_ns, uint64_t *bytes)
 		pthread_mutex_lock(&fs->jlock);
 		pthread_mutex_lock(&fs->lock);
 		rc = fs->discard_err ? fs->discard_err : tfs_fs_failed(fs);
-		got = rc ? 0 : tfs_alloc_take_discard(fs->alloc, DISCARD_CHUNK,
+		got = rc ? 0 : tfs_alloc_take_discard(fs->alloc, lo, hi,
+						      minlen, DISCARD_CHUNK,
 						      &s, &n);
 		pthread_mutex_unlock(&fs->lock);
 		if (got <= 0) {
@@ -567,14 +571,23 @@ static void discard_tick(struct tfs_fs *fs)
 			(void)age_checkpoint(fs);
 		pthread_mutex_unlock(&fs->jlock);
 	}
-	(void)tfs_txn_discard(fs, DISCARD_TICK_NS, &bytes);
+	(void)tfs_txn_discard(fs, 0, UINT64_MAX, 1, DISCARD_TICK_NS, &bytes);
 }
 
-int tfs_fs_trim(struct tfs_fs *fs, uint64_t *bytes)
+int tfs_fs_trim(struct tfs_fs *fs, uint64_t start, uint64_t len,
+		uint64_t minlen, uint64_t *bytes)
 {
+	uint64_t size = fs->j.sb.dev_blocks * BS, lo, hi, minblk;
 	int rc;
 
 	*bytes = 0;
+	/* what ext4 and xfs refuse (xfstests generic/260, generic/288) */
+	if (start >= size || len < BS || minlen > size)
+		return -EINVAL;
+	lo = start / BS;
+	hi = len / BS > fs->j.sb.dev_blocks - lo ? fs->j.sb.dev_blocks
+						  : lo + len / BS;
+	minblk = minlen ? (minlen + BS - 1) / BS : 1;
 	if (tfs_fs_is_readonly(fs))	/* as ext4 answers FITRIM on ro */
 		return -EROFS;
 	pthread_mutex_lock(&fs->lock);
@@ -600,7 +613,7 @@ int tfs_fs_trim(struct tfs_fs *fs, uint64_t *bytes)
 	}
 	pthread_mutex_unlock(&fs->jlock);
 	if (!rc)
-		rc = tfs_txn_discard(fs, 0, bytes);
+		rc = tfs_txn_discard(fs, lo, hi, minblk, 0, bytes);
 	return rc;
 }
 

@@ -176,7 +176,8 @@ int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag);
 void tfs_txn_release_pending(struct tfs_fs *fs, uint64_t tag);
 int tfs_txn_commit_jlocked(struct tfs_fs *fs);
 int tfs_txn_commit(struct tfs_fs *fs);
-int tfs_txn_discard(struct tfs_fs *fs, uint64_t max_ns, uint64_t *bytes);
+int tfs_txn_discard(struct tfs_fs *fs, uint64_t lo, uint64_t hi,
+		    uint64_t minlen, uint64_t max_ns, uint64_t *bytes);
 void *tfs_txn_thread(void *arg);
 
 /* file.c */

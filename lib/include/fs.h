@@ -111,12 +111,18 @@ int tfs_fs_sync(struct tfs_fs *fs);
  * as FITRIM does for fstrim(8): commits, writes the checkpoints that
  * make the blocks freed so far safe to discard (journal.c's J11), then
  * punches them out of an image file or discards them on a block device.
- * Blocks discarded before (and not used since) are not discarded again.
- * *bytes gets the bytes discarded.  Returns 0, -EOPNOTSUPP when the
- * device cannot discard, -EROFS read-only, the error state's error, or
- * -errno of the device.  Thread safe; takes the journal lock.
+ * Only the blocks in bytes [start, start + len) of the device are
+ * discarded (len past the end: to the end), in free pieces there of at
+ * least minlen bytes.  Blocks discarded before (and not used since) are
+ * not discarded again.  *bytes gets the bytes discarded.  Returns 0;
+ * -EINVAL, as ext4 and xfs, when start is at or past the end of the
+ * file system, len is under a block or minlen is over the file system's
+ * size; -EOPNOTSUPP when the device cannot discard, -EROFS read-only,
+ * the error state's error, or -errno of the device.  Thread safe; takes
+ * the journal lock.
  */
-int tfs_fs_trim(struct tfs_fs *fs, uint64_t *bytes);
+int tfs_fs_trim(struct tfs_fs *fs, uint64_t start, uint64_t len,
+		uint64_t minlen, uint64_t *bytes);
 
 /*
  * The error state (as ext4's errors=remount-ro).  A device error that

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: freed space goes back to the device: an image's allocated size falls after deletes with fstrim and with -o discard (and not without either), kept files stay exact; SIGKILL and power cuts (fault device) right after deletes with -o discard leave a file system that fsck finds clean with every fsync'd file intact
+# Description: freed space goes back to the device: an image's allocated size falls after deletes with fstrim and with -o discard (and not without either), kept files stay exact; fstrim's range is honoured and bad ranges refused (EINVAL) as on ext4; SIGKILL and power cuts (fault device) right after deletes with -o discard leave a file system that fsck finds clean with every fsync'd file intact
 #
 # Protects lib/journal.c's J11 (a discard never hits a block a loadable
 # state maps) together with J1..J10 under discards: the crash rounds run
@@ -63,6 +63,39 @@ tfs_mount
 cmp <("$TFS_SYS" pattern $((16 * MiB)) 4) "$MNT/f4" || tfs_fail "f4 differs after fstrim and a remount"
 rm "$MNT/f4"
 tfs_umount
+
+# ----- fstrim's range (xfstests generic/260, generic/288) -----
+
+"$MKFS" -f -s 256M "$IMG" >"$WORK/mkfs.log" 2>&1 || tfs_fail "mkfs.tensorfs -f of the image failed"
+tfs_mount
+size=$((256 * MiB))
+# refused as ext4 and xfs refuse them: a start at or past the end (2^64-1
+# too, with and without a length), a length of 0 or under a block
+for args in "-o $size" "-o $((size * 2)) -l 1M" "-o 18446744073709551615" \
+	"-o 18446744073709551615 -l 1M" "-o 0 -l 0" "-o 0 -l 100"; do
+	# shellcheck disable=SC2086 # the arguments are words
+	if fstrim $args "$MNT" 2>"$WORK/fstrim.err"; then
+		tfs_fail "fstrim $args: expected a refusal (EINVAL), it succeeded"
+	fi
+	grep -q "Invalid argument" "$WORK/fstrim.err" ||
+		tfs_fail "fstrim $args: expected 'Invalid argument', got '$(cat "$WORK/fstrim.err")'"
+done
+# trimmed bytes stay inside the range, and a fresh file system has at
+# least half its size to trim (generic/260's own test of overflow)
+trimmed() { fstrim -v "$@" "$MNT" | sed -n 's/.*(\([0-9]*\) bytes) trimmed.*/\1/p'; }
+t1=$(trimmed -o $((128 * MiB)) -l 1M)
+[ -n "$t1" ] && [ "$t1" -le "$MiB" ] ||
+	tfs_fail "fstrim -o 128M -l 1M: expected at most 1 MiB trimmed, got '$t1'"
+t2=$(trimmed -o 10M -m $((250 * MiB)))
+[ "$t2" = 0 ] || tfs_fail "fstrim -m 250M (no free piece that long): expected 0 bytes, got '$t2'"
+t3=$(trimmed -o 10M -l $((size * 4)))
+[ -n "$t3" ] && [ "$t3" -ge $((size / 2 - 10 * MiB)) ] && [ "$t3" -le "$size" ] ||
+	tfs_fail "fstrim -o 10M -l past the end: expected half to all of the free space after 10 MiB trimmed, got '$t3'"
+t4=$(trimmed)
+[ -n "$t4" ] && [ "$t4" -le $((10 * MiB + 65536)) ] ||
+	tfs_fail "fstrim of all after -o 10M: expected at most the first 10 MiB left, got '$t4'"
+tfs_umount
+tfs_fsck_clean
 
 # ----- -o discard -----
 

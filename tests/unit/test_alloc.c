@@ -866,7 +866,7 @@ static uint64_t take_all_ready(struct tfs_alloc *a)
 {
 	uint64_t s, n, total = 0;
 
-	while (tfs_alloc_take_discard(a, UINT64_MAX, &s, &n) == 1) {
+	while (tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, UINT64_MAX, &s, &n) == 1) {
 		total += n;
 		assert_int_equal(tfs_alloc_put(a, s, n), 0);
 	}
@@ -944,7 +944,7 @@ static void test_alloc_discard_takes_blocks_out_of_free_space(void **state)
 	assert_int_equal(tfs_alloc_track_discard(a), 0);
 	tfs_alloc_age(a);
 	tfs_alloc_age(a);
-	assert_int_equal(tfs_alloc_take_discard(a, 16, &s, &n), 1);
+	assert_int_equal(tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, 16, &s, &n), 1);
 	assert_int_equal(s, 0);
 	assert_int_equal(n, 16);
 	/* while it is discarded nobody gets it */
@@ -955,6 +955,52 @@ static void test_alloc_discard_takes_blocks_out_of_free_space(void **state)
 	assert_int_equal(tfs_alloc_put(a, s, n), 0);
 	/* the 8 handed out and the 16 discarded are no longer ready */
 	assert_int_equal(tfs_alloc_discard_ready(a), 40);
+	assert_int_equal(tfs_alloc_check(a), 0);
+	tfs_alloc_free(a);
+}
+
+/* A window and a minimum length: only ready blocks inside [lo, hi), in
+ * pieces there at least minlen long, in block order; a piece from inside
+ * an extent splits it. */
+static void test_alloc_discard_keeps_to_its_window(void **state)
+{
+	struct tfs_alloc *a = tfs_alloc_new(0, 100);
+	uint64_t s = 0, n = 0, g = 0, c = 5;
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(tfs_alloc_track_discard(a), 0);
+	tfs_alloc_age(a);
+	tfs_alloc_age(a);
+	/* free and ready: [0, 100); take [20, 25) out: [0,20) [25,100) */
+	assert_int_equal(tfs_alloc_mark_used(a, 20, 5), 0);
+	assert_int_equal(tfs_alloc_discard_ready(a), 95);
+	/* [10, 30): the piece [10, 20) comes first, then [25, 30) */
+	assert_int_equal(tfs_alloc_take_discard(a, 10, 30, 1, 100, &s, &n), 1);
+	assert_int_equal(s, 10);
+	assert_int_equal(n, 10);
+	assert_int_equal(tfs_alloc_put(a, s, n), 0);
+	assert_int_equal(tfs_alloc_take_discard(a, 10, 30, 1, 100, &s, &n), 1);
+	assert_int_equal(s, 25);
+	assert_int_equal(n, 5);
+	assert_int_equal(tfs_alloc_put(a, s, n), 0);
+	assert_int_equal(tfs_alloc_take_discard(a, 10, 30, 1, 100, &s, &n), 0);
+	/* ready now: [0, 10) and [30, 100); minlen 11 skips the first */
+	assert_int_equal(tfs_alloc_discard_ready(a), 80);
+	assert_int_equal(tfs_alloc_take_discard(a, 0, 100, 11, 3, &s, &n), 1);
+	assert_int_equal(s, 30);
+	assert_int_equal(n, 3);
+	assert_int_equal(tfs_alloc_put(a, s, n), 0);
+	/* a minlen no piece in the window reaches */
+	assert_int_equal(tfs_alloc_take_discard(a, 0, 40, 11, 100, &s, &n), 0);
+	/* the middle of [33, 100): a split, and nobody gets it meanwhile */
+	assert_int_equal(tfs_alloc_take_discard(a, 50, 60, 1, 100, &s, &n), 1);
+	assert_int_equal(s, 50);
+	assert_int_equal(n, 10);
+	assert_int_equal(tfs_alloc_get(a, 50, &g, &c), 0);
+	assert_true(g + c <= 50 || g >= 60);
+	assert_int_equal(tfs_alloc_put(a, g, c), 0);
+	assert_int_equal(tfs_alloc_put(a, s, n), 0);
 	assert_int_equal(tfs_alloc_check(a), 0);
 	tfs_alloc_free(a);
 }
@@ -970,7 +1016,7 @@ static void test_alloc_discard_without_memory_forgets_not_claims(void **state)
 	tfs_alloc_age(a);
 	tfs_alloc_age(a);
 	/* free [0, 100), ready [10, 100) */
-	assert_int_equal(tfs_alloc_take_discard(a, 10, &s, &n), 1);
+	assert_int_equal(tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, 10, &s, &n), 1);
 	assert_int_equal(tfs_alloc_put(a, s, n), 0);
 	assert_int_equal(tfs_alloc_discard_ready(a), 90);
 	/* a block from the middle, with a node for the free space's split
@@ -1025,6 +1071,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_freed_blocks_ready_after_two_checkpoints),
 		cmocka_unit_test(test_alloc_reused_block_restarts_its_wait),
 		cmocka_unit_test(test_alloc_discard_takes_blocks_out_of_free_space),
+		cmocka_unit_test(test_alloc_discard_keeps_to_its_window),
 		cmocka_unit_test(test_alloc_discard_without_memory_forgets_not_claims),
 	};
 

@@ -504,7 +504,7 @@ static void test_discard_spares_blocks_the_older_copy_maps(void **state)
 	assert_int_equal(tfs_fs_sync(fs), 0);	/* over T1 in the journal */
 
 	/* what is ready goes (the free space of the mount), a's does not */
-	assert_int_equal(tfs_txn_discard(fs, 0, &bytes), 0);
+	assert_int_equal(tfs_txn_discard(fs, 0, UINT64_MAX, 1, 0, &bytes), 0);
 	old = fallback_copy(f);
 	assert_false(exists(old, TFS_FS_ROOT, "b"));
 	a = ino_of(old, TFS_FS_ROOT, "a");
@@ -514,7 +514,7 @@ static void test_discard_spares_blocks_the_older_copy_maps(void **state)
 	/* C3: C2, without a, is the older state now; a's blocks go */
 	checkpoint(fs);
 	bytes = 0;
-	assert_int_equal(tfs_txn_discard(fs, 0, &bytes), 0);
+	assert_int_equal(tfs_txn_discard(fs, 0, UINT64_MAX, 1, 0, &bytes), 0);
 	assert_true(bytes >= 1 << 20);
 	old = fallback_copy(f);
 	assert_false(exists(old, TFS_FS_ROOT, "a"));
@@ -536,16 +536,64 @@ static void test_trim_discards_a_file_deleted_just_now(void **state)
 	assert_int_equal(tfs_fsync(fs, a, 0, NULL), 0);
 	assert_int_equal(stat(f->path, &st0), 0);
 	assert_int_equal(tfs_unlink(fs, TFS_FS_ROOT, "a"), 0);
-	assert_int_equal(tfs_fs_trim(fs, &bytes), 0);
+	assert_int_equal(tfs_fs_trim(fs, 0, UINT64_MAX, 0, &bytes), 0);
 	assert_true(bytes >= 4 << 20);
 	assert_int_equal(stat(f->path, &st1), 0);
 	assert_true(st1.st_blocks * 512 + (4 << 20) <= st0.st_blocks * 512 + (64 << 10));
 	/* nothing left but the blocks of the checkpoints the first trim
 	 * replaced (J10: checkpoints move; J11: freed blocks like others) */
-	assert_int_equal(tfs_fs_trim(fs, &bytes), 0);
+	assert_int_equal(tfs_fs_trim(fs, 0, UINT64_MAX, 0, &bytes), 0);
 	assert_true(bytes <= 4 * BS);
 	assert_fsck_clean(fs);
 	assert_fsck_clean(crash(f));
+}
+
+/* FITRIM's range, as ext4 and xfs take it (xfstests generic/260 and
+ * 288): a start at or past the end, a length under a block and a minlen
+ * over the size are EINVAL; only the range is trimmed, and the bytes
+ * come back; a free piece shorter than minlen is left. */
+static void test_trim_keeps_to_its_range(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_fs *fs = f->fs;
+	struct tfs_fs_info info;
+	uint64_t bytes = 7, size, total = 0;
+
+	tfs_fs_get_info(fs, &info);
+	size = info.dev_bytes;
+	assert_int_equal(tfs_fs_trim(fs, size, 1 << 20, 0, &bytes), -EINVAL);
+	assert_int_equal(bytes, 0);
+	assert_int_equal(tfs_fs_trim(fs, UINT64_MAX, 1 << 20, 0, &bytes),
+			 -EINVAL);
+	assert_int_equal(tfs_fs_trim(fs, UINT64_MAX, UINT64_MAX, 0, &bytes),
+			 -EINVAL);
+	assert_int_equal(tfs_fs_trim(fs, 0, 0, 0, &bytes), -EINVAL);
+	assert_int_equal(tfs_fs_trim(fs, 0, 100, 0, &bytes), -EINVAL);
+	assert_int_equal(tfs_fs_trim(fs, 0, UINT64_MAX, size + 1, &bytes),
+			 -EINVAL);
+	/* one block's range trims at most that block */
+	assert_int_equal(tfs_fs_trim(fs, size / 2, BS, 0, &bytes), 0);
+	assert_true(bytes <= BS);
+	total += bytes;
+	/* a range of 1 MiB from the middle, with start + len past 2^64 in
+	 * a second call: the end of the file system */
+	assert_int_equal(tfs_fs_trim(fs, size / 2 + BS, 1 << 20, 0, &bytes),
+			 0);
+	assert_true(bytes <= 1 << 20);
+	total += bytes;
+	/* no free piece is a whole file system long */
+	assert_int_equal(tfs_fs_trim(fs, 0, UINT64_MAX, size, &bytes), 0);
+	assert_int_equal(bytes, 0);
+	assert_int_equal(tfs_fs_trim(fs, BS, UINT64_MAX, 0, &bytes), 0);
+	total += bytes;
+	/* the free space of a fresh file system, in all: at most its size,
+	 * at least half (generic/260's own check) */
+	assert_true(total <= size);
+	assert_true(total >= size / 2);
+	/* and nothing twice */
+	assert_int_equal(tfs_fs_trim(fs, 0, UINT64_MAX, 0, &bytes), 0);
+	assert_true(bytes <= 4 * BS);
+	assert_fsck_clean(fs);
 }
 
 /* Whether the image has no data in [off, off + len): a discard there
@@ -616,7 +664,7 @@ static void test_trim_discards_replaced_checkpoints(void **state)
 	}
 	assert_int_equal(tfs_fs_sync(fs), 0);
 	/* what is ready now (the mount's free space) goes first */
-	assert_int_equal(tfs_fs_trim(fs, &bytes), 0);
+	assert_int_equal(tfs_fs_trim(fs, 0, UINT64_MAX, 0, &bytes), 0);
 	checkpoint(fs);
 	assert_int_equal(img_super(f->path, &c0, &copy), 0);
 	assert_true(c0.npieces > 0);
@@ -626,7 +674,7 @@ static void test_trim_discards_replaced_checkpoints(void **state)
 	/* one checkpoint later c0 is the older copy's: nothing of it goes */
 	checkpoint(fs);
 	bytes = 0;
-	assert_int_equal(tfs_txn_discard(fs, 0, &bytes), 0);
+	assert_int_equal(tfs_txn_discard(fs, 0, UINT64_MAX, 1, 0, &bytes), 0);
 	old_ckpt_blocks(f->path, &c0, &gone, &holes);
 	assert_int_equal(gone, 0);
 	/* then no copy names it; two durable checkpoints more and its
@@ -634,7 +682,7 @@ static void test_trim_discards_replaced_checkpoints(void **state)
 	for (i = 0; i < 4 && !holes; i++) {
 		checkpoint(fs);
 		bytes = 0;
-		assert_int_equal(tfs_txn_discard(fs, 0, &bytes), 0);
+		assert_int_equal(tfs_txn_discard(fs, 0, UINT64_MAX, 1, 0, &bytes), 0);
 		old_ckpt_blocks(f->path, &c0, &gone, &holes);
 		print_message("checkpoint %d after c0's last: %llu of its %llu "
 			      "blocks discarded, %llu bytes in all\n", i + 1,
@@ -668,7 +716,7 @@ static void *discarder(void *arg)
 {
 	struct discarder *d = arg;
 
-	d->rc = tfs_txn_discard(d->fs, 0, &d->bytes);
+	d->rc = tfs_txn_discard(d->fs, 0, UINT64_MAX, 1, 0, &d->bytes);
 	return NULL;
 }
 
@@ -773,6 +821,7 @@ int main(void)
 		T(test_failed_superblock_flush_then_power_cut_keeps_fsynced_file),
 		T(test_discard_spares_blocks_the_older_copy_maps),
 		T(test_trim_discards_a_file_deleted_just_now),
+		T(test_trim_keeps_to_its_range),
 		T(test_trim_discards_replaced_checkpoints),
 		TS(test_checkpoint_waits_for_a_discard_on_a_full_device),
 		TB(test_fs_big_transaction_commits_before_the_interval),
