@@ -32,6 +32,7 @@ struct tfs_daemon {
 					   from start_daemon() */
 	int direct_io_allow_mmap;	/* INIT negotiated it (libfuse 3.17+) */
 	int atime;			/* TFS_ATIME_*, from -o */
+	int nodiratime;			/* -o nodiratime */
 	struct {			/* inodes open O_RDWR (fuse_ops.c) */
 		pthread_mutex_t mu;
 		struct {

@@ -98,12 +98,19 @@ static int fuse_value_opt(const char *key)
 	return 0;
 }
 
-/* An atime option libfuse 3.14 does not take: atime_policy() reads it,
- * FUSE never sees it. */
-static int is_own_atime_opt(const char *tok)
+/* A mount(8) option libfuse 3.14 does not take: atime_policy(),
+ * parse_cmdline() or remount_atime() read it, FUSE never sees it. */
+static int is_own_flag_opt(const char *tok)
 {
-	return !strcmp(tok, "relatime") || !strcmp(tok, "norelatime") ||
-	       !strcmp(tok, "strictatime") || !strcmp(tok, "nostrictatime");
+	static const char *const own[] = {
+		"relatime", "norelatime", "strictatime", "nostrictatime",
+		"diratime", "nodiratime", "norecovery", "noload", NULL,
+	};
+
+	for (const char *const *o = own; *o; o++)
+		if (!strcmp(tok, *o))
+			return 1;
+	return 0;
 }
 
 /*
@@ -112,8 +119,8 @@ static int is_own_atime_opt(const char *tok)
  * kernel reads these options: relatime unless noatime, strictatime over
  * both, and a read-only mount writes no atime at all.  atime, noatime,
  * ro and rw go on to FUSE as well (the mount shows them); libfuse 3.14
- * refuses the others, so they are ours only (is_own_atime_opt()); the
- * mount's own flags say strictatime through show_strictatime().
+ * refuses the others, so they are ours only (is_own_flag_opt()); the
+ * mount's own flags say strictatime through show_atime_flags().
  */
 static int atime_policy(const char *opts)
 {
@@ -199,8 +206,8 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 
-		if (is_own_atime_opt(tok))
-			continue;	/* atime_policy() read it */
+		if (is_own_flag_opt(tok))
+			continue;	/* read already, not FUSE's */
 		/* discard and nodiscard, as ext4 takes them */
 		if (!strcmp(tok, "discard") || !strcmp(tok, "nodiscard")) {
 			rc = tfs_config_set(cfg, "discard",
@@ -248,12 +255,15 @@ static void usage(FILE *f)
 "               overrides the file (-o commit_interval_ms=1000); others go\n"
 "               to FUSE: allow_other (the default when run as root), ro, and\n"
 "               the rest of mount.fuse3(8).  Reads update atime as relatime\n"
-"               (the default), noatime or strictatime say.  ro opens\n"
-"               DEVICE read-only; remount,ro and remount,rw (mount -o\n"
-"               remount,ro MOUNTPOINT) switch the running mount, which\n"
-"               writes everything back first; remount,noatime (or\n"
-"               strictatime, relatime) changes its atime policy; see\n"
-"               tensorfs(8).\n"
+"               (the default), noatime or strictatime say, and listings\n"
+"               a directory's, unless nodiratime.  ro opens DEVICE\n"
+"               read-only; ro,norecovery mounts an uncleanly unmounted\n"
+"               DEVICE as its last checkpoint is, without replaying the\n"
+"               journal.  remount,ro and remount,rw (mount -o remount,ro\n"
+"               MOUNTPOINT) switch the running mount, which writes\n"
+"               everything back first; remount,noatime (or strictatime,\n"
+"               relatime, nodiratime, diratime) changes its atime\n"
+"               policy; see tensorfs(8).\n"
 "               discard: discard freed blocks (or run fstrim\n"
 "               MOUNTPOINT).  log=FILE or log=syslog: where the daemon\n"
 "               logs; by default syslog if /dev/log accepts messages,\n"
@@ -295,6 +305,8 @@ struct cmdline {
 	int ro;			/* -o ro (the last of ro and rw) */
 	int remount;		/* -o remount: tell the running mount */
 	int remount_atime;	/* its TFS_ATIME_*, or -1: keep the policy */
+	int nodiratime;		/* -o nodiratime 1, diratime 0, neither -1 */
+	int norecovery;		/* -o norecovery (or noload): ro only */
 	char dev[PATH_MAX];	/* realpath of DEVICE */
 	char mnt[PATH_MAX];	/* realpath of MOUNTPOINT */
 };
@@ -354,6 +366,33 @@ static void mount_flags(struct cmdline *cl)
 	}
 }
 
+/*
+ * nodiratime, diratime (the last wins) and norecovery (noload is ext4's
+ * other name for it) in the -o list; split_options() leaves them out
+ * of what FUSE gets.  As on ext4: nodiratime stops listings from moving
+ * a directory's atime, which otherwise moves as the atime policy says;
+ * norecovery mounts read-only without replaying the journal.
+ */
+static void flag_options(struct cmdline *cl)
+{
+	const char *p = cl->fuseopts;
+
+	cl->nodiratime = -1;
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+
+#define IS(word) (n == sizeof(word) - 1 && !strncmp(p, word, n))
+		if (IS("nodiratime"))
+			cl->nodiratime = 1;
+		else if (IS("diratime"))
+			cl->nodiratime = 0;
+		else if (IS("norecovery") || IS("noload"))
+			cl->norecovery = 1;
+#undef IS
+		p += n + (p[n] == ',');
+	}
+}
+
 /* The options; -h and -V are answered here. */
 static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 {
@@ -404,6 +443,7 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 	}
 	cl->operands = argv + optind;
 	cl->noperands = argc - optind;
+	flag_options(cl);
 	return GO_ON;
 }
 
@@ -564,6 +604,10 @@ static unsigned long remount_flags(const struct cmdline *cl,
 			if (!strcmp(t, opt[i].name))
 				fl = (fl & ~opt[i].clear) | opt[i].set;
 	free(opts);
+	/* nodiratime and diratime never reach the list above (FUSE does
+	 * not take them): flag_options() read them */
+	if (cl->nodiratime >= 0)
+		fl = cl->nodiratime ? fl | MS_NODIRATIME : fl & ~MS_NODIRATIME;
 	/* the atime options as the daemon takes them (remount_atime()) */
 	if (cl->remount_atime >= 0) {
 		fl &= ~(MS_NOATIME | MS_RELATIME | MS_STRICTATIME);
@@ -648,6 +692,18 @@ static int remount(const struct cmdline *cl)
 			"not take the atime option: %s; reads update atime "
 			"as before\n", how, cl->mnt, strerror(errno));
 		goto out;
+	}
+	if (cl->nodiratime >= 0) {
+		int on = !cl->nodiratime;
+
+		if (ioctl(fd, TFS_IOC_SET_DIRATIME, &on) < 0) {
+			fprintf(stderr, "tensorfs: remount,%s of '%s': the "
+				"daemon did not take %s: %s; listings update "
+				"directory atimes as before\n", how, cl->mnt,
+				on ? "diratime" : "nodiratime",
+				strerror(errno));
+			goto out;
+		}
 	}
 	rc = 0;
 out:
@@ -748,7 +804,8 @@ static void fs_changed(void *arg, uint64_t ino, uint64_t off, uint64_t len)
 			off, len);
 }
 
-static int open_fs(struct tfs_daemon *dm, const char *dev, int ro)
+static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
+		   int norecovery)
 {
 	struct tfs_fs_opts fo = { 0 };
 	struct tfs_mem_limits lim;
@@ -758,6 +815,8 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro)
 	fo.commit_interval_ms = (unsigned)dm->cfg.mount_commit_interval_ms;
 	fo.atime = dm->atime;
 	fo.readonly = ro;
+	fo.no_replay = norecovery;
+	fo.nodiratime = dm->nodiratime;
 	fo.discard = (int)dm->cfg.mount_discard;
 	fo.changed = fs_changed;
 	fo.changed_arg = dm;
@@ -776,7 +835,15 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro)
 		fprintf(stderr, "tensorfs: %s: %s\n", dev, err);
 		return 1;
 	}
-	if (ro && tfs_fs_needs_recovery(dm->fs)) {
+	if (norecovery && tfs_fs_needs_recovery(dm->fs))
+		tfs_daemon_log(LOG_WARNING, "%s: mounted read-only without "
+			       "replaying the journal (norecovery): the last "
+			       "checkpoint as it is; %llu journal "
+			       "transaction(s) committed after it are not "
+			       "shown; mount it read-write to recover them",
+			       dev,
+			       (unsigned long long)tfs_fs_not_replayed(dm->fs));
+	else if (ro && tfs_fs_needs_recovery(dm->fs)) {
 		fprintf(stderr, "tensorfs: %s: was not unmounted cleanly and "
 			"needs recovery (its journal replayed), which a "
 			"read-only mount does not do; mount it read-write once, "
@@ -928,15 +995,16 @@ static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
 }
 
 /*
- * -o strictatime: libfuse does not take it, so the kernel's mount says
- * relatime; make it say strictatime (as root), so that /proc/mounts
- * shows the policy and a remount through mount(8), which passes the
- * mount's options on, keeps it (remount_atime()).  A bind remount
+ * -o strictatime and -o nodiratime: libfuse does not take them, so the
+ * kernel's mount would not say them; make it (as root), so that
+ * /proc/mounts shows the policy and a remount through mount(8), which
+ * passes the mount's options on, keeps it (remount_atime(),
+ * flag_options()).  A bind remount
  * changes only the per-mount flags, all of them: the others are read
  * from mountinfo (not statvfs, which would ask this daemon, not yet
  * serving).
  */
-static void show_strictatime(const char *mnt)
+static void show_atime_flags(const char *mnt, int strict, int nodiratime)
 {
 	static const struct {
 		const char *name;
@@ -944,7 +1012,8 @@ static void show_strictatime(const char *mnt)
 	} opt[] = {
 		{ "ro", MS_RDONLY }, { "nosuid", MS_NOSUID },
 		{ "nodev", MS_NODEV }, { "noexec", MS_NOEXEC },
-		{ "nodiratime", MS_NODIRATIME },
+		{ "nodiratime", MS_NODIRATIME }, { "noatime", MS_NOATIME },
+		{ "relatime", MS_RELATIME },
 	};
 	char line[8192], m[4096], o[4096], last[4096] = "";
 	unsigned long fl = 0;
@@ -965,10 +1034,17 @@ static void show_strictatime(const char *mnt)
 		for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
 			if (!strcmp(t, opt[i].name))
 				fl |= opt[i].flag;
-	if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_BIND | MS_STRICTATIME | fl,
-		  NULL) < 0 && geteuid() == 0)
-		tfs_daemon_log(LOG_WARNING, "strictatime: cannot show it in "
-			       "the mount's flags: %s", strerror(errno));
+	if (strict)
+		fl = (fl & ~(MS_NOATIME | MS_RELATIME)) | MS_STRICTATIME;
+	if (nodiratime)
+		fl |= MS_NODIRATIME;
+	if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_BIND | fl, NULL) < 0 &&
+	    geteuid() == 0)
+		tfs_daemon_log(LOG_WARNING, "%s%s%s: cannot show it in the "
+			       "mount's flags: %s", strict ? "strictatime" : "",
+			       strict && nodiratime ? ", " : "",
+			       nodiratime ? "nodiratime" : "",
+			       strerror(errno));
 }
 
 /*
@@ -982,8 +1058,9 @@ static int start_daemon(struct tfs_daemon *dm, struct fuse_session *se,
 	int rc;
 
 	tune_bdi(&dm->cfg, mnt);
-	if (dm->atime == TFS_ATIME_STRICT)
-		show_strictatime(mnt);
+	if (dm->atime == TFS_ATIME_STRICT || dm->nodiratime)
+		show_atime_flags(mnt, dm->atime == TFS_ATIME_STRICT,
+				 dm->nodiratime);
 	/* fork keeps only this thread: no ring may cross it */
 	tfs_fs_prepare_fork();
 	if (fuse_daemonize(foreground)) {
@@ -1080,7 +1157,16 @@ int main(int argc, char **argv)
 	ret = setup_log(&dm, &cl);
 	if (ret != GO_ON)
 		goto out;
-	ret = open_fs(&dm, cl.dev, cl.ro);
+	dm.nodiratime = cl.nodiratime > 0;
+	if (cl.norecovery && !cl.ro) {
+		fprintf(stderr, "tensorfs: -o norecovery needs -o ro: a "
+			"read-write mount always replays the journal; use "
+			"-o ro,norecovery to look at the last checkpoint as "
+			"it is\n");
+		ret = 2;
+		goto out;
+	}
+	ret = open_fs(&dm, cl.dev, cl.ro, cl.norecovery);
 	if (ret != GO_ON)
 		goto out;
 	ret = mount_session(&dm, &cl, &args, &se);

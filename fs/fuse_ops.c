@@ -918,6 +918,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	else
 		rc = tfs_readdir(dm->fs, ino, off < 0 ? 0 : (uint64_t)off,
 				 fill_dir, &d);
+	if (!rc && !tfs_statedir_is(ino))
+		tfs_dir_note_read(dm->fs, ino);	/* before a stat can see it */
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -1031,6 +1033,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 		rc = tfs_statedir_readdir(cookie, collect_dir, &d);
 	else
 		rc = tfs_readdir(dm->fs, ino, cookie, collect_dir, &d);
+	if (!rc && !tfs_statedir_is(ino))
+		tfs_dir_note_read(dm->fs, ino);	/* as op_readdir() */
 	if (!rc && d.n) {
 		buf = malloc(size);
 		refs = calloc(d.n, sizeof(*refs));
@@ -1306,6 +1310,28 @@ static void state_set_atime(fuse_req_t req, const void *in_buf,
 	fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
+/* TFS_IOC_SET_DIRATIME: 1 diratime, 0 nodiratime, an int.  Replies. */
+static void state_set_diratime(fuse_req_t req, const void *in_buf,
+			       size_t in_bufsz)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	int on;
+
+	if (in_bufsz < sizeof(on)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&on, in_buf, sizeof(on));
+	if (on != 0 && on != 1) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	tfs_fs_set_diratime(dm->fs, on);
+	tfs_daemon_log(LOG_NOTICE, "remounted %s", on ? "diratime" :
+						       "nodiratime");
+	fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 /*
  * tensorfs's own ioctls, on /.tensorfs (statedir.h): remount,ro,
  * remount,rw and the atime options of a remount.  Only root or the
@@ -1321,7 +1347,7 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 
 	if (!tfs_statedir_is_dir(ino) ||
 	    (cmd != TFS_IOC_SET_RO && cmd != TFS_IOC_SET_RW &&
-	     cmd != TFS_IOC_SET_ATIME)) {
+	     cmd != TFS_IOC_SET_ATIME && cmd != TFS_IOC_SET_DIRATIME)) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
@@ -1331,6 +1357,10 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 	}
 	if (cmd == TFS_IOC_SET_ATIME) {
 		state_set_atime(req, in_buf, in_bufsz);
+		return;
+	}
+	if (cmd == TFS_IOC_SET_DIRATIME) {
+		state_set_diratime(req, in_buf, in_bufsz);
 		return;
 	}
 	rc = tfs_fs_set_readonly(dm->fs, ro);

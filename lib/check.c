@@ -662,7 +662,7 @@ int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	rc = tfs_journal_load(&j, d, m, err, errlen);
+	rc = tfs_journal_load(&j, d, m, 0, err, errlen);
 	if (rc)
 		goto out;
 	rc = tfs_meta_each(m, collect, &cl);

@@ -287,6 +287,18 @@ int tfs_atime_due(struct tfs_fs *fs, uint64_t ino)
 	return due;
 }
 
+void tfs_fs_set_diratime(struct tfs_fs *fs, int on)
+{
+	__atomic_store_n(&fs->opts.nodiratime, !on, __ATOMIC_RELAXED);
+}
+
+void tfs_dir_note_read(struct tfs_fs *fs, uint64_t ino)
+{
+	if (__atomic_load_n(&fs->opts.nodiratime, __ATOMIC_RELAXED))
+		return;
+	tfs_file_note_read(fs, ino, 0);
+}
+
 void tfs_file_note_read(struct tfs_fs *fs, uint64_t ino, ssize_t n)
 {
 	int policy = atime_policy(fs);

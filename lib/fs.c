@@ -302,7 +302,15 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = tfs_journal_load(&fs->j, fs->dev, fs->m, err, errlen);
+	if (fs->opts.no_replay && !fs->opts.readonly) {
+		tfs_say(err, errlen, "the journal can be left unreplayed "
+				 "(norecovery) only by a read-only open");
+		rc = -EINVAL;
+		goto fail_dev;
+	}
+	rc = tfs_journal_load(&fs->j, fs->dev, fs->m,
+			      fs->opts.no_replay ? TFS_JLOAD_NO_REPLAY : 0,
+			      err, errlen);
 	if (rc)
 		goto fail_dev;
 	fs->replayed = fs->j.replayed;
@@ -375,6 +383,11 @@ void tfs_fs_prepare_fork(void)
 uint64_t tfs_fs_replayed(const struct tfs_fs *fs)
 {
 	return fs->replayed;
+}
+
+uint64_t tfs_fs_not_replayed(const struct tfs_fs *fs)
+{
+	return fs->j.skipped;
 }
 
 int tfs_fs_needs_recovery(const struct tfs_fs *fs)

@@ -929,7 +929,8 @@ static int load_older(struct tfs_journal *j, struct tfs_meta *m,
 }
 
 int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
-		     struct tfs_meta *m, char *err, size_t errlen)
+		     struct tfs_meta *m, unsigned int flags, char *err,
+		     size_t errlen)
 {
 	struct tfs_super other;
 	uint8_t *spill = NULL;
@@ -972,6 +973,14 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 		}
 		if (got == 0)
 			break;
+		if (flags & TFS_JLOAD_NO_REPLAY) {
+			/* counted, and read on to the end, checked as
+			 * replay reads it; the tree stays the checkpoint's */
+			j->head += (uint64_t)got;
+			j->seq++;
+			j->skipped++;
+			continue;
+		}
 		rc = apply_all(m, payload + TFS_HDR_SIZE, h.payload_len, &n);
 		if (rc || n != h.nrec) {
 			tfs_say(err, errlen, "journal transaction %llu does not "

@@ -41,6 +41,7 @@ struct tfs_journal {
 	uint64_t head;		/* next free journal byte */
 	uint64_t seq;		/* seq of the next transaction */
 	uint64_t replayed;	/* transactions replayed at load */
+	uint64_t skipped;	/* not replayed: TFS_JLOAD_NO_REPLAY */
 	int err;		/* J7: -errno once a write or flush failed so
 				   that no more metadata may be written */
 	char why[192];		/* what failed, a sentence ("" if !err) */
@@ -68,15 +69,20 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 /*
  * Load: read the superblocks (the valid copy with the higher generation
  * wins), the active checkpoint and every journal transaction after it
- * into m, which must be empty.  If that checkpoint is damaged, the
+ * into m, which must be empty.  With TFS_JLOAD_NO_REPLAY in flags (a
+ * read-only look at the last checkpoint as it is, as ext4's
+ * norecovery) the transactions are only counted, into j->skipped, not
+ * applied; j must then never commit.  If that checkpoint is damaged, the
  * other copy's is loaded instead, with a sentence in j->note (J8).  On failure returns -errno and writes a
  * sentence for people into err: -EINVAL no tensorfs here, -EUCLEAN
  * corrupted metadata (which part), -EPROTO unknown version, -EIO.
  * On success j is ready for tfs_journal_commit() at the end of the
  * replayed journal.  Caller releases j with tfs_journal_release().
  */
+#define TFS_JLOAD_NO_REPLAY	1
 int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
-		     struct tfs_meta *m, char *err, size_t errlen);
+		     struct tfs_meta *m, unsigned int flags, char *err,
+		     size_t errlen);
 void tfs_journal_release(struct tfs_journal *j);
 
 /*

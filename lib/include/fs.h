@@ -40,8 +40,14 @@ struct tfs_fs_opts {
 	int no_lock;				/* do not flock the device */
 	int no_recover;				/* load only: no orphan cleanup,
 						   no checkpoint (fsck -n) */
+	int no_replay;				/* readonly only: the last
+						   checkpoint as it is, the
+						   journal after it not
+						   replayed (norecovery) */
 	int atime;				/* TFS_ATIME_*: when reads
 						   update atime */
+	int nodiratime;				/* listing a directory never
+						   updates its atime */
 	int discard;				/* discard freed blocks online
 						   (-o discard) */
 
@@ -149,8 +155,10 @@ int tfs_fs_error(struct tfs_fs *fs, char *buf, size_t len);
 const char *tfs_fs_load_note(const struct tfs_fs *fs);
 
 /* Whether the last load replayed a journal (the file system had not been
- * unmounted cleanly), and how many transactions. */
+ * unmounted cleanly), and how many transactions; with opts.no_replay,
+ * how many it left unreplayed (tfs_fs_not_replayed()). */
 uint64_t tfs_fs_replayed(const struct tfs_fs *fs);
+uint64_t tfs_fs_not_replayed(const struct tfs_fs *fs);
 
 /* Whether the last load found the file system not unmounted cleanly
  * (its superblock without CLEAN): a read-only open (opts.readonly) then
@@ -357,6 +365,14 @@ int tfs_atime_due(struct tfs_fs *fs, uint64_t ino);
 /* Change the atime policy (TFS_ATIME_*) of a mounted file system, as a
  * remount would; any thread. */
 void tfs_fs_set_atime(struct tfs_fs *fs, int atime);
+/*
+ * A listing of directory ino was read (readdir): move its atime as the
+ * policy says, as tfs_file_note_read() for a file, unless directories'
+ * atimes are off (nodiratime: tfs_fs_set_diratime(fs, 0), also the
+ * opts.nodiratime of the open).  Any thread.
+ */
+void tfs_dir_note_read(struct tfs_fs *fs, uint64_t ino);
+void tfs_fs_set_diratime(struct tfs_fs *fs, int on);
 
 /* Write len bytes at off: returns len (never a short write) or -errno
  * (-ENOSPC, -EFBIG, -EIO ...). */

@@ -89,7 +89,8 @@ static int load(struct fix *f)
 	f->m = tfs_meta_new();
 	assert_non_null(f->m);
 	f->err[0] = '\0';
-	rc = tfs_journal_load(&f->j, f->d, f->m, f->err, sizeof(f->err));
+	rc = tfs_journal_load(&f->j, f->d, f->m, 0, f->err,
+			      sizeof(f->err));
 	f->loaded = rc == 0;
 	if (rc)
 		return rc;
@@ -448,6 +449,32 @@ static void test_journal_used_blocks_mismatch_is_euclean(void **state)
 }
 
 /* ===== replay ===== */
+
+/* TFS_JLOAD_NO_REPLAY (a mount's ro,norecovery): the checkpoint as it
+ * is, the transactions after it counted, not applied. */
+static void test_journal_no_replay_counts_and_leaves_the_tree(void **state)
+{
+	struct fix *f = *state;
+
+	mount(f);
+	assert_true(commit_file(f, 2, "a") >= 0);
+	assert_true(commit_file(f, 3, "b") >= 0);
+	unload(f);
+	f->m = tfs_meta_new();
+	assert_non_null(f->m);
+	assert_int_equal(tfs_journal_load(&f->j, f->d, f->m,
+					  TFS_JLOAD_NO_REPLAY, f->err,
+					  sizeof(f->err)), 0);
+	f->loaded = 1;
+	assert_int_equal(f->j.skipped, 2);
+	assert_int_equal(f->j.replayed, 0);
+	assert_null(tfs_meta_get(f->m, 2));
+	assert_null(tfs_meta_get(f->m, 3));
+	/* and a normal load still replays both */
+	assert_int_equal(load(f), 0);
+	assert_int_equal(f->j.replayed, 2);
+	assert_non_null(tfs_meta_get(f->m, 3));
+}
 
 /* Protects J2. */
 static void test_journal_replays_committed_transactions(void **state)
@@ -1259,6 +1286,7 @@ int main(void)
 		T(test_journal_record_count_mismatch_is_euclean),
 		T(test_journal_used_blocks_mismatch_is_euclean),
 		T(test_journal_replays_committed_transactions),
+		T(test_journal_no_replay_counts_and_leaves_the_tree),
 		T(test_journal_next_ino_comes_from_the_headers),
 		T(test_journal_ignores_torn_tail),
 		T(test_journal_ignores_torn_multiblock_tail),
