@@ -180,8 +180,13 @@ int tfs_txn_discard(struct tfs_fs *fs, uint64_t lo, uint64_t hi,
 		    uint64_t minlen, uint64_t max_ns, uint64_t *bytes);
 void *tfs_txn_thread(void *arg);
 
-/* file.c */
+/* inode.c */
 void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip);
+/* Take or drop an open handle's reference (ip->opens, and the io_lock's
+ * state with the first).  Caller holds fs->lock; ref_get: 0 or -ENOMEM;
+ * the last ref_put of an unlinked inode frees it. */
+int tfs_inode_ref_get(struct tfs_inode *ip);
+void tfs_inode_ref_put(struct tfs_fs *fs, struct tfs_inode *ip);
 /* A reference that keeps the inode ino alive, and its io_lock, without
  * fs->lock: NULL with *rc -ENOENT or -ENOMEM. */
 struct tfs_inode *tfs_inode_hold(struct tfs_fs *fs, uint64_t ino, int *rc);
@@ -195,6 +200,8 @@ void tfs_inode_drop_all(struct tfs_fs *fs);
 /* Drop every lookup reference and free the inodes only they kept (close:
  * the kernel is gone).  Takes fs->lock. */
 void tfs_inode_forget_all(struct tfs_fs *fs);
+
+/* file.c */
 int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen);
 int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size);
 
