@@ -27,7 +27,7 @@
  *
  * The pattern.  Every byte ever written to file NAME at offset X is
  * pattern(NAME, X): byte X % 8, little-endian, of the 64-bit word
- * mix64(fnv1a64(NAME) + (X / 8 + 1) * golden) (pattern_word()).  An
+ * tfs_pattern_word(tfs_fnv1a64(NAME), X / 8) (tfs_test_pattern.h).  An
  * overwrite writes the same bytes again, so the content of a file is a
  * function of which byte ranges were written and not cut off by a truncate
  * since: those bytes are pattern, every other byte (holes, extensions) is
@@ -93,6 +93,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "tfs_test_pattern.h"
+
 #define CW_BLOCK 4096u
 #define CW_MAX_LEN (8ull << 20)		/* longest new file */
 #define CW_MAX_SIZE (16ull << 20)	/* no step grows a file past this */
@@ -108,28 +110,6 @@
 
 /* ===== pattern and checksums ===== */
 
-static uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t pattern_word(uint64_t namehash, uint64_t word)
-{
-	return mix64(namehash + (word + 1) * 0x9e3779b97f4a7c15ull);
-}
 
 /* The pattern's key of a file name: the name up to its first '.'. */
 static uint64_t name_hash(const char *name)
@@ -141,7 +121,7 @@ static uint64_t name_hash(const char *name)
 		n = sizeof(base) - 1;
 	memcpy(base, name, n);
 	base[n] = '\0';
-	return fnv1a64(base);
+	return tfs_fnv1a64(base);
 }
 
 /* buf[0 .. len) = pattern(name, off ..) */
@@ -152,7 +132,7 @@ static void pattern_fill(uint64_t namehash, uint64_t off, unsigned char *buf,
 
 	while (i < len) {
 		uint64_t x = off + i;
-		uint64_t w = pattern_word(namehash, x / 8);
+		uint64_t w = tfs_pattern_word(namehash, x / 8);
 		unsigned int k;
 
 		if (x % 8 == 0 && len - i >= 8) {
@@ -543,7 +523,7 @@ static void die_errno(const struct cw_thread *t, const char *what,
 static uint64_t rnd(struct cw_thread *t)
 {
 	t->rng += 0x9e3779b97f4a7c15ull;
-	return mix64(t->rng);
+	return tfs_mix64(t->rng);
 }
 
 static uint64_t rnd_below(struct cw_thread *t, uint64_t n)
@@ -1147,7 +1127,7 @@ static void write_main(const char *dir, const char *manifest,
 	threads = xcalloc(nthreads, sizeof(*threads));
 	for (i = 0; i < nthreads; i++) {
 		threads[i].tid = i;
-		threads[i].rng = mix64((uint64_t)seed * 1000003u + i);
+		threads[i].rng = tfs_mix64((uint64_t)seed * 1000003u + i);
 		/* aligned, for O_DIRECT */
 		if (posix_memalign((void **)&threads[i].buf, CW_BLOCK, CW_BUF))
 			setup_failed("allocate a buffer for", dir, ENOMEM);
@@ -1232,7 +1212,7 @@ static void vfail(struct verify *v, const char *fmt, ...)
 
 static struct expect *expect_slot(struct verify *v, const char *name)
 {
-	size_t i = (size_t)fnv1a64(name) & (v->cap - 1);
+	size_t i = (size_t)tfs_fnv1a64(name) & (v->cap - 1);
 
 	while (v->tab[i].name[0] && strcmp(v->tab[i].name, name))
 		i = (i + 1) & (v->cap - 1);

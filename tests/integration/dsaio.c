@@ -11,7 +11,7 @@
  * The files are DIR/<i>_param.tensor.swp, i = 0 .. NFILES-1, as DeepSpeed's
  * partitioned parameter swapper names them.  Their content is
  * pattern(SEED, i, X) at offset X: byte X % 8, little-endian, of the 64-bit
- * word mix64(key(SEED, i) + (X / 8 + 1) * golden), so a byte of another
+ * word tfs_pattern_word(key(SEED, i), X / 8) (tfs_test_pattern.h), so a byte of another
  * file, another seed or another offset never passes for the right one.
  *
  * What DeepSpeed does, and so what this does:
@@ -81,6 +81,8 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tfs_test_pattern.h"
 
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
@@ -154,22 +156,10 @@ _Noreturn static void fatal(const char *fmt, ...)
 
 /* ===== the pattern ===== */
 
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static uint64_t file_key(uint64_t idx)
 {
-	return mix64(mix64(o.seed ^ 0x6473616966696c65ull) +
+	return tfs_mix64(tfs_mix64(o.seed ^ 0x6473616966696c65ull) +
 		     (idx + 1) * 0xd1b54a32d192ed03ull);
-}
-
-static uint64_t pattern_word(uint64_t key, uint64_t word)
-{
-	return mix64(key + (word + 1) * 0x9e3779b97f4a7c15ull);
 }
 
 /* buf[0 .. len) = pattern of the file with this key, from offset off */
@@ -180,14 +170,14 @@ static void pattern_fill(uint64_t key, uint64_t off, unsigned char *buf,
 	uint64_t w, le;
 
 	for (; i < len && (off + i) % 8; i++)		/* head */
-		buf[i] = (unsigned char)(pattern_word(key, (off + i) / 8) >>
+		buf[i] = (unsigned char)(tfs_pattern_word(key, (off + i) / 8) >>
 					 (8 * ((off + i) % 8)));
 	for (w = (off + i) / 8; len - i >= 8; i += 8, w++) {
-		le = htole64(pattern_word(key, w));
+		le = htole64(tfs_pattern_word(key, w));
 		memcpy(buf + i, &le, 8);
 	}
 	for (; i < len; i++)				/* tail */
-		buf[i] = (unsigned char)(pattern_word(key, w) >>
+		buf[i] = (unsigned char)(tfs_pattern_word(key, w) >>
 					 (8 * ((off + i) % 8)));
 }
 

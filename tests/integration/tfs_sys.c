@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tfs_test_pattern.h"
+
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
 #endif
@@ -268,14 +270,6 @@ static struct timespec parse_time(const char *s)
 
 /* ===== data pattern ===== */
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 /* fill buf with the pattern bytes of file range [off, off+len) */
 static void fill_pattern(unsigned char *buf, uint64_t off, size_t len,
 			 uint64_t seed)
@@ -284,7 +278,9 @@ static void fill_pattern(unsigned char *buf, uint64_t off, size_t len,
 
 	while (i < len) {
 		uint64_t o = off + i;
-		uint64_t w = mix64((o >> 3) ^ (seed * 0x2545f4914f6cdd1dULL));
+		uint64_t w = tfs_pattern_word((o >> 3) ^
+						  (seed * 0x2545f4914f6cdd1dULL),
+					      0);
 		unsigned k;
 
 		for (k = o & 7; k < 8 && i < len; k++, i++)
