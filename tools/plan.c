@@ -15,9 +15,20 @@
  * what was read (the "auto" values, keys DeepSpeed would reject) and
  * prints the result as text or JSON (jansson).
  *
- * Exit status: the plan's severity (0 fits, 1 warnings, 2 will fail), or
- * sysexits(3)'s EX_USAGE (64), EX_DATAERR (65, a malformed input) and
- * EX_NOINPUT (66, an input that cannot be read).
+ * A value that cannot be used stops it before any plan is made, naming
+ * the file and the key: a bad INI value (tfs_config_load()), a negative
+ * size or a device DeepSpeed does not know in the ds_config.json
+ * (tfs_deepspeed_read(), which lists every one), a size of the model's
+ * config.json that is not a whole number above 0 (read_model()).
+ *
+ * Exit status, as every tensorfs program: 0 success, 1 failure or
+ * refusal, 2 usage error.  Here 0 means the configuration fits (warnings
+ * may be printed: like a compiler's, they do not fail it, unless
+ * --strict), 1 that it will fail (DeepSpeed stops, or the node runs out
+ * of memory), that an input cannot be read or parsed or holds a bad
+ * value, or that the output cannot be written; 2 a bad command line.
+ * The verdict ("fits", "warnings", "will fail") is printed, and is in
+ * the JSON beside exit_code.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,7 +39,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sysexits.h>
 
 #include "closeout.h"
 #include "config.h"
@@ -38,6 +48,9 @@
 #include "units.h"
 
 static const char *prog = "tensorfs-plan";
+
+/* 0 success and 1 failure are EXIT_SUCCESS and EXIT_FAILURE */
+#define EXIT_USAGE 2
 
 /* clang-format off: the text as --help prints it */
 static void usage(FILE *f)
@@ -94,6 +107,7 @@ static void usage(FILE *f)
 "\n"
 "Output:\n"
 "  --json               print the same as one JSON object\n"
+"  --strict             exit 1 on warnings too (for CI gates)\n"
 "  --full               print the equivalent tensorfs.ini in full, with\n"
 "                       comments, instead of only the keys that differ\n"
 "                       from the defaults\n"
@@ -114,19 +128,20 @@ static void usage(FILE *f)
 "state (fp32 weights, exp_avg, exp_avg_sq, fp32 gradients) per node's\n"
 "share.  A node over 90% of its RAM is a warning, over 100% a failure.\n"
 "\n"
-"Exit status:\n"
-"  0   the configuration fits\n"
-"  1   it runs, with warnings worth reading\n"
-"  2   it will fail (DeepSpeed stops, or the node runs out of memory)\n"
-"  64  usage error: unknown option, missing --params/--model, bad number\n"
-"  65  malformed input: invalid JSON (with line:column), a bad INI key\n"
-"      or value (with file:line), a config.json without the sizes\n"
-"  66  an input file that cannot be opened\n"
-"  74  the output cannot be written (a full disk, an I/O error)\n"
+"Exit status (0 success, 1 failure or refusal, 2 usage error):\n"
+"  0   the configuration fits; warnings may be printed (--strict: exit 1)\n"
+"  1   it will fail (DeepSpeed stops, or the node runs out of memory);\n"
+"      or an input cannot be read or parsed (a missing file, invalid\n"
+"      JSON with line:column, a bad INI key or value with file:line, a\n"
+"      config.json without the sizes) or holds a bad value (a negative\n"
+"      buffer_size, device \"gpu\"), named with its file and key; or the\n"
+"      output cannot be written\n"
+"  2   usage error: unknown option, missing --params/--model, bad number\n"
 "\n"
 "Examples:\n"
 "  tensorfs-plan --deepspeed ds_config.json --params 70e9 --ranks 8\n"
-"  tensorfs-plan -c /etc/tensorfs.ini --model config.json --ram 512G --json\n",
+"  tensorfs-plan -c /etc/tensorfs/tensorfs.ini --model config.json \\\n"
+"        --ram 512G --json\n",
 	      f);
 }
 /* clang-format on */
@@ -143,7 +158,7 @@ static void die(int code, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	if (code == EX_USAGE)
+	if (code == EXIT_USAGE)
 		fprintf(stderr, "Try '%s --help' for more information.\n",
 			prog);
 	exit(code);
@@ -177,7 +192,7 @@ static uint64_t count_arg(const char *opt, const char *s, uint64_t min)
 	uint64_t v;
 
 	if (parse_count(s, &v) || v < min)
-		die(EX_USAGE, "%s '%s' is not a whole number%s (e.g. 8, 7e9)",
+		die(EXIT_USAGE, "%s '%s' is not a whole number%s (e.g. 8, 7e9)",
 		    opt, s, min ? " above 0" : "");
 	return v;
 }
@@ -187,8 +202,8 @@ static uint64_t size_arg(const char *opt, const char *s)
 	uint64_t v;
 
 	if (tfs_parse_size(s, &v, NULL) || !v)
-		die(EX_USAGE, "%s '%s' is not a size (e.g. 256G, 512GiB)", opt,
-		    s);
+		die(EXIT_USAGE, "%s '%s' is not a size (e.g. 256G, 512GiB)",
+		    opt, s);
 	return v;
 }
 
@@ -209,8 +224,8 @@ static uint64_t mem_total(void)
 }
 
 /* Open an input file for reading ("-": standard input, once), or exit
- * 66 saying why: fopen() opens a directory, whose read then fails as
- * "end of file". */
+ * 1 saying why (2 for "-" twice): fopen() opens a directory, whose read
+ * then fails as "end of file". */
 static FILE *open_input(const char *path, const char *what)
 {
 	static const char *stdin_for;
@@ -219,7 +234,8 @@ static FILE *open_input(const char *path, const char *what)
 
 	if (!strcmp(path, "-")) {
 		if (stdin_for)
-			die(EX_USAGE, "%s '-': standard input is the %s "
+			die(EXIT_USAGE,
+			    "%s '-': standard input is the %s "
 			    "already; give one of them as a file",
 			    what, stdin_for);
 		stdin_for = what;
@@ -228,15 +244,15 @@ static FILE *open_input(const char *path, const char *what)
 	f = fopen(path, "r");
 
 	if (!f)
-		die(EX_NOINPUT, "%s '%s': cannot open: %s", what, path,
+		die(EXIT_FAILURE, "%s '%s': cannot open: %s", what, path,
 		    strerror(errno));
 	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
-		die(EX_NOINPUT, "%s '%s' is a directory; give the file", what,
+		die(EXIT_FAILURE, "%s '%s' is a directory; give the file", what,
 		    path);
 	return f;
 }
 
-/* Load a JSON file or exit 66/65 with where it is wrong. */
+/* Load a JSON file or exit 1 saying where it is wrong. */
 static json_t *load_json(const char *path, const char *what)
 {
 	json_error_t e;
@@ -246,22 +262,24 @@ static json_t *load_json(const char *path, const char *what)
 	j = json_loadf(f, 0, &e);
 	fclose(f);
 	if (!j)
-		die(EX_DATAERR, "%s:%d:%d: invalid JSON: %s; fix the file",
+		die(EXIT_FAILURE, "%s:%d:%d: invalid JSON: %s; fix the file",
 		    path, e.line, e.column, e.text);
 	if (!json_is_object(j))
-		die(EX_DATAERR,
+		die(EXIT_FAILURE,
 		    "%s: the top level is not a JSON object; give "
 		    "a %s",
 		    path, what);
 	return j;
 }
 
-/* --deepspeed: read in->ds into in, or exit 66/65 with why. */
+/* --deepspeed: read in->ds into in, or exit 1 with why (each refused
+ * value on a line of its own). */
 static void read_deepspeed(struct input *in)
 {
 	struct tfs_deepspeed *ds = &in->dsr;
-	char err[1024];
+	char err[4096];
 	FILE *f = open_input(in->ds, "DeepSpeed config");
+	const char *line, *nl;
 	int rc;
 
 	ds->name = in->ds;
@@ -271,16 +289,20 @@ static void read_deepspeed(struct input *in)
 	ds->dtype_given = in->dtype_given;
 	rc = tfs_deepspeed_read_file(ds, f, err, sizeof(err));
 	fclose(f);
-	if (rc == -EINVAL)
-		die(EX_DATAERR, "%s", err);
-	if (rc)
-		die(EX_SOFTWARE, "%s", err);
+	if (rc) {
+		/* every refused value, each on a line of its own */
+		for (line = err; (nl = strchr(line, '\n')); line = nl + 1)
+			fprintf(stderr, "%s: %.*s\n", prog, (int)(nl - line),
+				line);
+		die(EXIT_FAILURE, "%s", line);
+	}
 	in->f.stage = ds->stage;
 }
 
 /* ===== the model's config.json ===== */
 
-static uint64_t model_uint(const json_t *o, const char *name)
+/* A count of o that only a warning reads: 0 if absent or not one. */
+static uint64_t model_count(const json_t *o, const char *name)
 {
 	const json_t *v = json_object_get(o, name);
 
@@ -289,38 +311,66 @@ static uint64_t model_uint(const json_t *o, const char *name)
 	return 0;
 }
 
+/* A size of the model (hidden_size, num_hidden_layers, ...): 0 if absent
+ * or null.  Exits 1 naming the key (after at: "" or "text_config.") if
+ * it is anything but a whole number above 0 (a string, a fraction, a
+ * negative number): counting with the key left out would only say that
+ * the sizes are missing. */
+static uint64_t model_uint(const struct input *in, const json_t *o,
+			   const char *at, const char *name)
+{
+	const json_t *v = json_object_get(o, name);
+	char *text;
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		return (uint64_t)json_integer_value(v);
+	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	die(EXIT_FAILURE, "%s: %s%s: %.48s%s is not a whole number%s; %s",
+	    in->model, at, name, text ? text : "(a value)",
+	    text && strlen(text) > 48 ? "..." : "",
+	    json_is_integer(v) ? " above 0" : "",
+	    json_is_string(v) ? "write the number without quotes"
+			      : "fix the file");
+}
+
 static void read_model(struct input *in, uint64_t *params, uint64_t *largest)
 {
 	json_t *root = load_json(in->model, "Hugging Face config.json");
 	const json_t *o = root, *tied;
 	struct tfs_plan_shape s = {0};
+	const char *at = "";
 	int rc;
 
 	/* multimodal configs keep the language model in text_config */
 	if (!json_object_get(o, "hidden_size") &&
-	    json_is_object(json_object_get(o, "text_config")))
+	    json_is_object(json_object_get(o, "text_config"))) {
 		o = json_object_get(o, "text_config");
-	s.hidden = model_uint(o, "hidden_size");
-	s.layers = model_uint(o, "num_hidden_layers");
-	s.intermediate = model_uint(o, "intermediate_size");
-	s.vocab = model_uint(o, "vocab_size");
-	s.heads = model_uint(o, "num_attention_heads");
-	s.kv_heads = model_uint(o, "num_key_value_heads");
-	s.head_dim = model_uint(o, "head_dim");
+		at = "text_config.";
+	}
+	s.hidden = model_uint(in, o, at, "hidden_size");
+	s.layers = model_uint(in, o, at, "num_hidden_layers");
+	s.intermediate = model_uint(in, o, at, "intermediate_size");
+	s.vocab = model_uint(in, o, at, "vocab_size");
+	s.heads = model_uint(in, o, at, "num_attention_heads");
+	s.kv_heads = model_uint(in, o, at, "num_key_value_heads");
+	s.head_dim = model_uint(in, o, at, "head_dim");
 	tied = json_object_get(root, "tie_word_embeddings");
 	if (!tied)
 		tied = json_object_get(o, "tie_word_embeddings");
 	s.tied = tied ? json_is_true(tied) : 1;
 	rc = tfs_plan_count_params(&s, params, largest);
 	if (rc)
-		die(EX_DATAERR,
+		die(EXIT_FAILURE,
 		    "%s: cannot count the parameters: it needs "
 		    "hidden_size, num_hidden_layers, intermediate_size, "
 		    "vocab_size and num_attention_heads (dividing hidden_size "
 		    "unless head_dim is given); give --params N instead",
 		    in->model);
 	in->hidden = s.hidden;
-	if (model_uint(o, "num_local_experts") || model_uint(o, "num_experts"))
+	if (model_count(o, "num_local_experts") ||
+	    model_count(o, "num_experts"))
 		tfs_plan_add(in->p, TFS_PLAN_WARN, "",
 			     "%s: a mixture of "
 			     "experts; the count (%llu) has one MLP per layer, "
@@ -408,7 +458,7 @@ static char *ini_text(const struct tfs_config *c, int full)
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
-		die(EX_OSERR, "out of memory");
+		die(EXIT_FAILURE, "out of memory");
 	if (full)
 		tfs_config_print(c, f);
 	else
@@ -418,6 +468,16 @@ static char *ini_text(const struct tfs_config *c, int full)
 }
 
 static const char *const sev_name[] = {"note", "warning", "error"};
+
+/* The exit status of a plan: 1 if it will fail, or with --strict if it
+ * has warnings; else 0. */
+static int plan_exit(const struct tfs_plan *p, int strict)
+{
+	if (p->severity == TFS_PLAN_FAIL ||
+	    (strict && p->severity == TFS_PLAN_WARN))
+		return EXIT_FAILURE;
+	return EXIT_SUCCESS;
+}
 
 /* The first lines: the model, the inputs, the machine. */
 static void text_inputs(const struct input *in, const struct tfs_plan *p)
@@ -558,9 +618,9 @@ static void text_nvme(const struct tfs_plan_facts *f, const struct tfs_plan *p)
 	}
 }
 
-/* Problems, recommended values and the verdict. */
+/* Problems, recommended values and the verdict (strict: --strict). */
 static void text_advice(const struct tfs_plan_facts *f,
-			const struct tfs_plan *p)
+			const struct tfs_plan *p, int strict)
 {
 	char a[48], b[48], d[48], e[48], line[1024];
 
@@ -594,12 +654,13 @@ static void text_advice(const struct tfs_plan_facts *f,
 		 f->ram ? tfs_format_size(f->ram, e, sizeof(e)) : "",
 		 tfs_plan_verdict(p->rec_severity));
 	wrap2(stdout, "", "  ", line);
-	printf("\nverdict: %s (exit %d)\n", tfs_plan_verdict(p->severity),
-	       (int)p->severity);
+	printf("\nverdict: %s (exit %d%s)\n", tfs_plan_verdict(p->severity),
+	       plan_exit(p, strict),
+	       strict && p->severity == TFS_PLAN_WARN ? ", --strict" : "");
 }
 
 static void print_text(const struct input *in, const struct tfs_plan *p,
-		       int full)
+		       int full, int strict)
 {
 	char *ini;
 
@@ -615,7 +676,7 @@ static void print_text(const struct input *in, const struct tfs_plan *p,
 
 	text_memory(&in->f, p);
 	text_nvme(&in->f, p);
-	text_advice(&in->f, p);
+	text_advice(&in->f, p, strict);
 }
 
 /* ===== JSON output ===== */
@@ -735,8 +796,10 @@ static void json_memory(json_t *o, const struct tfs_plan_facts *f,
 		      bytes_json(p->nvme_params + p->nvme_optimizer)));
 }
 
-/* Problems, recommended values and the verdict, into o. */
-static void json_advice(json_t *o, const struct tfs_plan *p)
+/* Problems, recommended values, the verdict and the exit status, into
+ * o: "verdict" says fits, warnings or will fail whatever "strict" is,
+ * "exit_code" is the status tensorfs-plan exits with. */
+static void json_advice(json_t *o, const struct tfs_plan *p, int strict)
 {
 	json_t *a;
 
@@ -765,22 +828,23 @@ static void json_advice(json_t *o, const struct tfs_plan *p)
 		      "verdict", tfs_plan_verdict(p->rec_severity)));
 	json_object_set_new(o, "verdict",
 			    json_string(tfs_plan_verdict(p->severity)));
-	json_object_set_new(o, "exit_code", json_integer(p->severity));
+	json_object_set_new(o, "strict", json_boolean(strict));
+	json_object_set_new(o, "exit_code", json_integer(plan_exit(p, strict)));
 }
 
 static void print_json(const struct input *in, const struct tfs_plan *p,
-		       int full)
+		       int full, int strict)
 {
 	json_t *o = json_object();
 
 	json_inputs(o, in, p);
 	json_config(o, in, full);
 	json_memory(o, &in->f, p);
-	json_advice(o, p);
+	json_advice(o, p, strict);
 	if (json_dumpf(o, stdout, JSON_INDENT(2)) ||
 	    fputc('\n', stdout) == EOF) {
 		tfs_closeout_said();
-		die(EX_IOERR, "cannot write the output");
+		die(EXIT_FAILURE, "cannot write the output");
 	}
 	json_decref(o);
 }
@@ -791,7 +855,7 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 struct args {
 	const char *dtype, *params_arg;
 	uint64_t params, largest_arg;
-	int json, full, memlock_given;
+	int json, full, strict, memlock_given;
 };
 
 /* The long options; the short ones are -c, -h and -V. */
@@ -807,7 +871,8 @@ enum {
 	O_NVME,
 	O_MEMLOCK,
 	O_JSON,
-	O_FULL
+	O_FULL,
+	O_STRICT
 };
 static const struct option longopts[] = {
     {"deepspeed", required_argument, NULL, O_DS},
@@ -822,6 +887,7 @@ static const struct option longopts[] = {
     {"memlock", required_argument, NULL, O_MEMLOCK},
     {"json", no_argument, NULL, O_JSON},
     {"full", no_argument, NULL, O_FULL},
+    {"strict", no_argument, NULL, O_STRICT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -855,7 +921,7 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 		case O_DTYPE:
 			a->dtype = optarg;
 			if (tfs_dtype_lookup(a->dtype) < 0)
-				die(EX_USAGE,
+				die(EXIT_USAGE,
 				    "--dtype '%s' is not a tensor "
 				    "type; use bf16, fp16 or fp32",
 				    a->dtype);
@@ -864,13 +930,13 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 		case O_RANKS:
 			in->f.ranks = (unsigned)count_arg("--ranks", optarg, 1);
 			if (in->f.ranks > 4096)
-				die(EX_USAGE, "--ranks %s: at most 4096",
+				die(EXIT_USAGE, "--ranks %s: at most 4096",
 				    optarg);
 			break;
 		case O_NODES:
 			in->f.nodes = (unsigned)count_arg("--nodes", optarg, 1);
 			if (in->f.nodes > 1000000)
-				die(EX_USAGE, "--nodes %s: at most 1e6",
+				die(EXIT_USAGE, "--nodes %s: at most 1e6",
 				    optarg);
 			break;
 		case O_RAM:
@@ -892,6 +958,9 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 		case O_FULL:
 			a->full = 1;
 			break;
+		case O_STRICT:
+			a->strict = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -902,14 +971,15 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 			fprintf(stderr,
 				"Try '%s --help' for more information.\n",
 				prog);
-			exit(EX_USAGE);
+			exit(EXIT_USAGE);
 		}
 	}
 	if (optind < argc)
-		die(EX_USAGE, "unexpected argument '%s'", argv[optind]);
+		die(EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
 	if (!a->params_arg && !in->model)
-		die(EX_USAGE, "give the model's size: --params N (e.g. 7e9) or "
-			      "--model config.json");
+		die(EXIT_USAGE,
+		    "give the model's size: --params N (e.g. 7e9) or "
+		    "--model config.json");
 }
 
 /* -c, --model, --params, --largest-param, --deepspeed and --dtype, in
@@ -930,10 +1000,8 @@ static void read_inputs(struct input *in, struct args *a)
 				     "%s; the "
 				     "tensorfs mount refuses it",
 				     err);
-		else if (rc == -EINVAL)
-			die(EX_DATAERR, "%s", err);
-		else if (rc)
-			die(EX_NOINPUT, "%s", err);
+		else if (rc) /* cannot be read, or a bad key or value */
+			die(EXIT_FAILURE, "%s", err);
 	}
 	if (in->model)
 		read_model(in, &a->params, &largest);
@@ -945,7 +1013,7 @@ static void read_inputs(struct input *in, struct args *a)
 		read_deepspeed(in);
 	if (a->dtype && tfs_config_set(&in->c, "offload_param.dtype", a->dtype,
 				       err, sizeof(err)))
-		die(EX_USAGE, "--dtype: %s", err);
+		die(EXIT_USAGE, "--dtype: %s", err);
 	in->f.params = a->params;
 	in->f.largest_param = largest;
 }
@@ -957,7 +1025,7 @@ int main(int argc, char **argv)
 	struct args a = {0};
 	int rc;
 
-	tfs_closeout("tensorfs-plan", EX_IOERR);
+	tfs_closeout("tensorfs-plan", EXIT_FAILURE);
 	tfs_config_defaults(&in.c);
 	in.f.ranks = 1;
 	in.f.nodes = 1;
@@ -965,7 +1033,7 @@ int main(int argc, char **argv)
 	in.f.memlock = UINT64_MAX;
 	in.p = malloc(sizeof(*in.p));
 	if (!in.p)
-		die(EX_OSERR, "out of memory");
+		die(EXIT_FAILURE, "out of memory");
 	tfs_plan_init(in.p);
 
 	parse_args(argc, argv, &in, &a);
@@ -976,19 +1044,20 @@ int main(int argc, char **argv)
 	read_inputs(&in, &a);
 
 	if (tfs_plan_compute(&in.c, &in.f, in.p))
-		die(EX_USAGE,
+		die(EXIT_FAILURE,
 		    "cannot plan for these facts (params %llu, "
 		    "ranks %u, nodes %u)",
 		    (unsigned long long)a.params, in.f.ranks, in.f.nodes);
 	if (a.json)
-		print_json(&in, in.p, a.full);
+		print_json(&in, in.p, a.full, a.strict);
 	else
-		print_text(&in, in.p, a.full);
+		print_text(&in, in.p, a.full, a.strict);
 	if (fflush(stdout)) {
 		tfs_closeout_said();
-		die(EX_IOERR, "cannot write the output: %s", strerror(errno));
+		die(EXIT_FAILURE, "cannot write the output: %s",
+		    strerror(errno));
 	}
-	rc = (int)in.p->severity;
+	rc = plan_exit(in.p, a.strict);
 	free(in.p);
 	return rc;
 }

@@ -7,13 +7,22 @@
  * sub_group_size), the top-level aio, then fp16/bf16 for the dtype.  Each
  * value goes through set_from_json(), which turns it into the text an
  * INI file would hold and hands it to tfs_config_set(), so JSON and INI
- * agree on every key.  Nothing here stops at a bad value: it becomes a
- * problem of the plan (TFS_PLAN_FAIL if DeepSpeed would stop, WARN if it
- * would ignore it), and the reading goes on, so one run shows them all.
- * Only a file that is not a DeepSpeed config is an error: not JSON, not
- * an object, an object none of whose keys DeepSpeed knows (a model's
- * config.json given by mistake), or a ZeRO stage that is not 0 to 3 (the
- * plan would otherwise be made for a stage nobody asked for).  The key lists are
+ * agree on every key.
+ *
+ * A value that cannot be used (a negative buffer_size, a device other
+ * than DeepSpeed's "none", "cpu" and "nvme", an array where a number
+ * belongs, an offload section that is not an object) is refused: it
+ * would otherwise leave the default in place, and the plan would be made
+ * for a configuration nobody wrote.  refuse() adds one line to err naming
+ * the file and the key, the reading goes on so that one run lists them
+ * all, and the read returns -EINVAL.  So is a file that is not a
+ * DeepSpeed config: not JSON, not an object, an object none of whose keys
+ * DeepSpeed knows (a model's config.json given by mistake), or a ZeRO
+ * stage that is not 0 to 3.  What DeepSpeed would read but then stop on
+ * or ignore (a key it does not know, fp16 and bf16 together, a number
+ * written as a string) becomes a problem of the plan instead
+ * (TFS_PLAN_FAIL if DeepSpeed would stop, WARN if it would ignore it),
+ * where the plan can say what to write instead.  The key lists are
  * DeepSpeed's, version by version; each says where it comes from.
  */
 #include "deepspeed.h"
@@ -23,6 +32,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "units.h"
 
@@ -249,50 +259,149 @@ static void hf_auto(struct tfs_deepspeed *ds, const char *name)
 	}
 }
 
-/* Set section.name of the config from a JSON value found at path. */
-static void set_from_json(struct tfs_deepspeed *ds, const char *path,
-			  const char *section, const char *name,
-			  const json_t *v)
+/* Add a line to err (after those already there) saying why a value is
+ * refused; returns -EINVAL.  A line that does not fit is cut short. */
+static int refuse(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int refuse(char *err, size_t errlen, const char *fmt, ...)
 {
-	char key[96], buf[TFS_CFG_STR_MAX], err[512], def[48];
+	size_t n = errlen ? strnlen(err, errlen) : 0;
+	va_list ap;
+
+	if (n + 2 < errlen) {
+		if (n)
+			err[n++] = '\n';
+		va_start(ap, fmt);
+		vsnprintf(err + n, errlen - n, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* Whether a JSON number, or a string holding one, is below 0. */
+static int negative(const json_t *v, const char *text)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v) < 0;
+	if (json_is_real(v))
+		return json_real_value(v) < 0;
+	text += strspn(text, " \t");
+	return json_is_string(v) && *text == '-';
+}
+
+/* A negative count or size at path: refused with the least it may be
+ * and DeepSpeed's default (in bytes for a size, as the JSON writes it). */
+static int refuse_negative(struct tfs_deepspeed *ds, const char *path,
+			   const struct tfs_cfg_key *k, const char *shown,
+			   char *err, size_t errlen)
+{
+	char least[48], def[48];
+	uint64_t u;
+
+	if (k->min == 0)
+		snprintf(least, sizeof(least), "of 0 or more");
+	else if (k->min == 1)
+		snprintf(least, sizeof(least), "above 0");
+	else
+		snprintf(least, sizeof(least), "of at least %llu",
+			 (unsigned long long)k->min);
+	if (k->type == TFS_CFG_SIZE && !tfs_parse_size(k->def, &u, NULL))
+		snprintf(def, sizeof(def), "%llu", (unsigned long long)u);
+	else
+		snprintf(def, sizeof(def), "%s", k->def);
+	return refuse(
+	    err, errlen, "%s: %s: %s is not a %s %s; DeepSpeed's default is %s",
+	    ds->name, path, shown,
+	    k->type == TFS_CFG_UINT ? "whole number" : "size", least, def);
+}
+
+/* offload_param.device and offload_optimizer.device: DeepSpeed's
+ * OffloadDeviceEnum (offload_config.py) takes "none", "cpu" and "nvme",
+ * as strings and in lower case only (a pydantic str Enum). */
+static int check_device(struct tfs_deepspeed *ds, const char *path,
+			const char *text, int is_string, const char *shown,
+			char *err, size_t errlen)
+{
+	static const char *const devices[] = {"none", "cpu", "nvme"};
+
+	for (size_t i = 0; i < 3; i++) {
+		if (is_string && !strcmp(text, devices[i]))
+			return 0;
+		if (is_string && !strcasecmp(text, devices[i]))
+			return refuse(err, errlen,
+				      "%s: %s: %s is not a device DeepSpeed "
+				      "offloads to: its names are lower case; "
+				      "write \"%s\"",
+				      ds->name, path, shown, devices[i]);
+	}
+	return refuse(err, errlen,
+		      "%s: %s: %s is not a device DeepSpeed offloads to; "
+		      "write \"nvme\", \"cpu\" or \"none\" (none keeps it on "
+		      "the GPU)",
+		      ds->name, path, shown);
+}
+
+/* Set section.name of the config from a JSON value found at path: 0, or
+ * -EINVAL if the value is refused (a line of err says why). */
+static int set_from_json(struct tfs_deepspeed *ds, const char *path,
+			 const char *section, const char *name, const json_t *v,
+			 char *err, size_t errlen)
+{
+	/* one more than a setting holds, so that a longer one is refused,
+	 * not cut */
+	char key[96], buf[TFS_CFG_STR_MAX + 1], why[512], def[48];
+	char shown[TFS_CFG_STR_MAX + 8], prefix[TFS_CFG_STR_MAX + 128];
 	const struct tfs_cfg_key *k = tfs_config_key(section, name);
 	int is_string;
 
 	if (!k)
-		return;
+		return 0;
 	snprintf(key, sizeof(key), "%s.%s", section, name);
 	if (json_is_null(v))
-		return; /* Optional, None: the default */
-	if (scalar(v, buf, sizeof(buf), &is_string)) {
-		tfs_plan_add(ds->p, TFS_PLAN_FAIL, key,
-			     "%s: %s is not a "
-			     "single value; DeepSpeed's config rejects it; "
-			     "write a %s",
-			     ds->name, path,
-			     k->type == TFS_CFG_BOOL ? "true or false"
-			     : k->type == TFS_CFG_STR || k->type == TFS_CFG_ENUM
-				 ? "string"
-				 : "number");
-		return;
-	}
+		return 0; /* Optional, None: the default */
+	if (scalar(v, buf, sizeof(buf), &is_string))
+		return refuse(err, errlen,
+			      "%s: %s is not a single value; DeepSpeed's "
+			      "config rejects it; write a %s",
+			      ds->name, path,
+			      k->type == TFS_CFG_BOOL ? "true or false"
+			      : k->type == TFS_CFG_STR ||
+				      k->type == TFS_CFG_ENUM
+				  ? "string"
+				  : "number");
 	if (is_string && !strcmp(buf, "auto")) {
-		if (!strcmp(section, "aio")) {
-			tfs_plan_add(
-			    ds->p, TFS_PLAN_FAIL, key,
-			    "%s: %s is "
-			    "\"auto\", but DeepSpeed reads aio with "
-			    "get_scalar_param() (aio_config.py), which "
-			    "keeps the string and hands it to the aio "
-			    "op, and nothing fills it in; write a "
-			    "number",
-			    ds->name, path);
-			return;
-		}
+		if (!strcmp(section, "aio"))
+			return refuse(err, errlen,
+				      "%s: %s is \"auto\", but DeepSpeed reads "
+				      "aio with get_scalar_param() "
+				      "(aio_config.py), which keeps the string "
+				      "and hands it to the aio op, and nothing "
+				      "fills it in; write a number",
+				      ds->name, path);
 		note(ds, path, tfs_config_format(ds->c, k, def, sizeof(def)),
 		     "neither Hugging Face's Trainer nor Accelerate fills it; "
 		     "DeepSpeed's config drops \"auto\" "
 		     "(DeepSpeedConfigModel.__init__) and uses its default");
-		return;
+		return 0;
+	}
+	snprintf(shown, sizeof(shown), is_string ? "\"%s\"" : "%s", buf);
+	if (k->type == TFS_CFG_ENUM && !strcmp(k->unit, TFS_CFG_DEVICES))
+		if (check_device(ds, path, buf, is_string, shown, err, errlen))
+			return -EINVAL;
+	if ((k->type == TFS_CFG_UINT || k->type == TFS_CFG_SIZE ||
+	     k->type == TFS_CFG_ELEMS) &&
+	    negative(v, buf))
+		return refuse_negative(ds, path, k, shown, err, errlen);
+	if (tfs_config_set(ds->c, key, buf, why, sizeof(why))) {
+		/* "section.name = 'value' is ...": the path and the value as
+		 * the JSON writes them say it better */
+		snprintf(prefix, sizeof(prefix), "%s = '%s' ", key, buf);
+		return refuse(err, errlen, "%s: %s: %s%s", ds->name, path,
+			      strncmp(why, prefix, strlen(prefix)) ? "" : shown,
+			      strncmp(why, prefix, strlen(prefix))
+				  ? why
+				  : why + strlen(prefix) - 1);
 	}
 	if (is_string && k->type != TFS_CFG_STR && k->type != TFS_CFG_ENUM &&
 	    k->type != TFS_CFG_BOOL)
@@ -303,9 +412,7 @@ static void set_from_json(struct tfs_deepspeed *ds, const char *path,
 			     "strings only and may reject it; write %s without "
 			     "quotes",
 			     ds->name, path, buf, buf);
-	if (tfs_config_set(ds->c, key, buf, err, sizeof(err)))
-		tfs_plan_add(ds->p, TFS_PLAN_FAIL, key, "%s: %s: %s", ds->name,
-			     path, err);
+	return 0;
 }
 
 /* Report the keys of obj (at path) that DeepSpeed does not know. */
@@ -330,30 +437,32 @@ static void unknown_keys(struct tfs_deepspeed *ds, const json_t *obj,
 	}
 }
 
-static void read_offload(struct tfs_deepspeed *ds, const json_t *zero,
-			 const char *section, const char *const *fields)
+/* zero_optimization.offload_param or .offload_optimizer: 0, or -EINVAL
+ * if a value of it is refused (err says which). */
+static int read_offload(struct tfs_deepspeed *ds, const json_t *zero,
+			const char *section, const char *const *fields,
+			char *err, size_t errlen)
 {
 	const json_t *o = json_object_get(zero, section), *v;
 	char path[96];
+	int rc = 0;
 
 	if (!o || json_is_null(o))
-		return;
+		return 0;
 	snprintf(path, sizeof(path), "zero_optimization.%s", section);
-	if (!json_is_object(o)) {
-		tfs_plan_add(ds->p, TFS_PLAN_FAIL, section,
-			     "%s: %s is not an "
-			     "object; DeepSpeed's config rejects it; write "
-			     "{\"device\": \"nvme\", ...}",
-			     ds->name, path);
-		return;
-	}
+	if (!json_is_object(o))
+		return refuse(err, errlen,
+			      "%s: %s is not an object; DeepSpeed's config "
+			      "rejects it; write {\"device\": \"nvme\", ...}",
+			      ds->name, path);
 	for (const char *const *f = fields; *f; f++) {
 		v = json_object_get(o, *f);
 		if (!v)
 			continue;
 		snprintf(path, sizeof(path), "zero_optimization.%s.%s", section,
 			 *f);
-		set_from_json(ds, path, section, *f, v);
+		if (set_from_json(ds, path, section, *f, v, err, errlen))
+			rc = -EINVAL;
 	}
 	snprintf(path, sizeof(path), "zero_optimization.%s", section);
 	unknown_keys(ds, o, path, fields, TFS_PLAN_FAIL,
@@ -361,6 +470,7 @@ static void read_offload(struct tfs_deepspeed *ds, const json_t *zero,
 		     "model forbids unknown keys (extra=\"forbid\") and stops "
 		     "with 'Extra inputs are not permitted'; remove it or fix "
 		     "its name");
+	return rc;
 }
 
 /* fp16.enabled or bf16.enabled: 1 true, 0 false or absent, -1 "auto" */
@@ -377,8 +487,10 @@ static int enabled(const json_t *root, const char *section)
 }
 
 /* zero_optimization if it is an object, else NULL; ds->stage is what
- * its absence or a deprecated boolean means. */
-static json_t *zero_section(struct tfs_deepspeed *ds, json_t *root)
+ * its absence or a deprecated boolean means.  Any other value is refused:
+ * *rc = -EINVAL and a line of err says so. */
+static json_t *zero_section(struct tfs_deepspeed *ds, json_t *root, int *rc,
+			    char *err, size_t errlen)
 {
 	json_t *zero;
 
@@ -396,10 +508,9 @@ static json_t *zero_section(struct tfs_deepspeed *ds, json_t *root)
 			     ds->stage);
 		zero = NULL;
 	} else if (zero && !json_is_object(zero)) {
-		tfs_plan_add(ds->p, TFS_PLAN_FAIL, "zero_optimization",
-			     "%s: "
-			     "zero_optimization is not an object; DeepSpeed "
-			     "rejects it",
+		*rc = refuse(err, errlen,
+			     "%s: zero_optimization is not an object; "
+			     "DeepSpeed rejects it; write {\"stage\": 3, ...}",
 			     ds->name);
 		zero = NULL;
 	}
@@ -448,21 +559,26 @@ static int read_stage(struct tfs_deepspeed *ds, const json_t *zero, char *err,
 
 /* The zero_optimization object: its stage, offloads and sub-group, the
  * "auto" values Hugging Face fills in, the keys DeepSpeed forbids.  0, or
- * -EINVAL for a bad stage (err says why). */
+ * -EINVAL for a bad stage or a refused value (err says why). */
 static int read_zero(struct tfs_deepspeed *ds, json_t *zero, char *err,
 		     size_t errlen)
 {
 	const char *name;
 	json_t *v;
+	int rc = 0;
 
 	if (read_stage(ds, zero, err, errlen))
 		return -EINVAL;
-	read_offload(ds, zero, "offload_param", param_fields);
-	read_offload(ds, zero, "offload_optimizer", optim_fields);
+	if (read_offload(ds, zero, "offload_param", param_fields, err, errlen))
+		rc = -EINVAL;
+	if (read_offload(ds, zero, "offload_optimizer", optim_fields, err,
+			 errlen))
+		rc = -EINVAL;
 	v = json_object_get(zero, "sub_group_size");
-	if (v)
-		set_from_json(ds, "zero_optimization.sub_group_size",
-			      "zero_optimization", "sub_group_size", v);
+	if (v && set_from_json(ds, "zero_optimization.sub_group_size",
+			       "zero_optimization", "sub_group_size", v, err,
+			       errlen))
+		rc = -EINVAL;
 	json_object_foreach(zero, name, v)
 	{
 		if (json_is_string(v) &&
@@ -487,23 +603,27 @@ static int read_zero(struct tfs_deepspeed *ds, json_t *zero, char *err,
 		     "unknown keys (extra=\"forbid\"), so unless your "
 		     "DeepSpeed is newer than 0.16 and has it, it stops "
 		     "with 'Extra inputs are not permitted'");
-	return 0;
+	return rc;
 }
 
-/* The top-level aio object. */
-static void read_aio(struct tfs_deepspeed *ds, const json_t *root)
+/* The top-level aio object: 0, or -EINVAL if a value of it is refused
+ * (err says which). */
+static int read_aio(struct tfs_deepspeed *ds, const json_t *root, char *err,
+		    size_t errlen)
 {
 	const char *name;
 	json_t *v, *aio;
+	int rc = 0;
 
 	aio = json_object_get(root, "aio");
 	if (json_is_object(aio)) {
 		/* tensorfs reads the old name as intra_op_parallelism, as
 		 * in an INI file; DeepSpeed ignores it (the plan says so) */
 		v = json_object_get(aio, "thread_count");
-		if (v && !json_object_get(aio, "intra_op_parallelism"))
-			set_from_json(ds, "aio.thread_count", "aio",
-				      "intra_op_parallelism", v);
+		if (v && !json_object_get(aio, "intra_op_parallelism") &&
+		    set_from_json(ds, "aio.thread_count", "aio",
+				  "intra_op_parallelism", v, err, errlen))
+			rc = -EINVAL;
 		if (v)
 			ds->c->flags |= TFS_CFG_F_THREAD_COUNT;
 		for (const char *const *f = aio_fields; *f; f++) {
@@ -513,7 +633,8 @@ static void read_aio(struct tfs_deepspeed *ds, const json_t *root)
 			if (!v)
 				continue;
 			snprintf(path, sizeof(path), "aio.%s", *f);
-			set_from_json(ds, path, "aio", *f, v);
+			if (set_from_json(ds, path, "aio", *f, v, err, errlen))
+				rc = -EINVAL;
 		}
 		json_object_foreach(aio, name, v)
 		{
@@ -531,6 +652,7 @@ static void read_aio(struct tfs_deepspeed *ds, const json_t *root)
 			    nearest(aio_fields, name, near, sizeof(near)));
 		}
 	}
+	return rc;
 }
 
 /* The model dtype from fp16/bf16 (engine.py get_data_types), unless
@@ -634,13 +756,17 @@ static int read_root(struct tfs_deepspeed *ds, json_t *root, char *err,
 		     size_t errlen)
 {
 	json_t *zero;
+	int rc = 0;
 
 	if (is_deepspeed(ds, root, err, errlen))
 		return -EINVAL;
-	zero = zero_section(ds, root);
+	zero = zero_section(ds, root, &rc, err, errlen);
 	if (zero && read_zero(ds, zero, err, errlen))
-		return -EINVAL;
-	read_aio(ds, root);
+		rc = -EINVAL;
+	if (read_aio(ds, root, err, errlen))
+		rc = -EINVAL;
+	if (rc)
+		return rc; /* err lists every refused value */
 	return read_dtype(ds, root, err, errlen);
 }
 
@@ -650,6 +776,8 @@ static int read_loaded(struct tfs_deepspeed *ds, json_t *root,
 {
 	int rc;
 
+	if (errlen)
+		err[0] = '\0'; /* refuse() appends */
 	if (!root) {
 		tfs_say(err, errlen, "%s:%d:%d: invalid JSON: %s; fix the file",
 			ds->name, e->line, e->column, e->text);

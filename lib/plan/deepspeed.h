@@ -5,9 +5,11 @@
  * .offload_param, .offload_optimizer, .sub_group_size, the top-level aio,
  * fp16/bf16.enabled) are set in a struct tfs_config through
  * tfs_config_set(), so that a JSON value is parsed exactly as the same
- * key of an INI file; what DeepSpeed would reject or ignore becomes a
- * problem of a struct tfs_plan; an "auto" becomes a note saying who fills
- * it in and with what.
+ * key of an INI file; a value that cannot be used (a negative size, a
+ * device DeepSpeed does not know) is refused, naming the key; what
+ * DeepSpeed would stop on later or ignore becomes a problem of a struct
+ * tfs_plan; an "auto" becomes a note saying who fills it in and with
+ * what.
  */
 #ifndef TFS_DEEPSPEED_H
 #define TFS_DEEPSPEED_H
@@ -47,11 +49,16 @@ struct tfs_deepspeed {
  * into ds: ds->name, ds->c, ds->p (borrowed, not freed), ds->hidden and
  * ds->dtype_given are set by the caller; ds->stage and ds->notes are
  * filled; keys are set in *ds->c and problems added to ds->p.  Returns 0
- * (problems of the values are in ds->p, not in the return), -EINVAL if it
- * is not JSON or its top level not an object (err says where, as
- * "name:line:column: ..."), not a DeepSpeed config (an object with keys,
- * none of them DeepSpeed's) or has a stage other than 0 to 3, or another
- * -errno for a bug (err says what).
+ * (what DeepSpeed would stop on or ignore is in ds->p, not in the
+ * return); -EINVAL if it is not JSON or its top level not an object (err
+ * says where, as "name:line:column: ..."), not a DeepSpeed config (an
+ * object with keys, none of them DeepSpeed's), has a stage other than 0
+ * to 3, or has values that cannot be used: a negative count or size, a
+ * device other than "none", "cpu" and "nvme", an array or object where a
+ * value belongs, an offload section that is not an object, "auto" in aio
+ * (err has one line per value, "name: key.path: value is not ...", every
+ * one of them; *ds->c and ds->p then hold a partial reading, not to be
+ * planned); or another -errno for a bug (err says what).
  * Notes are appended after ds->nnotes (0 in a zeroed ds); past
  * TFS_DEEPSPEED_MAX_NOTES they are dropped.  Not thread-safe on the same
  * ds, c or p.

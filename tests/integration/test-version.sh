@@ -23,7 +23,7 @@ for prog in tensorfs mkfs.tensorfs tensorfs-fsck tensorfs-plan tensorfs-cat tens
 done
 
 # output that cannot be written: the status each program documents
-for pc in tensorfs:1 mkfs.tensorfs:1 tensorfs-fsck:8 tensorfs-plan:74 \
+for pc in tensorfs:1 mkfs.tensorfs:1 tensorfs-fsck:8 tensorfs-plan:1 \
 	tensorfs-cat:1 tensorfs-stat:1; do
 	prog=${pc%:*}
 	for opt in --version --help; do

@@ -4,7 +4,9 @@
  * same settings as tensorfs-plan prints; malformed JSON, wrong types and
  * "auto" values become errors, problems or notes as the tool reports
  * them; a file that is not a DeepSpeed config (a model's config.json, a
- * JSON object of other keys) and a stage that is not 0 to 3 are errors.
+ * JSON object of other keys), a stage that is not 0 to 3 and a value that
+ * cannot be used (a negative size, a device DeepSpeed does not know) are
+ * errors naming the file and the key, every one of them.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -330,13 +332,14 @@ static void test_deepspeed_directory_reads_as_empty(void **state)
 static void test_deepspeed_zero_optimization_not_an_object(void **state)
 {
 	struct fixture *x = *state;
-	const struct tfs_plan_problem *pr;
 
-	assert_int_equal(read_str(x, "{\"zero_optimization\": 5}"), 0);
-	assert_int_equal(x->ds.stage, 0);
-	pr = problem(x, "zero_optimization");
-	assert_non_null(pr);
-	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
+	assert_int_equal(read_str(x, "{\"zero_optimization\": 5}"), -EINVAL);
+	assert_string_equal(x->err, "ds.json: zero_optimization is not an "
+				    "object; DeepSpeed rejects it; write "
+				    "{\"stage\": 3, ...}");
+	assert_int_equal(read_str(x, "{\"zero_optimization\": null}"),
+			 -EINVAL);
+	assert_non_null(strstr(x->err, "is not an object"));
 }
 
 static void test_deepspeed_zero_optimization_true_is_stage_1(void **state)
@@ -355,55 +358,185 @@ static void test_deepspeed_zero_optimization_true_is_stage_1(void **state)
 static void test_deepspeed_offload_not_an_object(void **state)
 {
 	struct fixture *x = *state;
-	const struct tfs_plan_problem *pr;
 
 	assert_int_equal(
 	    read_str(x, "{\"zero_optimization\": {\"stage\": 3, "
 			"\"offload_optimizer\": 7, \"offload_param\": null}}"),
-	    0);
-	pr = problem(x, "offload_optimizer");
-	assert_non_null(pr);
-	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
-	assert_non_null(strstr(pr->text, "is not an object"));
-	assert_null(problem(x, "offload_param"));
-	assert_setting(x, "offload_optimizer", "device", "none");
+	    -EINVAL);
+	/* null is DeepSpeed's None, the default: not refused */
+	assert_string_equal(x->err, "ds.json: zero_optimization."
+				    "offload_optimizer is not an object; "
+				    "DeepSpeed's config rejects it; write "
+				    "{\"device\": \"nvme\", ...}");
 }
 
 static void test_deepspeed_array_value_is_not_a_single_value(void **state)
 {
 	struct fixture *x = *state;
-	const struct tfs_plan_problem *pr;
 
 	assert_int_equal(read_str(x, "{\"zero_optimization\": {\"stage\": 3, "
 				     "\"offload_param\": {\"buffer_count\": "
 				     "[5], \"pin_memory\": {}}}}"),
-			 0);
-	pr = problem(x, "offload_param.buffer_count");
-	assert_non_null(pr);
-	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
-	assert_non_null(strstr(pr->text, "is not a single value"));
-	assert_non_null(strstr(pr->text, "write a number"));
-	pr = problem(x, "offload_param.pin_memory");
-	assert_non_null(pr);
-	assert_non_null(strstr(pr->text, "write a true or false"));
-	assert_setting(x, "offload_param", "buffer_count", "5");
+			 -EINVAL);
+	assert_string_equal(x->err,
+			    "ds.json: zero_optimization.offload_param."
+			    "buffer_count is not a single value; DeepSpeed's "
+			    "config rejects it; write a number\n"
+			    "ds.json: zero_optimization.offload_param."
+			    "pin_memory is not a single value; DeepSpeed's "
+			    "config rejects it; write a true or false");
 }
 
+/* A value the settings refuse says why in the JSON's terms: the path
+ * and the value as written, not the INI's "section.name = 'value'". */
 static void test_deepspeed_bad_value_fails_with_config_message(void **state)
 {
 	struct fixture *x = *state;
-	const struct tfs_plan_problem *pr;
+
+	assert_int_equal(read_str(x, "{\"zero_optimization\": {\"stage\": 3, "
+				     "\"offload_param\": {\"buffer_size\": "
+				     "0}}}"),
+			 -EINVAL);
+	assert_string_equal(x->err, "ds.json: zero_optimization.offload_param."
+				    "buffer_size: 0 is out of range; it must "
+				    "be between 1 and 4611686018427387903 "
+				    "elements");
+	assert_int_equal(read_str(x, "{\"zero_optimization\": {\"stage\": 3, "
+				     "\"offload_param\": {\"pin_memory\": "
+				     "\"maybe\"}}}"),
+			 -EINVAL);
+	assert_string_equal(x->err, "ds.json: zero_optimization.offload_param."
+				    "pin_memory: \"maybe\" is not a boolean; "
+				    "use true or false");
+}
+
+/* Regression: a negative buffer_size was a problem of a plan made with
+ * the default, 1e8, as if the file had said nothing. */
+static void test_negative_buffer_size_is_refused(void **state)
+{
+	static const char *const values[] = {"-5", "\"-5\"", "-5.0"};
+	static const char *const shown[] = {"-5", "\"-5\"", "-5"};
+	struct fixture *x = *state;
+	char json[256], want[256];
+
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(json, sizeof(json),
+			 "{\"zero_optimization\": {\"stage\": 3, "
+			 "\"offload_param\": {\"device\": \"nvme\", "
+			 "\"buffer_size\": %s}}}",
+			 values[i]);
+		tfs_plan_init(&x->p);
+		assert_int_equal(read_str(x, json), -EINVAL);
+		snprintf(want, sizeof(want),
+			 "ds.json: zero_optimization.offload_param."
+			 "buffer_size: %s is not a size above 0; DeepSpeed's "
+			 "default is 1e8",
+			 shown[i]);
+		assert_string_equal(x->err, want);
+		assert_int_equal(x->p.nproblems, 0);
+	}
+}
+
+/* Every negative count is refused, with the least it may be. */
+static void test_deepspeed_negative_counts_are_refused(void **state)
+{
+	struct fixture *x = *state;
+
+	assert_int_equal(
+	    read_str(x, "{\"zero_optimization\": {\"stage\": 3, "
+			"\"offload_optimizer\": {\"buffer_count\": -1}, "
+			"\"sub_group_size\": -1e9}, "
+			"\"aio\": {\"queue_depth\": -8}}"),
+	    -EINVAL);
+	assert_string_equal(
+	    x->err,
+	    "ds.json: zero_optimization.offload_optimizer.buffer_count: -1 "
+	    "is not a whole number of 0 or more; DeepSpeed's default is 4\n"
+	    "ds.json: zero_optimization.sub_group_size: -1000000000 is not a "
+	    "whole number of 0 or more; DeepSpeed's default is 1e9\n"
+	    "ds.json: aio.queue_depth: -8 is not a whole number above 0; "
+	    "DeepSpeed's default is 8");
+}
+
+/* Regression: device "gpu" was a problem of a plan made with device
+ * none.  DeepSpeed's OffloadDeviceEnum has none, cpu and nvme only. */
+static void test_offload_device_gpu_is_refused(void **state)
+{
+	struct fixture *x = *state;
 
 	assert_int_equal(read_str(x, "{\"zero_optimization\": {\"stage\": 3, "
 				     "\"offload_param\": {\"device\": "
-				     "\"disk\"}}}"),
-			 0);
-	pr = problem(x, "offload_param.device");
-	assert_non_null(pr);
-	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
-	assert_non_null(strstr(pr->text, "ds.json: "
-					 "zero_optimization.offload_param."
-					 "device: "));
+				     "\"gpu\"}, \"offload_optimizer\": "
+				     "{\"device\": \"disk\"}}}"),
+			 -EINVAL);
+	assert_string_equal(x->err,
+			    "ds.json: zero_optimization.offload_param.device: "
+			    "\"gpu\" is not a device DeepSpeed offloads to; "
+			    "write \"nvme\", \"cpu\" or \"none\" (none "
+			    "keeps it on the GPU)\n"
+			    "ds.json: zero_optimization.offload_optimizer."
+			    "device: \"disk\" is not a device DeepSpeed "
+			    "offloads to; write \"nvme\", \"cpu\" or "
+			    "\"none\" (none keeps it on the GPU)");
+	assert_int_equal(x->p.nproblems, 0);
+}
+
+/* DeepSpeed's enum is case-sensitive, and not a number; the INI's
+ * reading is not, so the JSON is checked against DeepSpeed's. */
+static void test_deepspeed_device_is_lower_case_and_a_string(void **state)
+{
+	static const char *const ok[] = {"none", "cpu", "nvme"};
+	struct fixture *x = *state;
+	char json[160];
+
+	assert_int_equal(read_str(x, "{\"zero_optimization\": {\"stage\": 3, "
+				     "\"offload_param\": {\"device\": "
+				     "\"NVMe\"}, \"offload_optimizer\": "
+				     "{\"device\": 2}}}"),
+			 -EINVAL);
+	assert_string_equal(x->err,
+			    "ds.json: zero_optimization.offload_param.device: "
+			    "\"NVMe\" is not a device DeepSpeed offloads to: "
+			    "its names are lower case; write \"nvme\"\n"
+			    "ds.json: zero_optimization.offload_optimizer."
+			    "device: 2 is not a device DeepSpeed offloads to; "
+			    "write \"nvme\", \"cpu\" or \"none\" (none "
+			    "keeps it on the GPU)");
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(json, sizeof(json),
+			 "{\"zero_optimization\": {\"stage\": 3, "
+			 "\"offload_param\": {\"device\": \"%s\"}}}",
+			 ok[i]);
+		assert_int_equal(read_str(x, json), 0);
+		assert_setting(x, "offload_param", "device", ok[i]);
+	}
+}
+
+/* A path longer than a setting holds is refused, not cut short. */
+static void test_deepspeed_overlong_nvme_path_is_refused(void **state)
+{
+	struct fixture *x = *state;
+	char json[TFS_CFG_STR_MAX + 128], path[TFS_CFG_STR_MAX + 1];
+
+	memset(path, 'a', TFS_CFG_STR_MAX);
+	path[0] = '/';
+	path[TFS_CFG_STR_MAX] = '\0';
+	snprintf(json, sizeof(json),
+		 "{\"zero_optimization\": {\"stage\": 3, \"offload_param\": "
+		 "{\"nvme_path\": \"%s\"}}}",
+		 path);
+	assert_int_equal(read_str(x, json), -EINVAL);
+	assert_non_null(strstr(x->err, "ds.json: zero_optimization."
+				       "offload_param.nvme_path: "
+				       "offload_param.nvme_path is longer "
+				       "than 511 characters"));
+	path[TFS_CFG_STR_MAX - 1] = '\0'; /* 511: fits */
+	snprintf(json, sizeof(json),
+		 "{\"zero_optimization\": {\"stage\": 3, \"offload_param\": "
+		 "{\"nvme_path\": \"%s\"}}}",
+		 path);
+	assert_int_equal(read_str(x, json), 0);
+	assert_setting(x, "offload_param", "nvme_path", path);
 }
 
 static void test_deepspeed_quoted_number_warns(void **state)
@@ -530,17 +663,15 @@ static void test_deepspeed_offload_auto_keeps_default(void **state)
 	assert_int_equal(x->p.nproblems, 0);
 }
 
-static void test_deepspeed_aio_auto_fails(void **state)
+static void test_deepspeed_aio_auto_is_refused(void **state)
 {
 	struct fixture *x = *state;
-	const struct tfs_plan_problem *pr;
 
 	assert_int_equal(read_str(x, "{\"aio\": {\"block_size\": \"auto\"}}"),
-			 0);
-	pr = problem(x, "aio.block_size");
-	assert_non_null(pr);
-	assert_int_equal(pr->severity, TFS_PLAN_FAIL);
-	assert_non_null(strstr(pr->text, "write a number"));
+			 -EINVAL);
+	assert_non_null(strstr(x->err, "ds.json: aio.block_size is \"auto\""));
+	assert_non_null(strstr(x->err, "write a number"));
+	assert_int_equal(x->p.nproblems, 0);
 }
 
 static void test_deepspeed_bf16_auto_assumes_bf16(void **state)
@@ -621,6 +752,11 @@ int main(void)
 	    T(test_deepspeed_offload_not_an_object),
 	    T(test_deepspeed_array_value_is_not_a_single_value),
 	    T(test_deepspeed_bad_value_fails_with_config_message),
+	    T(test_negative_buffer_size_is_refused),
+	    T(test_deepspeed_negative_counts_are_refused),
+	    T(test_offload_device_gpu_is_refused),
+	    T(test_deepspeed_device_is_lower_case_and_a_string),
+	    T(test_deepspeed_overlong_nvme_path_is_refused),
 	    T(test_deepspeed_quoted_number_warns),
 	    T(test_deepspeed_unknown_key_suggests_nearest),
 	    T(test_deepspeed_stage_out_of_range_is_an_error),
@@ -630,7 +766,7 @@ int main(void)
 	    T(test_deepspeed_model_config_json_is_refused),
 	    T(test_deepspeed_stage_auto_is_0_with_note),
 	    T(test_deepspeed_offload_auto_keeps_default),
-	    T(test_deepspeed_aio_auto_fails),
+	    T(test_deepspeed_aio_auto_is_refused),
 	    T(test_deepspeed_bf16_auto_assumes_bf16),
 	    T(test_deepspeed_no_precision_section_is_fp32),
 	    T(test_deepspeed_given_dtype_is_kept),
