@@ -2,20 +2,29 @@
  * mkfs.c: format a device or an image file (see mkfs.h), for
  * mkfs.tensorfs.
  *
- * Refuses, unless force, to overwrite a device that holds a tensorfs or
- * another known file system; always refuses one that is in use (a
- * tensorfs mount holds an exclusive lock on its device; a block device
- * mounted by the kernel cannot be opened O_EXCL).  With a size it creates
- * or extends a sparse image file; formatting writes only the superblocks,
- * a first journal block and a small checkpoint (tfs_journal_format()),
- * so any size takes milliseconds.  The order of the checks is the order
- * of the messages a user sees: size, path, open, what is there, fit.
+ * Refuses, unless force, to overwrite what is there: a block device
+ * that holds a tensorfs or another known file system, or an image file
+ * that holds anything at all (a file with no blocks allocated, empty or
+ * sparse, holds nothing); the refusal names what the first bytes look
+ * like, so that "mkfs.tensorfs model.pt" says it is a checkpoint before
+ * it is gone.  Always refuses a device in use (a tensorfs mount holds an
+ * exclusive lock on its device; a block device mounted by the kernel
+ * cannot be opened O_EXCL).  With a size it creates or extends a sparse
+ * image file; formatting writes only the superblocks, a first journal
+ * block and a small checkpoint (tfs_journal_format()), so any size takes
+ * milliseconds.  The order of the checks is the order of the messages a
+ * user sees: size, path, open, what is there, fit.
+ *
+ * How big the journal is, tfs_layout() (format.c) alone decides;
+ * tfs_mkfs_limits() reads its rule back from it for --help, so the help
+ * cannot say another.
  */
 #include "mkfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,28 +32,216 @@
 #include "format.h"
 #include "io.h"
 #include "journal.h"
+#include "tensor.h"
+#include "torch.h"
 #include "units.h"
+#include "zip.h"
 
-/* What file system, if any, the first blocks show. */
+/* ===== the layout's rule ===== */
+
+static uint64_t journal_blocks(uint64_t dev_blocks)
+{
+	struct tfs_super s;
+
+	if (tfs_layout(dev_blocks, &s))
+		return 0;
+	return s.journal_blocks;
+}
+
+uint64_t tfs_mkfs_journal_bytes(uint64_t size)
+{
+	return journal_blocks(size / TFS_BLOCK_SIZE) * TFS_BLOCK_SIZE;
+}
+
+void tfs_mkfs_limits(struct tfs_mkfs_limits *l)
+{
+	uint64_t min_blocks = TFS_MIN_DEVICE_BYTES / TFS_BLOCK_SIZE;
+	uint64_t max_blocks = UINT64_MAX / TFS_BLOCK_SIZE;
+	uint64_t jmin = journal_blocks(min_blocks);
+	uint64_t lo = min_blocks, hi = max_blocks, mid;
+
+	l->min_size = TFS_MIN_DEVICE_BYTES;
+	l->journal_min = jmin * TFS_BLOCK_SIZE;
+	l->journal_max = journal_blocks(max_blocks) * TFS_BLOCK_SIZE;
+	/*
+	 * Between the two the journal is dev_blocks / fraction, rounded
+	 * down: the smallest device whose journal passes the minimum is
+	 * (jmin + 1) * fraction blocks.  Found by bisection, on the
+	 * function itself, rather than copied from it.
+	 */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (journal_blocks(mid) > jmin)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	l->journal_fraction = lo / (jmin + 1);
+}
+
+/* ===== what is there ===== */
+
+/* Bytes read of a regular file to recognise it: both superblock copies
+ * of a tensorfs, and the ext2/3/4 magic at byte 1080. */
+#define PROBE_BYTES (2 * TFS_BLOCK_SIZE)
+
+/* What file system, if any, the first n bytes show; NULL if none. */
+static const char *fs_signature(const uint8_t *b, size_t n)
+{
+	if ((n >= 8 && !memcmp(b, TFS_MAGIC, 8)) ||
+	    (n >= TFS_BLOCK_SIZE + 8 &&
+	     !memcmp(b + TFS_BLOCK_SIZE, TFS_MAGIC, 8)))
+		return "a tensorfs file system";
+	if (n >= 1082 && b[1080] == 0x53 && b[1081] == 0xef)
+		return "an ext2/3/4 file system";
+	if (n >= 4 && !memcmp(b, "XFSB", 4))
+		return "an XFS file system";
+	return NULL;
+}
+
+/* What file system, if any, a block device's first blocks show. */
 static const char *signature(struct tfs_dev *d)
 {
-	uint8_t *b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);
+	uint8_t *b = tfs_io_alloc(PROBE_BYTES);
 	const char *what = NULL;
 
 	if (!b)
 		return NULL;
-	if (tfs_dev_size(d) >= 2 * TFS_BLOCK_SIZE &&
-	    !tfs_dev_read(d, b, 2 * TFS_BLOCK_SIZE, 0)) {
-		if (!memcmp(b, TFS_MAGIC, 8) ||
-		    !memcmp(b + TFS_BLOCK_SIZE, TFS_MAGIC, 8))
-			what = "a tensorfs file system";
-		else if (b[1080] == 0x53 && b[1081] == 0xef)
-			what = "an ext2/3/4 file system";
-		else if (!memcmp(b, "XFSB", 4))
-			what = "an XFS file system";
-	}
+	if (tfs_dev_size(d) >= PROBE_BYTES &&
+	    !tfs_dev_read(d, b, PROBE_BYTES, 0))
+		what = fs_signature(b, PROBE_BYTES);
 	tfs_io_free(b);
 	return what;
+}
+
+static ssize_t read_at(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(*(int *)ctx, buf, len, (off_t)off);
+
+	return n < 0 ? -errno : n;
+}
+
+/* Whether the zip archive fd holds (size bytes) is a torch.save
+ * checkpoint: an entry "NAME/data.pkl", or any under "archive/". */
+static int zip_is_torch(int fd, uint64_t size)
+{
+	struct tfs_zip *z = NULL;
+	char err[128];
+	size_t i, n;
+	int torch = 0;
+
+	if (tfs_zip_open(read_at, &fd, size, &z, err, sizeof(err)))
+		return 0;
+	for (i = 0; i < z->count && !torch; i++) {
+		const char *name = z->entries[i].name;
+
+		n = strlen(name);
+		torch = !strncmp(name, "archive/", 8) ||
+			(n > 9 && !strcmp(name + n - 9, "/data.pkl"));
+	}
+	tfs_zip_free(z);
+	return torch;
+}
+
+/*
+ * What the regular file fd (size bytes), whose first n bytes are b,
+ * seems to hold, as a noun phrase for a message; "a tensorfs file
+ * system" for one mkfs made.
+ */
+static const char *file_kind(int fd, uint64_t size, const uint8_t *b,
+			     size_t n)
+{
+	static const uint8_t gzip[] = { 0x1f, 0x8b };
+	const char *fs = fs_signature(b, n);
+
+	if (fs && !strcmp(fs, "a tensorfs file system"))
+		return fs;
+	if (fs)
+		return !strcmp(fs, "an XFS file system")
+			       ? "an XFS file system image"
+			       : "an ext2/3/4 file system image";
+	if (n >= 2 && !memcmp(b, gzip, 2))
+		return "gzip data";
+	if (n >= 4 && !memcmp(b, "PK\5\6", 4))
+		return "a zip archive";
+	switch (tfs_tensor_probe(b, n, NULL)) {
+	case TFS_TENSOR_NPY:
+		return "a NumPy .npy array";
+	case TFS_TENSOR_SAFETENSORS:
+		return "a safetensors file";
+	case TFS_TENSOR_TORCH:
+		if (tfs_torch_is_legacy(b, n))
+			return "a torch.save checkpoint";
+		return zip_is_torch(fd, size) ? "a torch.save checkpoint"
+					      : "a zip archive";
+	default:
+		return "data of no format mkfs knows";
+	}
+}
+
+static int zeros(const uint8_t *b, size_t n)
+{
+	while (n && !b[n - 1])
+		n--;
+	return n == 0;
+}
+
+/*
+ * Whether the image file at path may be formatted without force: 0 if
+ * it holds nothing (no bytes, or no blocks allocated: sparse), else
+ * -EEXIST with what it holds in err.  A tensorfs is refused as on a
+ * block device; anything else "holds data".  (No blocks is tested
+ * rather than all zeros: reading a 100 GiB image to the end is not
+ * what a user waits for; an fallocate()d or zero-filled file needs -f.)
+ */
+static int check_image(const char *path, char *err, size_t errlen)
+{
+	uint8_t b[PROBE_BYTES];
+	const char *what;
+	struct stat st;
+	size_t n = 0;
+	ssize_t r;
+	char h1[32];
+	int fd, rc = -EEXIST;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot read '%s': %s", path,
+			 strerror(-rc));
+		goto out;
+	}
+	if (st.st_size == 0) {
+		rc = 0;
+		goto out;
+	}
+	while (n < sizeof(b)) {
+		r = pread(fd, b + n, sizeof(b) - n, (off_t)n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	/* no blocks: a hole, unless the bytes are inline in the inode (as
+	 * ext4's inline_data keeps a small file's), which reads as such */
+	if (st.st_blocks == 0 && zeros(b, n)) {
+		rc = 0;
+		goto out;
+	}
+	what = file_kind(fd, (uint64_t)st.st_size, b, n);
+	if (!strcmp(what, "a tensorfs file system"))
+		snprintf(err, errlen, "'%s' already contains %s; use -f to "
+			 "overwrite it (everything on it is lost)", path, what);
+	else
+		snprintf(err, errlen, "%s: holds data (%s, %s); formatting it "
+			 "would destroy it: give another path, or -f to "
+			 "overwrite it", path, what,
+			 tfs_format_size((uint64_t)st.st_size, h1, sizeof(h1)));
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 /*
@@ -60,7 +257,7 @@ static int prepare_path(const char *path, uint64_t size, int *created,
 	if (stat(path, &st) == 0) {
 		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 			return 0;
-		snprintf(err, errlen, "'%s' is neither a block device nor a "
+		snprintf(err, errlen, "%s: neither a block device nor a "
 			 "regular file", path);
 		return -ENOTBLK;
 	}
@@ -137,8 +334,8 @@ static int fit_size(struct tfs_dev *d, const char *path, int force,
 	}
 	if (*size < TFS_MIN_DEVICE_BYTES) {
 		snprintf(err, errlen, "'%s' is too small (%s); the minimum is "
-			 "64 MiB", path,
-			 tfs_format_size(*size, h1, sizeof(h1)));
+			 "%s", path, tfs_format_size(*size, h1, sizeof(h1)),
+			 tfs_format_size(TFS_MIN_DEVICE_BYTES, h2, sizeof(h2)));
 		return -ENOSPC;
 	}
 	return 0;
@@ -152,13 +349,13 @@ int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 	struct tfs_super lay;
 	const char *what;
 	int created = 0, rc;
-	char h1[32];
+	char h1[32], h2[32];
 
 	/* o->size, not size: -s 1K rounds down to 0, "no size given" */
 	if (o->size && size < TFS_MIN_DEVICE_BYTES) {
 		snprintf(err, errlen, "%s: %s is too small; the minimum is "
-			 "64 MiB", path,
-			 tfs_format_size(o->size, h1, sizeof(h1)));
+			 "%s", path, tfs_format_size(o->size, h1, sizeof(h1)),
+			 tfs_format_size(TFS_MIN_DEVICE_BYTES, h2, sizeof(h2)));
 		return -ENOSPC;
 	}
 	rc = prepare_path(path, size, &created, err, errlen);
@@ -167,11 +364,17 @@ int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 	rc = open_device(path, &d, err, errlen);
 	if (rc)
 		goto out_unlink;
-	if (!created && !o->force && (what = signature(d))) {
+	if (!created && !o->force && tfs_dev_is_blockdev(d) &&
+	    (what = signature(d))) {
 		snprintf(err, errlen, "'%s' already contains %s; use -f to "
 			 "overwrite it (everything on it is lost)", path, what);
 		rc = -EEXIST;
 		goto out_close;
+	}
+	if (!created && !o->force && !tfs_dev_is_blockdev(d)) {
+		rc = check_image(path, err, errlen);
+		if (rc)
+			goto out_close;
 	}
 	rc = fit_size(d, path, o->force, &size, err, errlen);
 	if (rc)

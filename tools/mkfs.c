@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <pwd.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,11 @@
 
 static void usage(FILE *f)
 {
-	fputs(
+	struct tfs_mkfs_limits l;
+	char min[32], jmin[32], jmax[32];
+
+	tfs_mkfs_limits(&l);
+	fprintf(f,
 "Usage: mkfs.tensorfs [-s SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
 "\n"
 "Format DEVICE, an NVMe block device or an image file, as tensorfs.\n"
@@ -31,7 +36,8 @@ static void usage(FILE *f)
 "            space only as data is written).  Suffixes K, M, G, T (powers\n"
 "            of 1024; also KiB, MiB, GiB, TiB) or KB, MB, GB, TB (powers\n"
 "            of 1000).  Default: the whole device or image.\n"
-"  -f        overwrite an existing tensorfs or other file system\n"
+"  -f        overwrite an existing tensorfs or other file system, or an\n"
+"            image file that holds data\n"
 "  -q        quiet: print nothing on success\n"
 "  -u USER[:GROUP]  owner of the root directory (default: the user running\n"
 "            mkfs, or the one who ran sudo), so that training jobs can\n"
@@ -39,15 +45,20 @@ static void usage(FILE *f)
 "  -h, --help  print this help and exit\n"
 "  -V, --version  print the version and exit\n"
 "\n"
-"The minimum size is 64 MiB.  1/64 of the device, at least 12 MiB and at\n"
-"most 32 GiB, holds the metadata (journal and checkpoints).\n"
+"The minimum size is %s.  The journal takes 1/%" PRIu64 " of the device,\n"
+"at least %s and at most %s; the rest is the data area, which\n"
+"holds the files' data and the checkpoints of the metadata.\n"
 "\n"
 "Exit status: 0 formatted, 1 refused or failed (the message says why;\n"
 "also when its output cannot be written), 2 usage error.\n"
 "\n"
 "Examples:\n"
 "  mkfs.tensorfs -s 100G /var/lib/tensorfs.img\n"
-"  mkfs.tensorfs /dev/nvme0n1\n", f);
+"  mkfs.tensorfs /dev/nvme0n1\n",
+		tfs_format_size(l.min_size, min, sizeof(min)),
+		l.journal_fraction,
+		tfs_format_size(l.journal_min, jmin, sizeof(jmin)),
+		tfs_format_size(l.journal_max, jmax, sizeof(jmax)));
 }
 
 /* The largest uid or gid: (uid_t)-1 means "no change" to chown(2). */

@@ -33,19 +33,40 @@ struct tfs_mkfs_info {
  * With o->size, a missing path is created as a sparse image file of that
  * size and a smaller image is extended; an image or device larger than
  * o->size is formatted in its first o->size bytes only with o->force.
- * Without o->force, a device that already holds a tensorfs, ext2/3/4 or
- * XFS is refused.  A device in use (mounted) is always refused.  The
- * minimum size is 64 MiB.
+ * Without o->force, a block device that already holds a tensorfs,
+ * ext2/3/4 or XFS is refused, and so is an image file that holds
+ * anything (st_size and st_blocks both nonzero), the message naming what
+ * it seems to be (a torch.save checkpoint, a .npy or safetensors file,
+ * a zip, gzip, ext2/3/4 or XFS image, a tensorfs, or data); an empty or
+ * wholly sparse file is formatted.  A device in use (mounted) is always
+ * refused.  The minimum size is tfs_mkfs_limits()'s min_size.
  *
  * Returns 0 with what was made in *info, or -errno with a sentence for
  * the user in err (no program name, no newline; truncated to errlen):
- * -EBUSY in use, -EEXIST a file system is there or the image is larger
- * than o->size (give force), -ENOSPC too small, -ENOTBLK neither a block
- * device nor a regular file, or the error of the system call that
- * failed.  An image file created here is removed again on failure.
+ * -EBUSY in use, -EEXIST a file system or data is there or the image is
+ * larger than o->size (give force), -ENOSPC too small, -ENOTBLK neither
+ * a block device nor a regular file, or the error of the system call
+ * that failed.  An image file created here is removed again on failure.
  * The device is opened with an exclusive lock while this runs.
  */
 int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 	     struct tfs_mkfs_info *info, char *err, size_t errlen);
+
+/* The sizes mkfs works with, for help texts: read back from the layout
+ * code itself, so that what they say is what tfs_mkfs() does. */
+struct tfs_mkfs_limits {
+	uint64_t min_size;	   /* bytes: the smallest file system */
+	uint64_t journal_fraction; /* the journal is 1/journal_fraction
+				      of the device, */
+	uint64_t journal_min;	   /* at least this many bytes */
+	uint64_t journal_max;	   /* and at most this many */
+};
+
+/* Fill *l.  Thread safe; takes microseconds. */
+void tfs_mkfs_limits(struct tfs_mkfs_limits *l);
+
+/* The bytes of journal tfs_mkfs() gives a file system of size bytes;
+ * 0 below the minimum size.  Thread safe. */
+uint64_t tfs_mkfs_journal_bytes(uint64_t size);
 
 #endif

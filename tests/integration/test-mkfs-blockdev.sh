@@ -5,8 +5,9 @@
 # in for /dev/nvme0n1: mkfs.tensorfs formats it without -s, tensorfs-fsck
 # checks it, tensorfs mounts it and keeps a file.  mkfs.tensorfs must refuse
 # a block device that is mounted, by tensorfs (its flock) or by the kernel
-# (an ext4 on a second loop device), and must refuse a small one; the
-# refused devices are left as they were.  tensorfs and tensorfs-fsck call
+# (an ext4 on a second loop device), and the ext4 once unmounted, without
+# -f, and must refuse a small one; the refused devices are left as they
+# were.  tensorfs and tensorfs-fsck call
 # the ext4 device not a tensorfs.
 . "$(dirname "$0")/lib.sh"
 
@@ -69,6 +70,14 @@ for opts in "-f" "-f -q" ""; do
 	tfs_expect_some_word "mkfs.tensorfs $opts on a mounted ext4 block device" "$WORK/err" "in use" mounted
 done
 umount "$WORK/ext" || tfs_fail "umount ext4 failed"
+# unmounted, it is refused for the file system it holds (not as an image
+# file's data), without -f
+for opts in "" "-q"; do
+	# shellcheck disable=SC2086
+	tfs_expect_exit 1 "mkfs.tensorfs $opts on the unmounted ext4 $EXT" "$MKFS" $opts "$EXT"
+	tfs_expect_words "mkfs.tensorfs $opts on an unmounted ext4 block device" "$WORK/err" \
+		"already contains an ext2/3/4 file system" -f
+done
 e2fsck -fn "$EXT" >"$WORK/e2fsck.log" 2>&1 || {
 	cat "$WORK/e2fsck.log" >&2
 	tfs_fail "ext4 after refused mkfs.tensorfs runs: expected e2fsck clean, got errors"

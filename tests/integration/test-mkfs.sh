@@ -5,12 +5,18 @@
 # a fresh image mounts and is clean; SIZE suffixes; a 1 TiB sparse image
 # formats within 20 s and stays small on disk; -s extends a smaller file;
 # an existing tensorfs is refused without -f (and left byte for byte as it
-# was) and replaced with -f; a mounted image is refused even with -f; below
-# 64 MiB is refused; -q is quiet; usage errors exit 2, an owner (-u) out
-# of range or unknown among them; --help exits 0.
+# was) and replaced with -f; a file that holds data (a torch.save
+# checkpoint, .npy, safetensors, zip, gzip, an ext2/3/4 or XFS image, or
+# 100 MiB of anything) is refused, named and kept, and overwritten with -f,
+# while an empty or sparse one is formatted; the journal of 64 MiB, 100 GiB
+# and 1 TiB images is what --help and mkfs.tensorfs(8) say (one rule); a
+# mounted image is refused even with -f; below 64 MiB is refused; a
+# directory, a FIFO and /dev/zero are neither a block device nor a regular
+# file; -q is quiet; usage errors exit 2, an owner (-u) out of range or
+# unknown among them, a refusal 1; --help exits 0.
 . "$(dirname "$0")/lib.sh"
 
-tfs_need fusermount3 mountpoint truncate du stat sha256sum cmp dd
+tfs_need fusermount3 mountpoint truncate du stat sha256sum cmp dd mkfifo tr sed
 
 MIB=$((1024 * 1024))
 
@@ -91,7 +97,12 @@ IMG=$SAVED_IMG
 EXT="$WORK/extend.img"
 dd if=/dev/urandom of="$EXT" bs=1M count=1 status=none
 truncate -s 70M "$EXT"
-tfs_expect_exit 0 "mkfs.tensorfs -s 256M on a 70 MiB file" "$MKFS" -s 256M "$EXT"
+# it holds data: -f to overwrite it (a sparse file is extended without
+# -f: the 1 TiB image above)
+tfs_expect_exit 1 "mkfs.tensorfs -s 256M on a 70 MiB file of data" "$MKFS" -s 256M "$EXT"
+tfs_expect_words "mkfs.tensorfs -s 256M on a 70 MiB file of data" "$WORK/err" "holds data" -f
+tfs_eq "size of a 70 MiB file of data after a refused mkfs -s 256M" $((70 * MIB)) "$(size_of "$EXT")"
+tfs_expect_exit 0 "mkfs.tensorfs -f -s 256M on a 70 MiB file" "$MKFS" -f -s 256M "$EXT"
 tfs_eq "size after 'mkfs.tensorfs -s 256M' of a 70 MiB file" $((256 * MIB)) "$(size_of "$EXT")"
 fsck_clean "$EXT"
 du_kib=$(du -k "$EXT" | cut -f1)
@@ -113,6 +124,109 @@ total=$(fs_bytes)
 tfs_umount
 rm -f "$EXT"
 IMG=$SAVED_IMG
+
+# ===== a regular file that holds data: refused, named, kept; -f overwrites =====
+
+DATA="$(dirname "$0")/../data"
+# kind FILE WHAT...: mkfs.tensorfs FILE and -s 64M FILE exit 1, name
+# every WHAT and the size, and leave FILE byte for byte as it was
+kind() {
+	local _f=$1 _sum _size _o
+	shift
+	_sum=$(sha256sum <"$_f")
+	_size=$(size_of "$_f")
+	for _o in "" "-s 64M" "-q -s 64M"; do
+		# shellcheck disable=SC2086 # options, as words
+		tfs_expect_exit 1 "mkfs.tensorfs $_o on $(basename "$_f")" "$MKFS" $_o "$_f"
+		tfs_expect_words "mkfs.tensorfs $_o on $(basename "$_f")" "$WORK/err" \
+			"$_f: holds data (" "$@" "would destroy it" "-f to overwrite it"
+	done
+	tfs_eq "bytes of $(basename "$_f") after refused mkfs runs" "$_sum" "$(sha256sum <"$_f")"
+	tfs_eq "size of $(basename "$_f") after refused mkfs runs" "$_size" "$(size_of "$_f")"
+}
+cp "$DATA/torch/state_dict.pt" "$WORK/model.pt"
+kind "$WORK/model.pt" "a torch.save checkpoint" "$(size_of "$WORK/model.pt") B"
+cp "$DATA/torch/optim.legacy.pt" "$WORK/legacy.pt"
+kind "$WORK/legacy.pt" "a torch.save checkpoint"
+cp "$DATA/npz/arrays.npz" "$WORK/arrays.npz"
+kind "$WORK/arrays.npz" "a zip archive"
+printf 'PK\005\006%018d' 0 | tr 0 '\000' >"$WORK/empty.zip"
+kind "$WORK/empty.zip" "a zip archive"
+{ printf '\223NUMPY\001\000\166\000'; printf "%-117s\n" "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"; head -c 16 /dev/zero; } >"$WORK/a.npy"
+kind "$WORK/a.npy" "a NumPy .npy array"
+{ printf '\040\000\000\000\000\000\000\000'; printf '{"__metadata__":{"a":"b"}}      '; } >"$WORK/a.safetensors"
+kind "$WORK/a.safetensors" "a safetensors file"
+{ printf '\037\213\010\000'; head -c 4000 /dev/urandom; } >"$WORK/a.gz"
+kind "$WORK/a.gz" "gzip"
+truncate -s 70M "$WORK/ext.img"
+printf '\123\357' | dd of="$WORK/ext.img" bs=1 seek=1080 conv=notrunc status=none
+kind "$WORK/ext.img" "ext2/3/4" "70 MiB"
+{ printf 'XFSB'; head -c 8000 /dev/urandom; } >"$WORK/xfs.img"
+kind "$WORK/xfs.img" "XFS"
+head -c $((100 * MIB)) /dev/urandom >"$WORK/user.bin"
+kind "$WORK/user.bin" "100 MiB"
+# -f overwrites it, as a tensorfs that mounts
+tfs_expect_exit 0 "mkfs.tensorfs -f -s 64M on a torch checkpoint" "$MKFS" -f -s 64M "$WORK/model.pt"
+fsck_clean "$WORK/model.pt"
+tfs_expect_exit 0 "mkfs.tensorfs -f on 100 MiB of data" "$MKFS" -f "$WORK/user.bin"
+tfs_eq "size of 100 MiB of data after mkfs -f" $((100 * MIB)) "$(size_of "$WORK/user.bin")"
+fsck_clean "$WORK/user.bin"
+rm -f "$WORK"/model.pt "$WORK"/legacy.pt "$WORK"/arrays.npz "$WORK"/empty.zip "$WORK"/a.* \
+	"$WORK"/ext.img "$WORK"/xfs.img "$WORK"/user.bin
+# an empty file, and a sparse one (no blocks allocated), hold nothing
+: >"$WORK/empty.img"
+tfs_expect_exit 0 "mkfs.tensorfs -s 64M on an empty file" "$MKFS" -s 64M "$WORK/empty.img"
+fsck_clean "$WORK/empty.img"
+truncate -s 100M "$WORK/sparse.img"
+tfs_expect_exit 0 "mkfs.tensorfs on a sparse 100 MiB file" "$MKFS" "$WORK/sparse.img"
+fsck_clean "$WORK/sparse.img"
+rm -f "$WORK/empty.img" "$WORK/sparse.img"
+
+# ===== the journal: as big as --help and mkfs.tensorfs(8) say =====
+
+# bytes "N UNIT": N (whole or N.0) of B, KiB, MiB, GiB, TiB in bytes
+bytes() {
+	local _n=${1%% *} _u=${1#* } _s=0
+	_n=${_n%.0}
+	case $_u in
+	B) _s=0 ;; KiB) _s=10 ;; MiB) _s=20 ;; GiB) _s=30 ;; TiB) _s=40 ;;
+	*) tfs_fail "size '$1': expected N B/KiB/MiB/GiB/TiB" ;;
+	esac
+	echo $((_n << _s))
+}
+# rule TEXT-FILE: "FRACTION MIN MAX" from "journal takes 1/F of the
+# device, at least MIN and at most MAX" (on however many lines)
+rule() {
+	tr -s '\n ' '  ' <"$1" | sed -n 's/.*[Jj]ournal takes 1\/\([0-9]*\) of the device, at least \([0-9.]* [KMGT]*i*B\) and at most \([0-9.]* [KMGT]*i*B\).*/\1:\2:\3/p'
+}
+"$MKFS" --help >"$WORK/help" || tfs_fail "mkfs.tensorfs --help: expected exit 0, got $?"
+help_rule=$(rule "$WORK/help")
+[ -n "$help_rule" ] || tfs_fail "mkfs.tensorfs --help: expected 'journal takes 1/N of the device, at least MIN and at most MAX', got '$(cat "$WORK/help")'"
+PAGE="$TFS_BIN/../man/mkfs.tensorfs.8"
+[ -s "$PAGE" ] || tfs_fail "no mkfs.tensorfs(8) at $PAGE; the build writes it"
+sed 's/\\-/-/g' "$PAGE" >"$WORK/page"
+page_rule=$(rule "$WORK/page")
+tfs_eq "the journal's rule in mkfs.tensorfs(8), as in --help" "$help_rule" "$page_rule"
+IFS=: read -r frac jmin jmax <<<"$help_rule"
+jmin=$(bytes "$jmin")
+jmax=$(bytes "$jmax")
+tfs_log "journal: 1/$frac of the device, $jmin..$jmax bytes"
+for sz in 64M:$((64 * MIB)) 100G:$((100 * 1024 * MIB)) 1T:$((1024 * 1024 * MIB)); do
+	img="$WORK/journal-${sz%%:*}.img"
+	want=$((${sz#*:} / frac))
+	[ "$want" -ge "$jmin" ] || want=$jmin
+	[ "$want" -le "$jmax" ] || want=$jmax
+	tfs_expect_exit 0 "mkfs.tensorfs -s ${sz%%:*}" "$MKFS" -s "${sz%%:*}" "$img"
+	got=$(sed -n 's/.*, \([0-9.]* [KMGT]*i*B\) for the journal.*/\1/p' "$WORK/out")
+	[ -n "$got" ] || tfs_fail "mkfs.tensorfs -s ${sz%%:*}: expected 'N MiB for the journal', got '$(cat "$WORK/out")'"
+	tfs_eq "journal of 'mkfs.tensorfs -s ${sz%%:*}' (--help: 1/$frac, $jmin..$jmax bytes)" "$want" "$(bytes "$got")"
+	rm -f "$img"
+	[ "${sz%%:*}" != 100G ] || journal_100g=$want
+done
+# the example the manual gives is what mkfs gives
+ex=$(tr -s '\n ' '  ' <"$WORK/page" | sed -n 's/.*a 100 GiB device gets \([0-9.]* [KMGT]*i*B\).*/\1/p')
+[ -n "$ex" ] || tfs_fail "mkfs.tensorfs(8): expected 'a 100 GiB device gets N MiB', got none"
+tfs_eq "the journal of 100 GiB in mkfs.tensorfs(8), as mkfs gives it" "$journal_100g" "$(bytes "$ex")"
 
 # ===== an existing tensorfs: refused without -f, replaced with -f =====
 
@@ -200,9 +314,19 @@ tfs_expect_exit 1 "mkfs.tensorfs on a missing file without -s" "$MKFS" "$WORK/ab
 [ ! -e "$WORK/absent.img" ] || tfs_fail "mkfs.tensorfs on a missing file without -s: expected no file created, got one"
 tfs_expect_exit 1 "mkfs.tensorfs -s 100M in a missing directory" "$MKFS" -s 100M "$WORK/nodir/x.img"
 [ -s "$WORK/err" ] || tfs_fail "mkfs.tensorfs in a missing directory: expected a message on stderr, got none"
+# a directory, a FIFO, a character device: named, with or without -f, -s
 mkdir "$WORK/adir"
-tfs_expect_exit 1 "mkfs.tensorfs on a directory" "$MKFS" -f "$WORK/adir"
-[ -s "$WORK/err" ] || tfs_fail "mkfs.tensorfs on a directory: expected a message on stderr, got none"
+mkfifo "$WORK/afifo"
+for dev in "$WORK/adir" "$WORK/afifo" /dev/zero; do
+	for o in "" "-f" "-f -s 64M"; do
+		# shellcheck disable=SC2086 # options, as words
+		tfs_expect_exit 1 "mkfs.tensorfs $o on $dev" "$MKFS" $o "$dev"
+		tfs_expect_words "mkfs.tensorfs $o on $dev" "$WORK/err" \
+			"mkfs.tensorfs: $dev: neither a block device nor a regular file"
+	done
+done
+[ -d "$WORK/adir" ] && [ -p "$WORK/afifo" ] ||
+	tfs_fail "mkfs.tensorfs on a directory and a FIFO: expected them left as they were"
 
 # ===== usage errors exit 2; --help exits 0 =====
 
@@ -271,5 +395,11 @@ fi
 
 tfs_expect_exit 0 "mkfs.tensorfs --help" "$MKFS" --help
 tfs_expect_words "mkfs.tensorfs --help" "$WORK/out" usage mkfs.tensorfs -s -f
+# the exit codes, as --help and the manual say them
+tfs_expect_words "mkfs.tensorfs --help" "$WORK/out" "0 formatted" "1 refused or failed" "2 usage error"
+sed -n '/^\.SH EXIT STATUS/,/^\.SH [^E]/p' "$WORK/page" | tr -s '\n ' '  ' >"$WORK/exit"
+tfs_expect_words "EXIT STATUS of mkfs.tensorfs(8)" "$WORK/exit" \
+	"0 success, 1 failed or refused (the message says why), 2 usage error" \
+	".B 0" ".B 1" ".B 2"
 
 tfs_pass
