@@ -282,14 +282,16 @@ static void usage(FILE *f)
 "returns before the daemon has written it (it exits when done), remount,ro\n"
 "after.\n"
 "\n"
-"Exit status: 0 after a clean unmount, 1 on an error (the message says what\n"
-"to do), 2 on a usage or configuration error.\n", f);
+"Exit status: 0 after a clean unmount, 1 on an error, a bad configuration\n"
+"file or value included (the message says what to do), 2 on a usage error.\n",
+	      f);
 }
 
 /*
  * Each step of start-up returns GO_ON, or the status main() exits with,
- * having said why: 0 after --help or --version, 1 for an error, 2 for a
- * usage or configuration error.
+ * having said why: 0 after --help or --version, 1 for an error (a bad
+ * configuration file or value included), 2 for a usage error (a bad
+ * option, operand or -o setting).
  */
 #define GO_ON (-1)
 
@@ -472,9 +474,13 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 	tfs_config_defaults(&dm->cfg);
 	if (!cl->conf)
 		cl->conf = default_config();
+	/* a file that cannot be read or holds a bad value is bad input
+	 * (1); a setting in -o that cannot be parsed is a bad command line
+	 * (2); values that contradict each other, wherever they came
+	 * from, are refused (1), the message naming where each came from */
 	if (cl->conf && tfs_config_load(&dm->cfg, cl->conf, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
-		return 2;
+		return 1;
 	}
 	dm->atime = atime_policy(cl->fuseopts);
 	cl->remount_atime = remount_atime(cl->fuseopts);
@@ -487,9 +493,8 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 	if (dm->cfg.warnings[0])
 		fprintf(stderr, "tensorfs: %s", dm->cfg.warnings);
 	if (tfs_config_validate(&dm->cfg, err, sizeof(err))) {
-		fprintf(stderr, "tensorfs: %s%s%s\n", cl->conf ? cl->conf : "",
-			cl->conf ? ": " : "", err);
-		return 2;
+		fprintf(stderr, "tensorfs: %s\n", err);
+		return 1;
 	}
 	dm->attr_timeout = (double)dm->cfg.mount_attr_timeout_ms / 1000.0;
 	return GO_ON;
@@ -743,7 +748,7 @@ static int setup_log(struct tfs_daemon *dm, const struct cmdline *cl)
 static int data_path_opts(const struct tfs_config *cfg,
 			  struct tfs_fs_opts *fo, struct tfs_mem_limits *lim)
 {
-	char err[1024];
+	char err[2048];
 
 	fo->cache_bytes = tfs_config_cache_bytes(cfg);
 	fo->pool_bytes = tfs_config_pool_bytes(cfg);
@@ -757,8 +762,7 @@ static int data_path_opts(const struct tfs_config *cfg,
 	if (!cfg->mount_memory_check)
 		return 0;
 	tfs_mem_limits(lim);
-	if (tfs_mem_check(lim, fo->cache_bytes, fo->pool_bytes, 0, fo->pin,
-			  MOUNT_SPARE, err, sizeof(err))) {
+	if (tfs_mem_check_config(lim, cfg, 0, MOUNT_SPARE, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 1;
 	}
@@ -767,17 +771,17 @@ static int data_path_opts(const struct tfs_config *cfg,
 
 /* The second check of data_path_opts(), with the inodes of the loaded
  * file system: 0, or 1 with a message. */
-static int meta_fits(const struct tfs_daemon *dm, const struct tfs_fs_opts *fo,
+static int meta_fits(const struct tfs_daemon *dm,
 		     const struct tfs_mem_limits *lim)
 {
 	struct tfs_fs_info info;
-	char err[1024];
+	char err[2048];
 
 	if (!dm->cfg.mount_memory_check)
 		return 0;
 	tfs_fs_get_info(dm->fs, &info);
-	if (tfs_mem_check(lim, fo->cache_bytes, fo->pool_bytes, info.inodes,
-			  fo->pin, MOUNT_SPARE, err, sizeof(err))) {
+	if (tfs_mem_check_config(lim, &dm->cfg, info.inodes, MOUNT_SPARE, err,
+				 sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 1;
 	}
@@ -851,7 +855,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
 			dev, dev);
 		goto out_close;
 	}
-	if (meta_fits(dm, &fo, &lim))
+	if (meta_fits(dm, &lim))
 		goto out_close;
 	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root))
 		root.st_uid = root.st_gid = 0;

@@ -47,6 +47,8 @@ static const struct tfs_cfg_key keys[] = {
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
+_Static_assert(NKEYS == TFS_CFG_NKEYS, "config.h's key count is the table's");
+
 const struct tfs_cfg_key *tfs_config_keys(size_t *n)
 {
 	*n = NKEYS;
@@ -438,26 +440,41 @@ static const char *other_section(const char *sec, const char *name)
 static int check(const struct tfs_config *c, char *err, size_t errlen,
 		 const struct tfs_cfg_key **a, const struct tfs_cfg_key **b)
 {
+	const struct tfs_cfg_key *kbs = &keys[TFS_CFG_KEY_aio_block_size];
+	const struct tfs_cfg_key *kbc = &keys[TFS_CFG_KEY_offload_param_buffer_count];
+	const struct tfs_cfg_key *kbz = &keys[TFS_CFG_KEY_offload_param_buffer_size];
+	const struct tfs_cfg_key *kdt = &keys[TFS_CFG_KEY_offload_param_dtype];
+	char d1[2 * TFS_CFG_STR_MAX], d2[2 * TFS_CFG_STR_MAX];
+	char d3[2 * TFS_CFG_STR_MAX], d4[2 * TFS_CFG_STR_MAX];
 	uint64_t bs = c->aio_block_size;
 	uint64_t pool = tfs_config_pool_bytes(c);
 
 	*a = *b = NULL;
 	if (bs % 4096) {
-		tfs_say(err, errlen, "aio.block_size = %llu is not a multiple of "
-				 "4 KiB (4096); device I/O is 4 KiB aligned, so "
-				 "use a multiple such as 1MiB",
-		    (unsigned long long)bs);
-		*a = tfs_config_key("aio", "block_size");
+		tfs_say(err, errlen, "%s is not a multiple of 4 KiB (4096); "
+				 "device I/O is 4 KiB aligned, so use a "
+				 "multiple such as 1MiB",
+		    tfs_config_describe(c, kbs, d1, sizeof(d1)));
+		*a = kbs;
 		return -EINVAL;
 	}
 	if (bs && pool / bs < 2) {
-		tfs_say(err, errlen, "the write-back pool (buffer_count x "
-				 "buffer_size = %llu bytes) holds fewer than "
-				 "two aio.block_size blocks of %llu; raise "
-				 "buffer_size or lower block_size",
-		    (unsigned long long)pool, (unsigned long long)bs);
-		*a = tfs_config_key("offload_param", "buffer_size");
-		*b = tfs_config_key("aio", "block_size");
+		/* buffer_size in elements counts them in dtype's size */
+		d4[0] = '\0';
+		if (!(c->offload_param_buffer_size & TFS_CFG_BYTES))
+			snprintf(d4, sizeof(d4), ", %.*s",
+				 (int)sizeof(d4) - 3,
+				 tfs_config_describe(c, kdt, d3, sizeof(d3)));
+		tfs_say(err, errlen, "the write-back pool, buffer_count x "
+				 "buffer_size = %llu bytes, holds fewer than "
+				 "two blocks of aio.block_size (%s, %s%s, %s); "
+				 "raise buffer_size or lower block_size",
+		    (unsigned long long)pool,
+		    tfs_config_describe(c, kbc, d1, sizeof(d1)),
+		    tfs_config_describe(c, kbz, d2, sizeof(d2)), d4,
+		    tfs_config_describe(c, kbs, d3, sizeof(d3)));
+		*a = kbz;
+		*b = kbs;
 		return -EINVAL;
 	}
 	return 0;
@@ -587,6 +604,7 @@ static int on_key(void *user, const char *sec, const char *name,
 	if (parse_value(k, value, field(l->c, k), l->msg, sizeof(l->msg)))
 		goto fail;
 	l->key_line[k - keys] = l->line;
+	l->c->from_line[k - keys] = (uint32_t)l->line;
 	return 1;
 fail:
 	l->failed = 1;
@@ -611,6 +629,7 @@ static int load_stream(struct tfs_config *c, const char *name, FILE *f,
 	*l = zero;
 	l->c = c;
 	l->path = name;
+	snprintf(c->from_file, sizeof(c->from_file), "%s", name);
 	l->at_line_start = 1;
 	l->f = f;
 	line = ini_parse_stream(read_line, l, on_key, l);
@@ -706,6 +725,19 @@ int tfs_config_load_buffer(struct tfs_config *c, const char *name,
 
 /* ===== -o overrides ===== */
 
+/* Remember that k was set by "-o given=value" (cut, ending in "...",
+ * if longer than from_set[] holds). */
+static void set_by_option(struct tfs_config *c, const struct tfs_cfg_key *k,
+			  const char *given, const char *value)
+{
+	char *to = c->from_set[k - keys];
+	size_t n = sizeof(c->from_set[0]);
+
+	if ((size_t)snprintf(to, n, "%s=%s", given, value) >= n)
+		memcpy(to + n - 4, "...", 4);
+	c->from_line[k - keys] = TFS_CFG_FROM_SET;
+}
+
 /* Whether key ("name" or "section.name") names k. */
 static int names(const char *key, const struct tfs_cfg_key *k)
 {
@@ -741,9 +773,9 @@ int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 		   char *err, size_t errlen)
 {
 	const struct tfs_cfg_key *k = NULL, *mount = NULL;
-	const char *dot = strchr(key, '.');
+	const char *dot = strchr(key, '.'), *given = key;
 	char near[128];
-	int matches = 0, mounts = 0;
+	int matches = 0, mounts = 0, rc;
 
 	if (!strcmp(key, "thread_count") || !strcmp(key, "aio.thread_count")) {
 		warn(c, "-o %s: thread_count is the old name of "
@@ -775,7 +807,10 @@ int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 		    suggest(NULL, dot ? dot + 1 : key, near, sizeof(near)));
 		return -ENOENT;
 	}
-	return parse_value(k, value, field(c, k), err, errlen);
+	rc = parse_value(k, value, field(c, k), err, errlen);
+	if (!rc)
+		set_by_option(c, k, given, value);
+	return rc;
 }
 
 /* ===== printing ===== */
@@ -872,6 +907,41 @@ char *tfs_config_format(const struct tfs_config *c,
 		break;
 	}
 	return buf;
+}
+
+char *tfs_config_origin(const struct tfs_config *c,
+			const struct tfs_cfg_key *k, char *buf, size_t len)
+{
+	uint32_t line = c->from_line[k - keys];
+
+	if (line == TFS_CFG_FROM_SET)
+		snprintf(buf, len, "-o %s", c->from_set[k - keys]);
+	else if (line)
+		snprintf(buf, len, "%s:%u", c->from_file, line);
+	else
+		snprintf(buf, len, "default");
+	return buf;
+}
+
+char *tfs_config_describe(const struct tfs_config *c,
+			  const struct tfs_cfg_key *k, char *buf, size_t len)
+{
+	char v[TFS_CFG_STR_MAX], from[sizeof(c->from_file) + 16];
+
+	tfs_config_format(c, k, v, sizeof(v));
+	if (!c->from_line[k - keys])
+		snprintf(buf, len, "%s.%s = %s by default", k->section,
+			 k->name, v);
+	else
+		snprintf(buf, len, "%s.%s = %s from %s", k->section, k->name,
+			 v, tfs_config_origin(c, k, from, sizeof(from)));
+	return buf;
+}
+
+int tfs_config_from_set(const struct tfs_config *c,
+			const struct tfs_cfg_key *k)
+{
+	return c->from_line[k - keys] == TFS_CFG_FROM_SET;
 }
 
 int tfs_config_changed(const struct tfs_config *c, const struct tfs_cfg_key *k)

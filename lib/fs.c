@@ -39,8 +39,10 @@
  */
 #include "fs_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -235,6 +237,172 @@ static int end_recovery(struct tfs_fs *fs, uint64_t norphans)
 	return rc;
 }
 
+/* ===== who holds a device ===== */
+
+/* Undo mountinfo's octal escapes (\040 for ' ', \134 for '\\') in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+				      (s[3] - '0'));
+			s += 3;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = '\0';
+}
+
+/* Whether path is the file or block device st is. */
+static int same_file(const char *path, const struct stat *st)
+{
+	struct stat o;
+
+	if (stat(path, &o))
+		return 0;
+	if (S_ISBLK(st->st_mode))
+		return S_ISBLK(o.st_mode) && o.st_rdev == st->st_rdev;
+	return o.st_dev == st->st_dev && o.st_ino == st->st_ino;
+}
+
+/*
+ * The mount point and type of a mount of the device st, from
+ * /proc/self/mountinfo ("id parent maj:min root mountpoint ... - type
+ * source ..."); 0, or -1 if none.  The daemon mounts with the device's
+ * real path as source (fsname), so an image file is looked for among
+ * fuse.tensorfs mounts only; a block device among mounts of /dev paths,
+ * whatever their type.  Only those sources are stat'ed: no other file
+ * system (a hung NFS server) is asked.
+ */
+static int find_mount(const struct stat *st, char *mnt, size_t mlen,
+		      char *type, size_t tlen)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, m[4096], t[256], src[4096];
+	size_t cap = 0;
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (found && getline(&line, &cap, f) > 0) {
+		const char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", m) != 1 ||
+		    sscanf(sep + 3, "%255s %4095s", t, src) != 2)
+			continue;
+		unescape(src);
+		if (S_ISBLK(st->st_mode) ? strncmp(src, "/dev/", 5)
+					 : strcmp(t, "fuse.tensorfs"))
+			continue;
+		if (!same_file(src, st))
+			continue;
+		unescape(m);
+		snprintf(mnt, mlen, "%s", m);
+		snprintf(type, tlen, "%s", t);
+		found = 0;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/*
+ * A process that has real (the device's real path) open, by the links in
+ * /proc/PID/fd: its pid and name (/proc/PID/comm); 0, or -1 if none is
+ * found (one that opened it under another name, a hard link, is not; nor
+ * are other users' processes unless we are root).
+ */
+static int find_holder(const char *real, long *pid, char *comm, size_t len)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *p;
+	int found = -1;
+
+	if (!proc)
+		return -1;
+	while (found && (p = readdir(proc))) {
+		char dir[64], link[PATH_MAX], to[PATH_MAX];
+		struct dirent *e;
+		DIR *fds;
+
+		if (p->d_name[0] < '1' || p->d_name[0] > '9')
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%.20s/fd", p->d_name);
+		fds = opendir(dir);
+		if (!fds)
+			continue;
+		while (found && (e = readdir(fds))) {
+			ssize_t n;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+			n = readlink(link, to, sizeof(to) - 1);
+			if (n <= 0)
+				continue;
+			to[n] = '\0';
+			if (strcmp(to, real))
+				continue;
+			*pid = strtol(p->d_name, NULL, 10);
+			found = 0;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	if (!found) {
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%ld/comm", *pid);
+		comm[0] = '\0';
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(comm, (int)len, f))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	return found;
+}
+
+/*
+ * Why the device at path is busy, for err (which never names path): the
+ * mount that holds it and how to unmount it, or the process that has it
+ * open, or how to find that process.
+ */
+static void say_busy(const char *path, char *err, size_t errlen)
+{
+	char mnt[4096], type[256], real[PATH_MAX], comm[64];
+	struct stat st;
+	long pid;
+
+	if (!stat(path, &st) &&
+	    !find_mount(&st, mnt, sizeof(mnt), type, sizeof(type))) {
+		if (!strcmp(type, "fuse.tensorfs"))
+			tfs_say(err, errlen, "in use: mounted by tensorfs on "
+					 "%s; unmount it first (umount %s)",
+			    mnt, mnt);
+		else
+			tfs_say(err, errlen, "in use: mounted on %s (%s); "
+					 "unmount it first (umount %s)",
+			    mnt, type, mnt);
+	} else if (realpath(path, real) &&
+		   !find_holder(real, &pid, comm, sizeof(comm))) {
+		tfs_say(err, errlen, "in use: not mounted, but process %ld "
+				 "(%s) has it open; wait for it to finish or "
+				 "end it",
+		    pid, *comm ? comm : "?");
+	} else {
+		tfs_say(err, errlen, "in use: not mounted, but another "
+				 "process has it open (fuser -v DEVICE names "
+				 "it); wait for it to finish or end it");
+	}
+}
+
 static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 		    size_t errlen)
 {
@@ -249,8 +417,10 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 	if (!rc && !fs->opts.readonly && !tfs_dev_is_blockdev(fs->dev))
 		fs->watch_fd = open(path, O_PATH | O_CLOEXEC);
 	if (rc == -EBUSY)
-		tfs_say(err, errlen, "in use: mounted by tensorfs or opened "
-				 "by another tool");
+		say_busy(path, err, errlen);
+	else if (rc == -ENOTBLK)
+		tfs_say(err, errlen, "neither a block device nor a regular "
+				 "file");
 	else if (rc)
 		tfs_say(err, errlen, "cannot open it: %s", strerror(-rc));
 	return rc;

@@ -1563,6 +1563,15 @@ static struct tfs_tensor_list *read_header(const struct src *s)
 
 	read_at(s, head, n, 0);
 	fmt = tfs_tensor_probe(head, n, &hlen);
+	/* .npy's magic with less than the 10 bytes of its preamble after
+	 * it: a damaged file (1), not raw data that lacks a --dtype (2) */
+	if (fmt == TFS_TENSOR_RAW && n >= 6 && n < 10 &&
+	    !memcmp(head, "\x93NUMPY", 6))
+		die(EXIT_DATA,
+		    "'%s': truncated .npy header: %zu bytes, where the "
+		    "preamble alone takes 10; is it a .npy file? (--offset N "
+		    "reads it as raw elements)",
+		    s->path, n);
 	if (fmt == TFS_TENSOR_RAW)
 		return NULL;
 	if (fmt == TFS_TENSOR_TORCH) {

@@ -41,10 +41,14 @@
 #define FSCK_OPERROR	8
 #define FSCK_USAGE	16
 
+/* The name this was run as: tensorfs-fsck, or fsck.tensorfs as fsck(8)
+ * runs it (basename of argv[0]); every message says it. */
+static const char *prog = "tensorfs-fsck";
+
 static void usage(FILE *f)
 {
-	fputs(
-"Usage: tensorfs-fsck [-y|-p|-a] [-n] [-f] [-v] [-C FD] DEVICE\n"
+	fprintf(f,
+"Usage: %s [-y|-p|-a] [-n] [-f] [-v] [-C FD] DEVICE\n"
 "\n"
 "Check the tensorfs file system on DEVICE, which must not be mounted.\n"
 "It verifies the checksums of the superblocks, the checkpoint and the\n"
@@ -68,10 +72,94 @@ static void usage(FILE *f)
 "USED/TOTAL blocks (N counts directories and links too; blocks are those of\n"
 "the data area, where files and checkpoints of the metadata live).\n"
 "\n"
-"Exit status (as fsck(8)): 0 no errors, 1 errors were found and all\n"
-"repaired, 4 errors left unrepaired (without -y: any error found),\n"
-"8 operational error (cannot open, read or write the device, or it\n"
-"holds no tensorfs, or the output cannot be written), 16 usage error.\n", f);
+"Exit status: fsck(8)'s, which fsck(8) and systemd-fsck read, rather than\n"
+"the 0 done, 1 failed, 2 usage error of the other tensorfs programs:\n"
+"0 no errors, 1 errors were found and all repaired, 4 errors left unrepaired\n"
+"(without -y: any error found), 8 operational error (cannot open, read or\n"
+"write the device, or it holds no tensorfs, or the output cannot be\n"
+"written), 16 usage error.\n", prog);
+}
+
+/* ===== lib's findings under our name ===== */
+
+/*
+ * tfs_check() and tfs_check_extents() begin each finding with
+ * "tensorfs-fsck: ".  Run as fsck.tensorfs, they write through this
+ * stream, which passes their lines on to stdout with prog in its place.
+ */
+#define LIB_NAME "tensorfs-fsck: "
+
+struct renamer {
+	size_t n;		/* bytes in line */
+	int mid;		/* line is the rest of a longer one */
+	char line[4096];
+};
+
+/* Pass on r's line, renamed unless it continues a longer one. */
+static int pass_line(struct renamer *r)
+{
+	size_t t = sizeof(LIB_NAME) - 1;
+	int ok;
+
+	if (!r->mid && r->n >= t && !memcmp(r->line, LIB_NAME, t))
+		ok = printf("%s: ", prog) >= 0 &&
+		     fwrite(r->line + t, 1, r->n - t, stdout) == r->n - t;
+	else
+		ok = fwrite(r->line, 1, r->n, stdout) == r->n;
+	r->mid = r->n && r->line[r->n - 1] != '\n';
+	r->n = 0;
+	return ok ? 0 : -1;
+}
+
+static ssize_t renamer_write(void *cookie, const char *buf, size_t len)
+{
+	struct renamer *r = cookie;
+
+	for (size_t i = 0; i < len; i++) {
+		r->line[r->n++] = buf[i];
+		if ((buf[i] == '\n' || r->n == sizeof(r->line)) &&
+		    pass_line(r))
+			return -1;
+	}
+	return (ssize_t)len;
+}
+
+static int renamer_close(void *cookie)
+{
+	struct renamer *r = cookie;
+	int rc = r->n ? pass_line(r) : 0;
+
+	free(r);
+	return rc;
+}
+
+/* The stream for lib's findings: stdout, or a renamer in front of it;
+ * end it with findings_done(). */
+static FILE *findings_out(void)
+{
+	static const cookie_io_functions_t io = {
+		.write = renamer_write, .close = renamer_close,
+	};
+	struct renamer *r;
+	FILE *f;
+
+	if (!strcmp(prog, "tensorfs-fsck"))
+		return stdout;
+	r = calloc(1, sizeof(*r));
+	f = r ? fopencookie(r, "w", io) : NULL;
+	if (!f) {
+		free(r);
+		return stdout;	/* lib's name then, but every finding */
+	}
+	return f;
+}
+
+/* A renamer's last line goes to stdout, whose errors tfs_closeout()
+ * reports at exit. */
+static void findings_done(FILE *f)
+{
+	if (f != stdout)
+		fclose(f);
 }
 
 /* "copy 0", for a message about the copies set in bad */
@@ -95,24 +183,27 @@ static void strip_advice(char *err)
 static int refused(const char *path, char *err)
 {
 	char err2[512] = "";
+	FILE *out;
 	int n;
 
 	/* past the checksums, what loading refuses is mostly extents
 	 * claiming a block twice; if that is it, name them all */
-	n = tfs_check_extents(path, stdout, err2, sizeof(err2));
+	out = findings_out();
+	n = tfs_check_extents(path, out, err2, sizeof(err2));
+	findings_done(out);
 	fflush(stdout);
 	if (n > 0) {
-		fprintf(stderr, "tensorfs-fsck: %s: the file system has "
-			"overlapping extents (%d conflict%s, inodes listed "
-			"above), which tensorfs-fsck cannot repair: it cannot "
-			"tell which file owns the shared blocks, and tensorfs "
-			"will not mount it; restore those files from a backup "
-			"onto a new file system (mkfs.tensorfs)\n",
-			path, n, n == 1 ? "" : "s");
+		fprintf(stderr, "%s: %s: the file system has overlapping "
+			"extents (%d conflict%s, inodes listed above), which "
+			"%s cannot repair: it cannot tell which file owns the "
+			"shared blocks, and tensorfs will not mount it; "
+			"restore those files from a backup onto a new file "
+			"system (mkfs.tensorfs)\n",
+			prog, path, n, n == 1 ? "" : "s", prog);
 		return FSCK_UNCORRECTED;
 	}
 	strip_advice(err);
-	fprintf(stderr, "tensorfs-fsck: %s: %s\n", path, err);
+	fprintf(stderr, "%s: %s: %s\n", prog, path, err);
 	return FSCK_UNCORRECTED;
 }
 
@@ -152,9 +243,9 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 			errno = 0;
 			(void)strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end) {
-				fprintf(stderr, "tensorfs-fsck: -C takes a file "
+				fprintf(stderr, "%s: -C takes a file "
 					"descriptor number, not '%s'\n",
-					optarg);
+					prog, optarg);
 				*ret = FSCK_USAGE;
 				return 1;
 			}
@@ -165,21 +256,21 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 			*ret = FSCK_OK;
 			return 1;
 		case 'V':
-			printf("tensorfs-fsck %s\n", TFS_VERSION_STRING);
+			printf("%s %s\n", prog, TFS_VERSION_STRING);
 			*ret = FSCK_OK;
 			return 1;
 		default:
-			fputs("Try 'tensorfs-fsck --help' for more "
-			      "information.\n", stderr);
+			fprintf(stderr, "Try '%s --help' for more "
+				"information.\n", prog);
 			*ret = FSCK_USAGE;
 			return 1;
 		}
 	}
 	if (argc - optind != 1) {
-		fprintf(stderr, "tensorfs-fsck: %s\nUsage: tensorfs-fsck "
-			"[-y|-p|-a] [-n] [-f] [-v] [-C FD] DEVICE\n",
+		fprintf(stderr, "%s: %s\nUsage: %s [-y|-p|-a] [-n] [-f] "
+			"[-v] [-C FD] DEVICE\n", prog,
 			argc == optind ? "missing DEVICE"
-				       : "too many arguments");
+				       : "too many arguments", prog);
 		*ret = FSCK_USAGE;
 		return 1;
 	}
@@ -203,7 +294,8 @@ static int open_fs(const struct args *a, struct tfs_fs **fs)
 	 * able to look */
 	if (rc == -EUCLEAN)
 		return refused(a->path, err);
-	fprintf(stderr, "tensorfs-fsck: %s: %s\n", a->path, err);
+	strip_advice(err);
+	fprintf(stderr, "%s: %s: %s\n", prog, a->path, err);
 	return FSCK_OPERROR;
 }
 
@@ -214,8 +306,8 @@ static void report_supers(const struct args *a, struct tfs_fs *fs, int bad,
 {
 	if (!bad)
 		return;
-	printf("tensorfs-fsck: superblock %s %s damaged; the other "
-	       "one is in use\n", copies(bad), bad == 3 ? "are" : "is");
+	printf("%s: superblock %s %s damaged; the other one is in use\n",
+	       prog, copies(bad), bad == 3 ? "are" : "is");
 	r->errors++;
 	if (a->repair)
 		tfs_fs_rewrite_superblocks(fs);
@@ -229,11 +321,11 @@ static void report_fallback(const struct args *a, struct tfs_fs *fs,
 
 	if (!note)
 		return;
-	printf("tensorfs-fsck: %s\n", note);
+	printf("%s: %s\n", prog, note);
 	r->errors++;
 	if (a->repair) {
-		printf("tensorfs-fsck: the damaged superblock copy was "
-		       "rewritten from the older one\n");
+		printf("%s: the damaged superblock copy was rewritten from "
+		       "the older one\n", prog);
 		r->repaired++;
 	}
 }
@@ -248,12 +340,12 @@ static void verify_supers(const struct args *a, int bad,
 	if (!bad || !a->repair)
 		return;
 	if (tfs_check_supers(a->path, &still) == 0 && !still) {
-		printf("tensorfs-fsck: superblock %s repaired "
-		       "(rewritten from the good one)\n", copies(bad));
+		printf("%s: superblock %s repaired (rewritten from the good "
+		       "one)\n", prog, copies(bad));
 		r->repaired++;
 	} else {
-		printf("tensorfs-fsck: superblock %s still damaged "
-		       "after the rewrite\n", copies(bad));
+		printf("%s: superblock %s still damaged after the "
+		       "rewrite\n", prog, copies(bad));
 	}
 }
 
@@ -303,7 +395,7 @@ static int conclude(const struct args *a, const struct tfs_check_result *r,
 	else
 		ret = FSCK_UNCORRECTED;
 	if (r->errors)
-		printf("tensorfs-fsck: %s: %llu errors, %llu repaired%s\n",
+		printf("%s: %s: %llu errors, %llu repaired%s\n", prog,
 		       a->path, (unsigned long long)r->errors,
 		       (unsigned long long)r->repaired,
 		       a->repair ? "" : " (run with -y to repair)");
@@ -324,8 +416,15 @@ int main(int argc, char **argv)
 	struct tfs_fs_info info;
 	struct tfs_fs *fs = NULL;
 	int rc, bad = 0, ret;
+	FILE *out;
 
-	tfs_closeout("tensorfs-fsck", 8);
+	if (argc > 0 && argv[0] && *argv[0]) {
+		const char *slash = strrchr(argv[0], '/');
+
+		prog = slash ? slash + 1 : argv[0];
+		argv[0] = (char *)prog;	/* getopt's messages name it too */
+	}
+	tfs_closeout(prog, 8);
 	if (parse_args(argc, argv, &a, &ret))
 		return ret;
 	/* before the open, which in repair mode rewrites a superblock; if
@@ -335,12 +434,14 @@ int main(int argc, char **argv)
 	ret = open_fs(&a, &fs);
 	if (ret)
 		return ret;
+	out = findings_out();
 	rc = tfs_check(fs, (a.repair ? TFS_CHECK_REPAIR : 0) |
 				   (a.verbose ? TFS_CHECK_VERBOSE : 0),
-		       stdout, &r);
+		       out, &r);
+	findings_done(out);
 	if (rc) {
-		fprintf(stderr, "tensorfs-fsck: %s: check failed: %s\n",
-			a.path, strerror(-rc));
+		fprintf(stderr, "%s: %s: check failed: %s\n", prog, a.path,
+			strerror(-rc));
 		tfs_fs_close(fs);
 		return FSCK_OPERROR;
 	}
@@ -351,9 +452,8 @@ int main(int argc, char **argv)
 	tfs_fs_get_info(fs, &info);
 	rc = tfs_fs_close(fs);
 	if (rc) {
-		fprintf(stderr, "tensorfs-fsck: %s: writing repairs failed: "
-			"%s; run tensorfs-fsck -y again\n", a.path,
-			strerror(-rc));
+		fprintf(stderr, "%s: %s: writing repairs failed: %s; run "
+			"%s -y again\n", prog, a.path, strerror(-rc), prog);
 		return FSCK_OPERROR;
 	}
 	verify_supers(&a, bad, &r);

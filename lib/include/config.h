@@ -227,6 +227,22 @@ enum tfs_cfg_use { TFS_CFG_TFS, TFS_CFG_DS };
 /* flags: what loading saw besides values */
 #define TFS_CFG_F_THREAD_COUNT 1u	/* [aio] thread_count was given */
 
+/* Each key's index in table order, and their number. */
+enum {
+#define X(sec, name, type, def, min, max, unit, use, doc)                    \
+	TFS_CFG_KEY_##sec##_##name,
+	TFS_CONFIG_KEYS
+#undef X
+	TFS_CFG_NKEYS
+};
+
+/* from_line[] of a key tfs_config_set() set (from_set[] holds the text) */
+#define TFS_CFG_FROM_SET UINT32_MAX
+
+/* The longest "KEY=VALUE" from_set[] keeps, with its NUL; longer is cut
+ * and ends in "..." */
+#define TFS_CFG_FROM_SET_MAX 128
+
 struct tfs_config {
 #define X(sec, name, type, def, min, max, unit, use, doc)                    \
 	TFS_CFG_FIELD_##type(sec##_##name)
@@ -234,6 +250,11 @@ struct tfs_config {
 #undef X
 	unsigned int flags;	/* TFS_CFG_F_* */
 	char warnings[512];	/* "FILE:LINE: ..." per deprecated name, one per line */
+	/* where each value came from, for messages (tfs_config_origin()):
+	 * 0 the default, a line of from_file, or TFS_CFG_FROM_SET */
+	uint32_t from_line[TFS_CFG_NKEYS];
+	char from_file[1024];	/* the file tfs_config_load() read last */
+	char from_set[TFS_CFG_NKEYS][TFS_CFG_FROM_SET_MAX]; /* "KEY=VALUE" */
 };
 
 /* Tensor types: name and element size; index is what DTYPE keys hold. */
@@ -254,9 +275,10 @@ uint64_t tfs_config_pool_bytes(const struct tfs_config *c);
 
 /*
  * Check combinations no single key can: block_size a multiple of 4 KiB,
- * a pool of at least two blocks.  0, or -EINVAL with err saying which
- * keys to change.  tfs_config_load() runs the same checks on what the
- * file set, and names the file and line.
+ * a pool of at least two blocks.  0, or -EINVAL with err naming each key
+ * involved with its value and where it came from (tfs_config_origin())
+ * and saying which to change.  tfs_config_load() runs the same checks on
+ * what the file set, and names the file and line.
  */
 int tfs_config_validate(const struct tfs_config *c, char *err, size_t errlen);
 
@@ -286,6 +308,26 @@ const struct tfs_cfg_key *tfs_config_key(const char *section,
 char *tfs_config_format(const struct tfs_config *c,
 			const struct tfs_cfg_key *k, char *buf, size_t len);
 
+/*
+ * Where k's value in c came from, for a message, into buf: "FILE:LINE"
+ * (tfs_config_load(); FILE the file it read last), "-o KEY=VALUE" as
+ * tfs_config_set() was given it (the daemon's -o), or "default".
+ * Returns buf.
+ */
+char *tfs_config_origin(const struct tfs_config *c,
+			const struct tfs_cfg_key *k, char *buf, size_t len);
+
+/* k's value and where it came from, for a message, into buf:
+ * "offload_param.buffer_size = 1 from -o offload_param.buffer_size=1",
+ * "aio.block_size = 1MiB from tensorfs.ini:12",
+ * "offload_param.buffer_count = 5 by default".  Returns buf. */
+char *tfs_config_describe(const struct tfs_config *c,
+			  const struct tfs_cfg_key *k, char *buf, size_t len);
+
+/* Whether the value of k came from tfs_config_set() (-o). */
+int tfs_config_from_set(const struct tfs_config *c,
+			const struct tfs_cfg_key *k);
+
 /* Whether k's value in c differs from its default. */
 int tfs_config_changed(const struct tfs_config *c, const struct tfs_cfg_key *k);
 
@@ -300,7 +342,8 @@ void tfs_config_defaults(struct tfs_config *c);
  * file set contradict each other (tfs_config_validate's checks), err
  * naming the line of the later one and c holding the whole file; or
  * -errno if the file cannot be read.  Deprecated names are appended to
- * c->warnings as "FILE:LINE: ...\n".
+ * c->warnings as "FILE:LINE: ...\n".  Each key the file sets is
+ * remembered as set there (tfs_config_origin()).
  */
 int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 		    size_t errlen);
@@ -320,7 +363,8 @@ int tfs_config_load_buffer(struct tfs_config *c, const char *name,
  * A plain name that several sections have means the one the mount reads
  * ([offload_param] buffer_count, not [offload_optimizer]'s); the others
  * need section.name.  Returns 0, -ENOENT for an unknown key (err then
- * suggests the nearest), -EINVAL for a bad value (err says why).
+ * suggests the nearest), -EINVAL for a bad value (err says why).  A key
+ * set is remembered as set by "-o KEY=VALUE" (tfs_config_origin()).
  */
 int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 		   char *err, size_t errlen);

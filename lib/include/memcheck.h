@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
+
 struct tfs_mem_limits {
 	uint64_t mem_available;	/* MemAvailable, bytes */
 	uint64_t cgroup_free;	/* memory.max - memory.current, or UINT64_MAX */
@@ -61,5 +63,16 @@ uint64_t tfs_mem_meta_bytes(uint64_t files);
 int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
 		  uint64_t pool, uint64_t files, int pinned, uint64_t spare,
 		  char *err, size_t errlen);
+
+/*
+ * tfs_mem_check() of the cache, pool and pin_memory that c sets, with
+ * every key that makes up the sums named in err with its value and where
+ * it came from (tfs_config_describe(): "from tensorfs.ini:12", "from -o
+ * offload_param.buffer_size=1e10", "by default"), and which to lower
+ * first: the keys of the larger of cache and pool.
+ */
+int tfs_mem_check_config(const struct tfs_mem_limits *l,
+			 const struct tfs_config *c, uint64_t files,
+			 uint64_t spare, char *err, size_t errlen);
 
 #endif

@@ -251,6 +251,29 @@ tfs_expect_exit 8 "a directory as the image: tensorfs-fsck" "$FSCK" "$CASE"
 named_once "a directory as the image: tensorfs-fsck"
 tfs_expect_exit 8 "a directory as the image: tensorfs-fsck -y" "$FSCK" -y "$CASE"
 named_once "a directory as the image: tensorfs-fsck -y"
+# Regression: a directory, a FIFO or a character device got ENOTBLK's
+# "Block device required"; it is what mkfs.tensorfs says, the device
+# named once by the caller
+rmdir "$CASE"
+for kind in directory fifo /dev/zero; do
+	case $kind in
+	directory) mkdir "$CASE"; dev=$CASE ;;
+	fifo) mkfifo "$CASE"; dev=$CASE ;;
+	*) dev=$kind ;;
+	esac
+	tfs_expect_mount_refused "$kind as the image: tensorfs -f" "$dev" "$MNT" \
+		"$dev: neither a block device nor a regular file"
+	tfs_expect_exit 1 "$kind as the image: tensorfs (daemon mode)" "$TENSORFS" "$dev" "$MNT"
+	tfs_expect_words "$kind as the image: tensorfs (daemon mode)" "$WORK/err" \
+		"$dev: neither a block device nor a regular file"
+	tfs_expect_exit 8 "$kind as the image: tensorfs-fsck" "$FSCK" "$dev"
+	tfs_expect_words "$kind as the image: tensorfs-fsck" "$WORK/err" \
+		"tensorfs-fsck: $dev: neither a block device nor a regular file"
+	! grep -qi "block device required" "$WORK/err" ||
+		tfs_fail "$kind as the image: expected mkfs's words, got '$(cat "$WORK/err")'"
+	rm -rf "$CASE"
+done
+mkdir "$CASE"
 
 # ===== a damaged tensorfs =====
 
@@ -522,6 +545,15 @@ tfs_expect_words "$what: tensorfs-fsck" "$WORK/err" "overlapping extents" "canno
 ! grep -qF "run tensorfs-fsck" "$WORK/out" "$WORK/err" || tfs_fail "$what: tensorfs-fsck: expected no advice to run itself, got '$(cat "$WORK/err")'"
 not_repaired "$what" 4
 tfs_expect_words "$what: tensorfs-fsck -y" "$WORK/err" "overlapping extents" "cannot repair"
+# Regression: run as fsck.tensorfs (as fsck(8) runs it), every message,
+# lib's findings included, says fsck.tensorfs, never tensorfs-fsck
+FSCK_T="$TFS_BIN/fsck.tensorfs"
+tfs_expect_exit 4 "$what: fsck.tensorfs" "$FSCK_T" "$CASE"
+tfs_expect_words "$what: fsck.tensorfs" "$WORK/out" "fsck.tensorfs: inodes $ino_a and $ino_b both map device block"
+tfs_expect_words "$what: fsck.tensorfs" "$WORK/err" "fsck.tensorfs: $CASE: the file system has overlapping" \
+	"which fsck.tensorfs cannot repair"
+! grep -qF tensorfs-fsck "$WORK/out" "$WORK/err" ||
+	tfs_fail "$what: fsck.tensorfs: expected no 'tensorfs-fsck' in its messages, got '$(cat "$WORK/out" "$WORK/err")'"
 
 # ===== tensorfs-fsck usage errors =====
 
@@ -536,6 +568,16 @@ for opt in -y -n -v -p -a --help; do
 done
 tfs_expect_words "tensorfs-fsck --help" "$WORK/out" "0 no errors" "1 errors were found and all" "4 errors left" "8 operational error" "16 usage error"
 tfs_expect_exit 0 "tensorfs-fsck -a on the good image" "$FSCK" -a "$GOOD"
+# fsck.tensorfs: the same codes (fsck(8)'s: usage 16), its own name
+for args in "" "-Z $GOOD" "$GOOD $GOOD" "-C x $GOOD"; do
+	# shellcheck disable=SC2086 # the words are the arguments
+	tfs_expect_exit 16 "fsck.tensorfs $args" "$FSCK_T" $args
+	tfs_expect_words "fsck.tensorfs $args" "$WORK/err" "fsck.tensorfs"
+	! grep -qF tensorfs-fsck "$WORK/err" ||
+		tfs_fail "fsck.tensorfs $args: expected its own name only, got '$(cat "$WORK/err")'"
+done
+tfs_expect_exit 0 "fsck.tensorfs --help" "$FSCK_T" --help
+tfs_expect_words "fsck.tensorfs --help" "$WORK/out" "Usage: fsck.tensorfs" "16 usage error"
 
 # ===== nothing left behind =====
 

@@ -425,13 +425,27 @@ tfs_expect_exit 1 "short .npy" "$CAT" short.npy
 tfs_expect_words "short .npy" "$WORK/err" "needs 48 bytes"
 head -c 200 model.safetensors >trunc.safetensors
 tfs_expect_exit 1 "truncated .safetensors" "$CAT" trunc.safetensors
-# every truncation of a header: exit 1 or 2 (raw, no dtype), never a crash
-for n in 0 1 8 9 10 11 12 20 64 127 128; do
+# every truncation of a header: never a crash; a .npy cut anywhere after
+# its magic is a damaged file, exit 1 as every damaged file (it was 2, a
+# usage error, while the 10-byte preamble was incomplete); before the
+# magic is whole it reads as raw data without a dtype (2)
+for n in 0 1 5 6 7 8 9 10 11 12 20 64 127 128; do
 	head -c $n f32b.npy >cut.npy
-	tfs_expect_exit "1|2" "f32b.npy cut to $n bytes" "$CAT" cut.npy
+	if [ "$n" -ge 6 ]; then
+		tfs_expect_exit 1 "f32b.npy cut to $n bytes" "$CAT" cut.npy
+		# within the 128-byte header: said so
+		[ "$n" -ge 128 ] ||
+			tfs_expect_words "f32b.npy cut to $n bytes" "$WORK/err" "cut.npy" "truncated"
+	else
+		tfs_expect_exit "1|2" "f32b.npy cut to $n bytes" "$CAT" cut.npy
+	fi
 	head -c $n model.safetensors >cut.st
 	tfs_expect_exit "0|1|2" "model.safetensors cut to $n bytes" "$CAT" cut.st
 done
+# usage errors exit 2 (the convention of tensorfs(8)'s EXIT STATUS)
+tfs_expect_exit 2 "no FILE" "$CAT"
+tfs_expect_exit 2 "bad --offset" "$CAT" --dtype fp32 --offset lots raw.bin
+tfs_expect_words "bad --offset" "$WORK/err" "'lots'" "--help"
 tfs_expect_exit 0 "--help" "$CAT" --help
 tfs_expect_words "--help" "$WORK/out" "Exit status" "user.tensor.dtype" "--stats" \
 	"--tensor" ".safetensors"

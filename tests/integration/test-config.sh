@@ -1,7 +1,11 @@
 #!/bin/bash
 # Description: the shipped conf/tensorfs.ini is exactly what the key table
-# prints, -o overrides -c, and bad settings stop the mount with exit 2, a
-# -c that names a directory or a file that is not text among them.
+# prints, -o overrides -c, and bad settings stop the mount: a bad -c file
+# (a directory, a file that is not text, a bad value) with exit 1 naming
+# FILE:LINE, a setting in -o that is unknown or out of range with exit 2
+# (a bad command line), settings that contradict each other with exit 1
+# naming each key, its value and where it came from (never the config
+# file for a value -o gave).
 . "$(dirname "$0")/lib.sh"
 
 SHIPPED="$(cd "$(dirname "$0")/../.." && pwd)/conf/tensorfs.ini"
@@ -32,18 +36,18 @@ WORK=""
 
 tfs_mkimg 256M
 
-# -c with a directory or a file that is not text: exit 2 naming it, never
+# -c with a directory or a file that is not text: exit 1 naming it, never
 # a mount with the defaults (fopen() opens a directory, and its read
 # failed as if the file were empty)
-tfs_expect_exit 2 "tensorfs -c DIRECTORY --print-config" \
+tfs_expect_exit 1 "tensorfs -c DIRECTORY --print-config" \
 	"$TENSORFS" -c "$WORK" --print-config
 tfs_expect_words "tensorfs -c DIRECTORY" "$WORK/err" \
 	"'$WORK' is a directory; give an INI file"
 tfs_try_mount "$IMG" "$MNT" -c "$WORK"
-[ "$TFS_RC" = 2 ] || tfs_fail "tensorfs -c DIRECTORY DEVICE MOUNTPOINT: expected exit 2, got $TFS_RC"
+[ "$TFS_RC" = 1 ] || tfs_fail "tensorfs -c DIRECTORY DEVICE MOUNTPOINT: expected exit 1, got $TFS_RC"
 tfs_expect_words "tensorfs -c DIRECTORY DEVICE MOUNTPOINT" "$WORK/err" \
 	"is a directory; give an INI file"
-tfs_expect_exit 2 "tensorfs -c /dev/zero --print-config" \
+tfs_expect_exit 1 "tensorfs -c /dev/zero --print-config" \
 	"$TENSORFS" -c /dev/zero --print-config
 tfs_expect_words "tensorfs -c /dev/zero" "$WORK/err" "/dev/zero:1:" "NUL byte"
 "$TENSORFS" -f -o max_threds=4 "$IMG" "$MNT" 2>"$WORK/err"
@@ -68,6 +72,34 @@ grep -q "did you mean 'buffer_count'" "$WORK/err" ||
 rc=$?
 [ "$rc" = 2 ] || tfs_fail "-o max_threads=0: expected exit 2, got $rc"
 grep -q "out of range" "$WORK/err" || tfs_fail "-o max_threads=0: expected 'out of range', got: $(cat "$WORK/err")"
+
+# a bad value in the file: bad input, exit 1 with FILE:LINE
+printf '[mount]\nmax_threads = 0\n' >"$WORK/zero.ini"
+tfs_try_mount "$IMG" "$MNT" -c "$WORK/zero.ini"
+[ "$TFS_RC" = 1 ] || tfs_fail "-c with max_threads = 0: expected exit 1, got $TFS_RC"
+tfs_expect_words "-c with max_threads = 0" "$WORK/err" "zero.ini:2:" "out of range"
+
+# Regression: -o offload_param.buffer_size=1 was blamed on the config
+# file read before it, and exited 2.  Values that contradict each other
+# are refused (exit 1), each named with where it came from; the default
+# file is read here as /etc/tensorfs/tensorfs.ini is on an installed
+# machine
+printf '[offload_param]\nbuffer_count = 4\n' >"$WORK/site.ini"
+TENSORFS_CONFIG="$WORK/site.ini" tfs_try_mount "$IMG" "$MNT" -o offload_param.buffer_size=1
+[ "$TFS_RC" = 1 ] || tfs_fail "-o offload_param.buffer_size=1: expected exit 1, got $TFS_RC"
+tfs_expect_words "-o offload_param.buffer_size=1" "$WORK/err" \
+	"offload_param.buffer_size = 1 from -o offload_param.buffer_size=1" \
+	"offload_param.buffer_count = 4 from $WORK/site.ini:2" \
+	"aio.block_size = 1MiB by default" "raise buffer_size or lower block_size"
+grep -qF "tensorfs: $WORK/site.ini:" "$WORK/err" &&
+	tfs_fail "-o offload_param.buffer_size=1: expected the config file not blamed, got '$(cat "$WORK/err")'"
+tfs_expect_unmounted "-o offload_param.buffer_size=1" "$MNT"
+# the same contradiction from the file names its line, and exits 1 too
+printf '[offload_param]\nbuffer_size = 1\n' >"$WORK/small.ini"
+tfs_try_mount "$IMG" "$MNT" -c "$WORK/small.ini"
+[ "$TFS_RC" = 1 ] || tfs_fail "-c with buffer_size = 1: expected exit 1, got $TFS_RC"
+tfs_expect_words "-c with buffer_size = 1" "$WORK/err" \
+	"offload_param.buffer_size = 1 from $WORK/small.ini:2"
 
 tfs_mount -o commit_interval_ms=100,max_threads=4
 echo data >"$MNT/f" || tfs_fail "write on a mount with -o settings failed"

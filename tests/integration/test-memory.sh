@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: the daemon's peak resident memory (VmHWM) stays under cache budget + write-back pool + 64 MiB while 8 writers and readers move 4x that through the mount; a cache plus pool larger than available memory, or a pinned pool over RLIMIT_MEMLOCK, is refused with the numbers and the key to lower; memory_check=false mounts anyway; pin_memory locks the arena (VmLck) and registers it with io_uring
+# Description: the daemon's peak resident memory (VmHWM) stays under cache budget + write-back pool + 64 MiB while 8 writers and readers move 4x that through the mount; a cache plus pool larger than available memory, or a pinned pool over RLIMIT_MEMLOCK, is refused with the numbers, every key of the sum with its value and where it came from (-o, FILE:LINE, default), and the key to lower; memory_check=false mounts anyway; pin_memory locks the arena (VmLck) and registers it with io_uring
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -72,6 +72,19 @@ tfs_expect_unmounted "a cache over MemAvailable" "$MNT"
 tfs_try_mount "$IMG" "$MNT" -o "buffer_count=$((too_much * 8)),buffer_size=128MiB"
 [ "$TFS_RC" = 1 ] || tfs_fail "a pool over MemAvailable: expected exit 1, got $TFS_RC"
 tfs_expect_words "a pool over MemAvailable" "$WORK/err" buffer_count available
+# every key of the sum named with its value and where it came from, and
+# what to lower: buffer_size too, which the message once left out (the
+# default config file is read, as on an installed machine, and not blamed)
+printf '[mount]\ncommit_interval_ms = 1000\n' >"$WORK/site.ini"
+TENSORFS_CONFIG="$WORK/site.ini" tfs_try_mount "$IMG" "$MNT" -o "buffer_size=${too_much}GiB"
+[ "$TFS_RC" = 1 ] || tfs_fail "a pool over MemAvailable by buffer_size: expected exit 1, got $TFS_RC"
+tfs_expect_words "a pool over MemAvailable by buffer_size" "$WORK/err" \
+	"offload_param.buffer_size = ${too_much}GiB from -o buffer_size=${too_much}GiB" \
+	"offload_param.buffer_count = 5 by default" \
+	"offload_param.max_in_cpu = 1e9 by default" \
+	"lower offload_param.buffer_size or buffer_count"
+! grep -qF site.ini "$WORK/err" ||
+	tfs_fail "a pool over MemAvailable by -o buffer_size: expected the config file not blamed, got '$(cat "$WORK/err")'"
 
 # pinning more than RLIMIT_MEMLOCK (1 MiB here)
 (

@@ -2,8 +2,12 @@
 # Description: tensorfs command line: errors and exit codes, daemon mode, SIGTERM flush, double mount
 #
 # Every refused mount must exit 1 with the contract's words and leave no
-# mount; usage and configuration errors exit 2 (a missing -c file, an
-# unknown key, with FILE:LINE); --help exits 0 on stdout.  Without -f the
+# mount; usage errors exit 2 (an unknown option, a missing or extra
+# operand, an unknown setting in -o), a bad configuration file exits 1 (a
+# missing -c file, an unknown key, with FILE:LINE); --help exits 0 on
+# stdout.  A second mount of a mounted device names the mount point that
+# holds it and how to unmount it; a device another process holds, that
+# process.  Without -f the
 # parent exits 0 only once the mount is live, and the daemon (found with
 # pgrep by the image path) lets go of the caller's cwd and stdio, and exits
 # after fusermount3 -u.  SIGTERM, to the foreground or the daemonised
@@ -75,6 +79,8 @@ usage_case "tensorfs with three operands" "$IMG" "$MNT" "$MNT2"
 usage_case "tensorfs with an unknown option" -Z "$IMG" "$MNT"
 usage_case "tensorfs -o without its argument" "$IMG" "$MNT" -o
 usage_case "tensorfs -c without its argument" "$IMG" "$MNT" -c
+usage_case "tensorfs with an unknown setting in -o" -o no_such_settng=1 "$IMG" "$MNT"
+usage_case "tensorfs with a bad number in -o" -o commit_interval_ms=soon "$IMG" "$MNT"
 
 # ===== refused mounts, in the foreground (-f) and in daemon mode =====
 
@@ -102,13 +108,13 @@ tfs_fsck_clean
 # ===== configuration files =====
 
 tfs_try_mount "$IMG" "$MNT" -c "$WORK/none.ini"
-tfs_eq "tensorfs -c with a missing file: exit (configuration error)" 2 "$TFS_RC"
+tfs_eq "tensorfs -c with a missing file: exit (bad input, not usage)" 1 "$TFS_RC"
 tfs_expect_words "tensorfs -c with a missing file" "$WORK/err" none.ini
 tfs_expect_unmounted "tensorfs -c with a missing file" "$MNT"
 
 printf '[mount]\nno_such_key_xyz = 1\n' >"$WORK/bad.ini"
 tfs_try_mount "$IMG" "$MNT" -c "$WORK/bad.ini"
-tfs_eq "tensorfs -c with an unknown key: exit (configuration error)" 2 "$TFS_RC"
+tfs_eq "tensorfs -c with an unknown key: exit (bad input, not usage)" 1 "$TFS_RC"
 tfs_expect_words "tensorfs -c with an unknown key" "$WORK/err" bad.ini:2 no_such_key_xyz
 tfs_expect_unmounted "tensorfs -c with an unknown key" "$MNT"
 
@@ -172,16 +178,34 @@ for dev in "$IMG" "$WORK/alias.img" "$WORK/hardlink.img"; do
 	tfs_expect_exit 1 "second mount of '$dev' (daemon mode)" "$TENSORFS" "$dev" "$MNT2"
 	tfs_expect_some_word "second mount of '$dev' (daemon mode)" "$WORK/err" "in use" "already mounted"
 	# the device (as the daemon resolved it) named once, not
-	# "tensorfs: DEV: 'DEV' is in use"
-	[ "$(grep -oF -- "$WORK/" "$WORK/err" | wc -l)" = 1 ] ||
+	# "tensorfs: DEV: 'DEV' is in use" (the mount point aside)
+	[ "$(sed "s|$MNT||g" "$WORK/err" | grep -oF -- "$WORK/" | wc -l)" = 1 ] ||
 		tfs_fail "second mount of '$dev': expected the device named once, got '$(cat "$WORK/err")'"
 	tfs_expect_unmounted "second mount of '$dev' (daemon mode)" "$MNT2"
+	# the mount point that holds it, and the fix
+	tfs_expect_words "second mount of '$dev' (daemon mode)" "$WORK/err" \
+		"mounted by tensorfs on $MNT" "umount $MNT"
 done
 check_files "$MNT" "first mount after refused second mounts"
 head -c 4096 /dev/urandom >"$WORK/after"
 cp "$WORK/after" "$MNT/after" || tfs_fail "writing to the first mount after refused second mounts: expected success, got failure"
 tfs_umount
 tfs_fsck_clean
+
+# not mounted but open in another process: that process named
+# (one process, which keeps the lock and the file: kill ends both)
+bash -c 'exec 9<"$1" && flock -x 9 && exec sleep 30' _ "$IMG" &
+holder=$!
+tfs_wait_for 5 bash -c '! flock -n "$1" true' _ "$IMG" ||
+	tfs_fail "flock on the image: expected it held, got it free"
+tfs_expect_exit 1 "mount of an image another process holds" "$TENSORFS" "$IMG" "$MNT2"
+tfs_expect_words "mount of an image another process holds" "$WORK/err" \
+	"in use" "not mounted" "has it open"
+tfs_expect_some_word "mount of an image another process holds" "$WORK/err" \
+	"process $holder (sleep)" "fuser"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+tfs_expect_unmounted "mount of an image another process holds" "$MNT2"
 
 # the lock goes with the unmount: the other mount point works now
 SAVED_MNT=$MNT

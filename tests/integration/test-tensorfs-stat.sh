@@ -56,6 +56,13 @@ done
 tfs_eq "exit status for a directory beside the mount" 1 $?
 "$STAT" 2>/dev/null
 tfs_eq "exit status without MOUNTPOINT" 2 $?
+# the rest of the convention (tensorfs-stat(1) EXIT STATUS): usage 2
+"$STAT" --bogus "$MNT" 2>/dev/null
+tfs_eq "exit status for an unknown option" 2 $?
+"$STAT" "$MNT" 1 2 3 2>/dev/null
+tfs_eq "exit status for too many operands" 2 $?
+"$STAT" "$MNT" 0.1 many 2>/dev/null
+tfs_eq "exit status for a bad COUNT" 2 $?
 "$STAT" --help | grep -q "Exit status" || tfs_fail "--help has no exit status section"
 tfs_umount
 tfs_pass

@@ -441,17 +441,17 @@ static void test_config_contradiction_names_the_later_line(void **state)
 	(void)state;
 	assert_int_equal(load(&c, "[aio]\nqueue_depth = 8\nblock_size = 6000\n",
 			      err, sizeof(err)), -EDOM);
-	assert_non_null(strstr(err, ":3: aio.block_size = 6000 is not a "
-				    "multiple of 4 KiB (4096)"));
+	assert_non_null(strstr(err, ":3: aio.block_size = 6000 from "));
+	assert_non_null(strstr(err, ":3 is not a multiple of 4 KiB (4096)"));
 	/* the whole file was read */
 	assert_int_equal(c.aio_queue_depth, 8);
 	assert_int_equal(load(&c, "[offload_param]\nbuffer_count = 1\n"
 				  "buffer_size = 1MiB\n\n[aio]\n"
 				  "block_size = 1MiB\n", err, sizeof(err)),
 			 -EDOM);
-	assert_non_null(strstr(err, ":6: the write-back pool (buffer_count x "
-				    "buffer_size = 1048576 bytes) holds fewer "
-				    "than two aio.block_size blocks"));
+	assert_non_null(strstr(err, ":6: the write-back pool, buffer_count x "
+				    "buffer_size = 1048576 bytes, holds fewer "
+				    "than two blocks of aio.block_size"));
 	/* the same from defaults and -o is tfs_config_validate()'s */
 	tfs_config_defaults(&c);
 	assert_int_equal(tfs_config_validate(&c, err, sizeof(err)), 0);
@@ -464,7 +464,54 @@ static void test_config_contradiction_names_the_later_line(void **state)
 	assert_int_equal(tfs_config_set(&c, "block_size", "8200", err,
 					sizeof(err)), 0);
 	assert_int_equal(tfs_config_validate(&c, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "aio.block_size = 8200 is not a multiple"));
+	assert_non_null(strstr(err, "aio.block_size = 8200 from -o "
+				    "block_size=8200 is not a multiple"));
+}
+
+/* Regression: -o offload_param.buffer_size=1 was blamed on the ini file
+ * read before it; a contradiction names each key, its value and where
+ * that came from. */
+static void test_config_contradiction_names_where_each_value_came_from(
+	void **state)
+{
+	static const char ini[] = "[offload_param]\nbuffer_count = 4\n";
+	struct tfs_config c;
+	char err[1024] = "", buf[256];
+
+	(void)state;
+	tfs_config_defaults(&c);
+	assert_int_equal(tfs_config_load_buffer(&c, "site.ini", ini,
+						sizeof(ini) - 1, err,
+						sizeof(err)), 0);
+	assert_int_equal(tfs_config_set(&c, "offload_param.buffer_size", "1",
+					err, sizeof(err)), 0);
+	assert_int_equal(tfs_config_validate(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "offload_param.buffer_size = 1 from -o "
+				    "offload_param.buffer_size=1"));
+	assert_non_null(strstr(err, "offload_param.buffer_count = 4 from "
+				    "site.ini:2"));
+	assert_non_null(strstr(err, "aio.block_size = 1MiB by default"));
+	assert_non_null(strstr(err, "offload_param.dtype = fp16 by default"));
+	assert_non_null(strstr(err, "raise buffer_size or lower block_size"));
+	/* the origins, one by one */
+	assert_string_equal(tfs_config_origin(&c, tfs_config_key(
+			"offload_param", "buffer_size"), buf, sizeof(buf)),
+			     "-o offload_param.buffer_size=1");
+	assert_string_equal(tfs_config_origin(&c, tfs_config_key(
+			"offload_param", "buffer_count"), buf, sizeof(buf)),
+			    "site.ini:2");
+	assert_string_equal(tfs_config_origin(&c, tfs_config_key(
+			"aio", "block_size"), buf, sizeof(buf)), "default");
+	assert_true(tfs_config_from_set(&c, tfs_config_key("offload_param",
+							   "buffer_size")));
+	/* a long -o value is cut, not overrun */
+	memset(buf, 'a', 200);
+	buf[200] = '\0';
+	assert_int_equal(tfs_config_set(&c, "log", buf, err, sizeof(err)), 0);
+	tfs_config_origin(&c, tfs_config_key("mount", "log"), buf,
+			  sizeof(buf));
+	assert_int_equal(strlen(buf), 3 + TFS_CFG_FROM_SET_MAX - 1);
+	assert_non_null(strstr(buf, "..."));
 }
 
 static void test_config_counts_lines_past_long_lines(void **state)
@@ -578,7 +625,8 @@ static void test_config_print_reads_back_the_same(void **state)
 	tfs_config_print(&c, f);
 	fclose(f);
 	assert_int_equal(load(&d, buf, err, sizeof(err)), 0);
-	assert_memory_equal(&c, &d, sizeof(c));
+	/* the values; where they came from differs (set here, read there) */
+	assert_memory_equal(&c, &d, offsetof(struct tfs_config, from_line));
 	free(buf);
 }
 
@@ -621,11 +669,24 @@ static void test_config_buffer_reads_as_a_file_of_its_bytes(void **state)
 				 sizeof(eb));
 		assert_int_equal(ra, rb);
 		if (ra) {
-			/* "FILE:LINE: ..." vs "buf.ini:LINE: ..." */
+			/* "FILE:LINE: ... from FILE:LINE ..." vs
+			 * "buf.ini:LINE: ... from buf.ini:LINE ..." */
+			char want[1024], *at, *w = want;
+			size_t flen;
+
 			colon = strchr(ea, ':');
 			assert_non_null(colon);
-			assert_true(!strncmp(eb, "buf.ini:", 8));
-			assert_string_equal(colon, eb + 7);
+			flen = (size_t)(colon - ea);
+			for (at = ea; *at;) {
+				if (!strncmp(at, ea, flen) && at[flen] == ':') {
+					w += sprintf(w, "buf.ini");
+					at += flen;
+				} else {
+					*w++ = *at++;
+				}
+			}
+			*w = '\0';
+			assert_string_equal(want, eb);
 		}
 		for (size_t k = 0; k < nkeys; k++)
 			assert_string_equal(
@@ -712,8 +773,9 @@ static void test_config_buffer_long_line_and_contradiction(void **state)
 		 "6000\n");
 	assert_int_equal(load_buffer(&c, text, strlen(text), err, sizeof(err)),
 			 -EDOM);
-	assert_non_null(strstr(err, "buf.ini:3: aio.block_size = 6000 is not "
-				    "a multiple of 4 KiB (4096)"));
+	assert_non_null(strstr(err, "buf.ini:3: aio.block_size = 6000 from "
+				    "buf.ini:3 is not a multiple of 4 KiB "
+				    "(4096)"));
 }
 
 int main(void)
@@ -747,6 +809,7 @@ int main(void)
 		cmocka_unit_test(test_config_empty_buffer_keeps_the_defaults),
 		cmocka_unit_test(test_config_nul_byte_is_not_text),
 		cmocka_unit_test(test_config_buffer_long_line_and_contradiction),
+		cmocka_unit_test(test_config_contradiction_names_where_each_value_came_from),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

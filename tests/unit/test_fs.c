@@ -202,6 +202,16 @@ static void test_fs_open_errors(void **state)
 				     sizeof(f->err)), -EBUSY);
 	assert_non_null(strstr(f->err, "in use"));
 	assert_null(strstr(f->err, f->path));
+	/* not mounted: the process that has it open named (this one) */
+	assert_non_null(strstr(f->err, "has it open"));
+	assert_null(strstr(f->err, "opened by another tool"));
+	/* a directory, as mkfs says it: not ENOTBLK's "Block device
+	 * required", and without the path */
+	f->err[0] = '\0';
+	assert_int_equal(tfs_fs_open("/tmp", NULL, &fs, f->err,
+				     sizeof(f->err)), -ENOTBLK);
+	assert_string_equal(f->err, "neither a block device nor a regular "
+				    "file");
 	/* read-only without the lock is fine (fsck -n of a live image) */
 	o.readonly = 1;
 	o.no_lock = 1;

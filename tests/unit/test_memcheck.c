@@ -62,6 +62,57 @@ static void test_memcheck_over_memavailable_names_keys_and_numbers(void **state)
 	assert_non_null(strstr(err, "memory_check = false"));
 }
 
+/* Regression: the pool-too-large message named max_in_cpu and
+ * buffer_count but not buffer_size, which was what had been set. */
+static void test_memcheck_config_names_every_key_and_where_it_came_from(
+	void **state)
+{
+	struct tfs_mem_limits l = machine(2 * GiB, UINT64_MAX, UINT64_MAX);
+	struct tfs_config c;
+	char err[2048] = "";
+
+	(void)state;
+	tfs_config_defaults(&c);
+	assert_int_equal(tfs_config_set(&c, "buffer_size", "1e10", err,
+					sizeof(err)), 0);
+	assert_int_equal(tfs_mem_check_config(&l, &c, 0, 64 * MiB, err,
+					      sizeof(err)), -ENOMEM);
+	assert_non_null(strstr(err, "offload_param.max_in_cpu = 1e9 by "
+				    "default"));
+	assert_non_null(strstr(err, "offload_param.buffer_count = 5 by "
+				    "default x offload_param.buffer_size = "
+				    "1e10 from -o buffer_size=1e10"));
+	assert_non_null(strstr(err, "offload_param.dtype = fp16 by default"));
+	assert_non_null(strstr(err, "lower offload_param.buffer_size or "
+				    "buffer_count (the pool is the larger "
+				    "part)"));
+	/* the cache the larger part: max_in_cpu first */
+	tfs_config_defaults(&c);
+	assert_int_equal(tfs_config_set(&c, "max_in_cpu", "100GiB", err,
+					sizeof(err)), 0);
+	assert_int_equal(tfs_mem_check_config(&l, &c, 0, 64 * MiB, err,
+					      sizeof(err)), -ENOMEM);
+	assert_non_null(strstr(err, "offload_param.max_in_cpu = 100GiB from "
+				    "-o max_in_cpu=100GiB"));
+	assert_non_null(strstr(err, "lower offload_param.max_in_cpu"));
+	/* pinned over the lock limit: pin_memory named too */
+	l = machine(64 * GiB, UINT64_MAX, 8 * MiB);
+	tfs_config_defaults(&c);
+	assert_int_equal(tfs_config_set(&c, "pin_memory", "true", err,
+					sizeof(err)), 0);
+	assert_int_equal(tfs_mem_check_config(&l, &c, 0, 64 * MiB, err,
+					      sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "offload_param.pin_memory = true from -o "
+				    "pin_memory=true"));
+	assert_non_null(strstr(err, "offload_param.buffer_size = 1e8 by "
+				    "default"));
+	/* the numbers-only check names buffer_size as well */
+	l = machine(2 * GiB, UINT64_MAX, UINT64_MAX);
+	assert_int_equal(tfs_mem_check(&l, GiB, 8 * GiB, 0, 0, 64 * MiB, err,
+				       sizeof(err)), -ENOMEM);
+	assert_non_null(strstr(err, "lower buffer_size or buffer_count"));
+}
+
 static void test_memcheck_cgroup_limit_counts_when_smaller(void **state)
 {
 	struct tfs_mem_limits l = machine(64 * GiB, GiB, UINT64_MAX);
@@ -157,6 +208,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_memcheck_fitting_budget_passes),
 		cmocka_unit_test(test_memcheck_over_memavailable_names_keys_and_numbers),
+		cmocka_unit_test(test_memcheck_config_names_every_key_and_where_it_came_from),
 		cmocka_unit_test(test_memcheck_cgroup_limit_counts_when_smaller),
 		cmocka_unit_test(test_memcheck_pinned_over_memlock_is_eperm),
 		cmocka_unit_test(test_memcheck_huge_sums_do_not_wrap),
