@@ -217,7 +217,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
 
 /*
  * How a file opened with O_DIRECT is served; measured in the commit that
- * wrote this, and summed up in README.
+ * wrote this, and summed up in tensorfs(8), MEMORY.
  *
  * FOPEN_DIRECT_IO (fi->direct_io) sends every read and write to us, and
  * from libfuse 3.15 fi->parallel_direct_writes lets the kernel run the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: the boot-time route of README's "Running it for real": its fstab lines pass findmnt --verify and mount(8) reads them (mount -T on a copy, --fake); systemd's fstab generator turns them into mount units that wait for the device's systemd-fsck and for the image's tensorfs-fsck@.service, which systemd-analyze verifies and whose command checks the image; fsck(8) reaches tensorfs-fsck as fsck.tensorfs (-t tensorfs) and fsck.fuse.tensorfs (the fstab type, also with -a as at boot, and with -f as systemd-fsck passes for fsck.mode=force), passing its exit status through; the installed tree has the links, the pages and the config
+# Description: the boot-time route of tensorfs(8)'s BOOT-TIME MOUNTING: its two fstab lines (in .nf blocks of conf/man/tensorfs.8.in) pass findmnt --verify and mount(8) reads them (mount -T on a copy, --fake); systemd's fstab generator turns them into mount units that wait for the device's systemd-fsck and for the image's tensorfs-fsck@.service, which systemd-analyze verifies and whose command checks the image; fsck(8) reaches tensorfs-fsck as fsck.tensorfs (-t tensorfs) and fsck.fuse.tensorfs (the fstab type, also with -a as at boot, and with -f as systemd-fsck passes for fsck.mode=force), passing its exit status through; the installed tree has the links, the pages and the config
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -9,16 +9,20 @@ tfs_mkimg 128M
 mkdir -p "$MNT"
 export PATH="$TFS_BIN:$PATH"
 
-# ----- README's fstab lines, on a copy, pointing at this test's image -----
-awk '/^## Running it for real/ {s = 1} s && /fuse\.tensorfs/ && !/`/' "$top/README.md" >"$WORK/lines"
-[ "$(wc -l <"$WORK/lines")" = 2 ] || tfs_fail "expected two fstab lines in README's 'Running it for real', got: $(cat "$WORK/lines")"
-grep -q '^/dev/nvme0n1 .* 0  *2$' "$WORK/lines" || tfs_fail "README's device line has no fsck pass 2"
+# ----- tensorfs(8)'s fstab lines, on a copy, pointing at this test's image -----
+# the text lines of the section's .nf blocks that name the type; roff's \-
+# is -, \e is \
+PAGE="$top/conf/man/tensorfs.8.in"
+awk '/^\.SH / {s = ($0 ~ /^\.SH BOOT/)} /^\.nf/ {nf = 1} /^\.fi/ {nf = 0}
+	s && nf && !/^\./ && /fuse\.tensorfs/' "$PAGE" | sed 's/\\-/-/g; s/\\e/\\/g' >"$WORK/lines"
+[ "$(wc -l <"$WORK/lines")" = 2 ] || tfs_fail "expected two fstab lines in tensorfs(8)'s BOOT-TIME MOUNTING, got: $(cat "$WORK/lines")"
+grep -q '^/dev/nvme0n1 .* 0  *2$' "$WORK/lines" || tfs_fail "tensorfs(8)'s device line has no fsck pass 2"
 grep "^/var/lib/tensorfs/nvme.img " "$WORK/lines" | tr -s " " |
 	sed "s|^/var/lib/tensorfs/nvme.img  */local_nvme |$IMG $MNT |; s|=/var/lib/tensorfs,|=$WORK,|;
 		s|tensorfs-fsck@var-lib-tensorfs-nvme.img.service|tensorfs-fsck@$(systemd-escape --path "$IMG" | sed 's/\\/\\\\/g').service|" >"$WORK/fstab"
-grep -q "^$IMG $MNT fuse.tensorfs defaults,nofail," "$WORK/fstab" || tfs_fail "README's image line: $(cat "$WORK/lines")"
+grep -q "^$IMG $MNT fuse.tensorfs defaults,nofail," "$WORK/fstab" || tfs_fail "tensorfs(8)'s image line: $(cat "$WORK/lines")"
 findmnt --verify --tab-file "$WORK/fstab" >"$WORK/verify" 2>&1 ||
-	{ cat "$WORK/verify" >&2; tfs_fail "findmnt --verify finds errors in README's fstab line"; }
+	{ cat "$WORK/verify" >&2; tfs_fail "findmnt --verify finds errors in tensorfs(8)'s fstab line"; }
 grep -q "0 parse errors, 0 errors" "$WORK/verify" || { cat "$WORK/verify" >&2; tfs_fail "findmnt --verify: no clean summary"; }
 # mount(8) finds the line by mount point and by source; -i: no helper
 # (mount.fuse3 would mount for real even with --fake)
@@ -29,7 +33,7 @@ for what in "$MNT" "$IMG"; do
 done
 tfs_mounted "$MNT" && tfs_fail "--fake mounted something"
 
-# ----- systemd at boot: README's lines as the fstab generator sees them -----
+# ----- systemd at boot: tensorfs(8)'s lines as the fstab generator sees them -----
 gen=/lib/systemd/system-generators/systemd-fstab-generator
 [ -x "$gen" ] || tfs_fail "no $gen: is systemd installed (tools/install-deps.sh)?"
 inst=$(systemd-escape --path "$IMG")
@@ -88,9 +92,10 @@ cmake --install "$TFS_BIN/.." --prefix "$WORK/inst" >"$WORK/install.log" 2>&1 ||
 for f in sbin/fsck.tensorfs sbin/fsck.fuse.tensorfs; do
 	[ "$(readlink "$WORK/inst/$f")" = tensorfs-fsck ] || tfs_fail "$f is not a link to tensorfs-fsck"
 done
-"$WORK/inst/sbin/fsck.tensorfs" -V | grep -q '^tensorfs-fsck ' || tfs_fail "installed fsck.tensorfs -V"
+"$WORK/inst/sbin/fsck.tensorfs" -V | grep -q '^fsck.tensorfs ' || tfs_fail "installed fsck.tensorfs -V: not 'fsck.tensorfs VERSION', the name it was run as"
 for p in man8/tensorfs.8 man8/mkfs.tensorfs.8 man8/tensorfs-fsck.8 man8/fsck.tensorfs.8 \
-	man1/tensorfs-plan.1 man1/tensorfs-cat.1 man1/tensorfs-stat.1 man5/tensorfs.ini.5; do
+	man1/tensorfs-plan.1 man1/tensorfs-cat.1 man1/tensorfs-stat.1 man5/tensorfs.ini.5 \
+	man7/tensorfs-offload.7; do
 	[ -s "$WORK/inst/share/man/$p" ] || tfs_fail "$p not installed"
 done
 if command -v man >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: every program has a manual page that renders without a groff warning, lists exactly the options its --help lists (both ways) and carries the project version; tensorfs.ini(5) documents every key that tensorfs --print-config prints, each with its default
+# Description: every program has a manual page that renders without a groff warning, lists exactly the options its --help lists (both ways) and carries the project version; tensorfs.ini(5) documents every key that tensorfs --print-config prints, each with its default; the topic page tensorfs-offload(7) renders without a warning and carries the version
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -57,6 +57,13 @@ for prog in tensorfs:8 mkfs.tensorfs:8 tensorfs-fsck:8 tensorfs-plan:1 tensorfs-
 		{ cat "$WORK/diff" >&2; tfs_fail "$name: options in --help (<) and in $name($sec) (>) differ"; }
 	tfs_log "$name($sec): $(wc -l <"$WORK/page-opts") options, as --help"
 done
+# the topic page: no options, no EXIT STATUS
+page="$MAN/tensorfs-offload.7"
+[ -s "$page" ] || tfs_fail "no tensorfs-offload(7) at $page; the build writes it"
+groff -man -Tutf8 -ww -z "$page" 2>"$WORK/warn"
+[ -s "$WORK/warn" ] && { cat "$WORK/warn" >&2; tfs_fail "groff warns about tensorfs-offload(7)"; }
+groff -man -Tutf8 "$page" 2>/dev/null | col -bx | grep -q "tensorfs $want" ||
+	tfs_fail "tensorfs-offload(7) does not carry the version $want"
 grep -q '^\.so man8/tensorfs-fsck\.8$' "$(dirname "$0")/../../conf/man/fsck.tensorfs.8" ||
 	tfs_fail "fsck.tensorfs(8) is not a link to tensorfs-fsck(8)"
 tfs_pass

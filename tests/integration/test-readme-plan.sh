@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: the worked examples in the README's "Choosing the offload values" are exactly what tensorfs-plan prints for their commands today
+# Description: the worked examples in tensorfs-offload(7) (conf/man/tensorfs-offload.7.in, its .EX blocks) are exactly what tensorfs-plan prints for their commands today
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -9,15 +9,18 @@ PLAN="$TFS_BIN/tensorfs-plan"
 [ -x "$PLAN" ] || tfs_fail "no tensorfs-plan in $TFS_BIN"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tfs-$TEST_NAME.XXXXXX")
 
-# each example: a "$ tensorfs-plan ..." line (continued with \), then the
-# output, up to the closing fence
-python3 - "$top/README.md" "$WORK" <<'PY' || tfs_fail "cannot find the worked examples in README.md"
+# each example: an .EX block of the page's source whose first line is
+# "$ tensorfs\-plan ..." (continued with \e), then the output, up to .EE;
+# roff's \- and \e are - and \, and \& is nothing
+PAGE="$top/conf/man/tensorfs-offload.7.in"
+python3 - "$PAGE" "$WORK" <<'PY' || tfs_fail "cannot find the worked examples in $PAGE"
 import os, re, sys
 text = open(sys.argv[1]).read()
-sec = text.split("## Choosing the offload values", 1)[1].split("\n## ", 1)[0]
+def unroff(line):
+    return re.sub(r"\\([-e&\\])", lambda m: {"-": "-", "e": "\\", "&": "", "\\": "\\"}[m.group(1)], line)
 n = 0
-for block in re.findall(r"```\n(\$ tensorfs-plan.*?)```", sec, re.S):
-    lines = block.split("\n")
+for block in re.findall(r"^\.EX\n(\$ tensorfs\\-plan.*?)^\.EE$", text, re.S | re.M):
+    lines = [unroff(line) for line in block.split("\n")]
     cmd = []
     while True:
         line = lines.pop(0)
@@ -36,6 +39,6 @@ for c in "$WORK"/cmd*; do
 	read -r -a argv <"$c"
 	"$PLAN" "${argv[@]:1}" >"$WORK/got$i" 2>&1
 	diff -u "$WORK/want$i" "$WORK/got$i" >&2 ||
-		tfs_fail "README example $i ('$(cat "$c")') differs from what tensorfs-plan prints"
+		tfs_fail "tensorfs-offload(7) example $i ('$(cat "$c")') differs from what tensorfs-plan prints"
 done
 tfs_pass
