@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read.h"
 #include "tensor.h"
-#include "torch.h"
 
 #define VXATTR_EXTENTS	"user.tensorfs.extents"
 #define VXATTR_CACHED	"user.tensorfs.cached"
@@ -154,32 +154,16 @@ static ssize_t read_file(void *ctx, void *buf, size_t len, uint64_t off)
 static char *header_xattr(struct tfs_fs *fs, uint64_t ino, uint64_t fsize,
 			  int shape)
 {
-	uint8_t head[16];
-	uint64_t need = 0;
 	struct tfs_tensor_list *l = NULL;
-	char *buf = NULL, *out = NULL, err[128];
+	char *out = NULL, err[128];
 	size_t len = 0;
 	FILE *m;
 	struct file_ref f = {fs, ino};
-	ssize_t n = tfs_read(fs, ino, head, sizeof(head), 0);
-	enum tfs_tensor_format fmt =
-	    n < 4 ? TFS_TENSOR_RAW : tfs_tensor_probe(head, (size_t)n, &need);
 
-	if (fmt == TFS_TENSOR_TORCH) {
-		if (tfs_torch_parse(read_file, &f, fsize, HEADER_XATTR_MAX, &l,
-				    err, sizeof(err)) ||
-		    !l->count)
-			goto out;
-	} else if (n < 10 || fmt == TFS_TENSOR_RAW ||
-		   need > HEADER_XATTR_MAX || need > fsize) {
-		return NULL;
-	} else {
-		buf = malloc(need);
-		if (!buf ||
-		    tfs_read(fs, ino, buf, need, 0) != (ssize_t)need ||
-		    tfs_tensor_parse(buf, need, fsize, &l, err, sizeof(err)))
-			goto out;
-	}
+	if (tfs_tensor_read(read_file, &f, fsize, HEADER_XATTR_MAX, &l, NULL,
+			    err, sizeof(err)) ||
+	    !l || !l->count)
+		goto out;
 	m = open_memstream(&out, &len);
 	if (!m)
 		goto out;
@@ -203,7 +187,6 @@ static char *header_xattr(struct tfs_fs *fs, uint64_t ino, uint64_t fsize,
 	}
 out:
 	tfs_tensor_list_free(l);
-	free(buf);
 	return out;
 }
 

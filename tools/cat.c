@@ -60,8 +60,8 @@
 
 #include "closeout.h"
 #include "npz.h"
+#include "read.h"
 #include "tensor.h"
-#include "torch.h"
 #include "units.h"
 
 #define EXIT_DATA 1
@@ -73,7 +73,6 @@
 #define LINEWIDTH 75		   /* numpy's linewidth */
 #define PRECISION 8		   /* numpy's precision */
 #define MAX_SHOWN (1u << 20)	   /* elements a print may show */
-#define MAX_NPY_HEADER (64u << 20) /* a larger .npy header is refused */
 
 static const char *prog = "tensorfs-cat";
 
@@ -1551,59 +1550,27 @@ static int use_inflated(struct src *s, const struct tfs_tensor *t)
 /* The header of s, parsed, or NULL for raw bytes; exits 1 if broken. */
 static struct tfs_tensor_list *read_header(const struct src *s)
 {
-	unsigned char head[16];
-	size_t n =
-	    s->file_size < sizeof(head) ? (size_t)s->file_size : sizeof(head);
 	struct tfs_tensor_list *l = NULL;
 	enum tfs_tensor_format fmt;
-	uint64_t hlen = 0;
-	unsigned char *buf;
-	char err[512];
+	char err[512] = "";
 	int rc;
 
-	read_at(s, head, n, 0);
-	fmt = tfs_tensor_probe(head, n, &hlen);
-	/* .npy's magic with less than the 10 bytes of its preamble after
-	 * it: a damaged file (1), not raw data that lacks a --dtype (2) */
-	if (fmt == TFS_TENSOR_RAW && n >= 6 && n < 10 &&
-	    !memcmp(head, "\x93NUMPY", 6))
-		die(EXIT_DATA,
-		    "'%s': truncated .npy header: %zu bytes, where the "
-		    "preamble alone takes 10; is it a .npy file? (--offset N "
-		    "reads it as raw elements)",
-		    s->path, n);
-	if (fmt == TFS_TENSOR_RAW)
-		return NULL;
-	if (fmt == TFS_TENSOR_TORCH) {
-		rc = tfs_torch_parse(pread_fn, (void *)s, s->file_size, 0, &l,
-				     err, sizeof(err));
-		if (rc == -ENOMEM)
-			die(EXIT_DATA, "out of memory");
-		if (rc)
-			die(EXIT_DATA,
-			    "'%s': %s; is it a torch.save or np.savez file? "
-			    "(--offset N reads it as raw elements)",
-			    s->path, err);
-		return l;
-	}
-	if (hlen > s->file_size)
-		hlen = s->file_size; /* the parser says truncated */
-	if (fmt == TFS_TENSOR_NPY && hlen > MAX_NPY_HEADER)
-		die(EXIT_DATA,
-		    "'%s': the .npy header claims %llu bytes; "
-		    "tensorfs-cat reads headers up to 64 MiB",
-		    s->path, (unsigned long long)hlen);
-	buf = xmalloc((size_t)hlen);
-	read_at(s, buf, (size_t)hlen, 0);
-	rc = tfs_tensor_parse(buf, (size_t)hlen, s->file_size, &l, err,
-			      sizeof(err));
-	free(buf);
+	rc = tfs_tensor_read(pread_fn, (void *)s, s->file_size, 0, &l, &fmt,
+			     err, sizeof(err));
+	if (rc == -ENOMEM)
+		die(EXIT_DATA, "out of memory");
+	if (rc && !err[0])
+		die(EXIT_DATA, "'%s': cannot read it: %s", s->path,
+		    strerror(-rc));
 	if (rc)
 		die(EXIT_DATA,
-		    "'%s': %s; is it a %s file? (--offset N reads "
-		    "it as raw elements)",
+		    "'%s': %s; is it a %s file? (--offset N reads it as raw "
+		    "elements)",
 		    s->path, err,
-		    fmt == TFS_TENSOR_NPY ? ".npy" : ".safetensors");
+		    fmt == TFS_TENSOR_NPY ? ".npy" :
+		    fmt == TFS_TENSOR_SAFETENSORS ? ".safetensors" :
+		    fmt == TFS_TENSOR_NPZ ? "np.savez" :
+					    "torch.save or np.savez");
 	return l;
 }
 

@@ -176,8 +176,7 @@ enum tfs_tensor_format {
 	TFS_TENSOR_NPY,
 	TFS_TENSOR_SAFETENSORS,
 	TFS_TENSOR_TORCH, /* a torch.save file: torch.h reads it */
-	TFS_TENSOR_NPZ	  /* an np.savez zip archive: npz.h (through
-			     tfs_torch_parse(), which reads any zip) */
+	TFS_TENSOR_NPZ	  /* an np.savez zip archive: npz.h reads it */
 };
 
 /* A tensor of a file. */
@@ -227,7 +226,7 @@ struct tfs_tensor_list {
  * TFS_TENSOR_SAFETENSORS (a header length up to the limit, then '{' and
  * '"', '}' or a space), TFS_TENSOR_TORCH (a zip archive's "PK\3\4",
  * torch.save's or np.savez's, or the legacy torch.save format's magic:
- * *header_len is 0, read it with tfs_torch_parse()), else
+ * *header_len is 0), else
  * TFS_TENSOR_RAW.  For a header, *header_len
  * (may be NULL) is the number of bytes from the start of the file that
  * the parser needs; a file shorter than that has a truncated header.

@@ -1,8 +1,8 @@
 /*
  * torch.c: the tensors of a torch.save file (torch.h says the format).
  *
- * tfs_torch_parse() opens the zip directory (zip.c), finds the one
- * PREFIX/data.pkl, reads it whole and hands it to pickle.c, then walks
+ * tfs_torch_parse_zip() finds, in a zip archive read.c opened (zip.c),
+ * the one PREFIX/data.pkl, reads it whole and hands it to pickle.c, then walks
  * the tree of values from the root, building each tensor's name from the
  * path.  A _rebuild_tensor_v2 call becomes a struct tfs_tensor: dtype
  * from the storage class, shape and strides from its arguments, and the
@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npz.h"
 #include "pickle.h"
 #include "units.h"
 
@@ -773,59 +772,38 @@ out:
 	return rc;
 }
 
-/* ===== either format ===== */
+/* ===== the zip format ===== */
 
-int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
-		    size_t max_pickle, struct tfs_tensor_list **out, char *err,
-		    size_t errlen)
+int tfs_torch_parse_zip(const struct tfs_zip *z, tfs_zip_read_fn rd,
+			void *ctx, size_t max_pickle,
+			struct tfs_tensor_list **out, char *err, size_t errlen)
 {
-	struct tfs_zip *z = NULL;
 	const struct tfs_zip_entry *e;
 	char prefix[MAX_NAME];
-	unsigned char *pkl = NULL, magic[16];
-	size_t done = 0, hn;
+	unsigned char *pkl = NULL;
+	size_t done = 0;
 	int rc;
 
 	*out = NULL;
 	if (!max_pickle)
 		max_pickle = TFS_TORCH_MAX_PICKLE;
-	hn = file_size < sizeof(magic) ? (size_t)file_size : sizeof(magic);
-	if (!tfs_zip_read_exact(rd, ctx, magic, hn, 0) &&
-	    tfs_torch_is_legacy(magic, hn))
-		return parse_legacy(rd, ctx, file_size, max_pickle, out, err,
-				    errlen);
-	rc = tfs_zip_open(rd, ctx, file_size, &z, err, errlen);
-	if (rc)
-		return rc;
 	e = find_pickle(z, prefix, sizeof(prefix));
-	if (!e) {
-		rc = tfs_npz_parse(z, rd, ctx, out, err, errlen);
-		if (rc == -ENOENT)
-			rc = tfs_invalid(err, errlen,
-					 "a zip archive with neither one "
-					 "DIR/data.pkl (torch.save) nor "
-					 "NAME.npy entries (np.savez)");
-		goto out;
-	}
-	if (!e->stored) {
-		rc = tfs_invalid(err, errlen,
-				 "'%s' is compressed; torch.save stores it "
-				 "uncompressed",
-				 e->name);
-		goto out;
-	}
+	if (!e)
+		return -ENOENT;
+	if (!e->stored)
+		return tfs_invalid(err, errlen,
+				   "'%s' is compressed; torch.save stores it "
+				   "uncompressed",
+				   e->name);
 	if (e->size > max_pickle) {
 		tfs_invalid(err, errlen,
 			    "'%s' is %llu bytes, more than the %zu read",
 			    e->name, (unsigned long long)e->size, max_pickle);
-		rc = -E2BIG;
-		goto out;
+		return -E2BIG;
 	}
 	pkl = malloc(e->size ? (size_t)e->size : 1);
-	if (!pkl) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (!pkl)
+		return -ENOMEM;
 	while (done < e->size) {
 		ssize_t n = rd(ctx, pkl + done, (size_t)e->size - done,
 			       e->offset + done);
@@ -842,6 +820,15 @@ int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 			  big_endian(rd, ctx, z, prefix), out, err, errlen);
 out:
 	free(pkl);
-	tfs_zip_free(z);
 	return rc;
+}
+
+int tfs_torch_parse_legacy(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
+			   size_t max_pickle, struct tfs_tensor_list **out,
+			   char *err, size_t errlen)
+{
+	*out = NULL;
+	return parse_legacy(rd, ctx, file_size,
+			    max_pickle ? max_pickle : TFS_TORCH_MAX_PICKLE, out,
+			    err, errlen);
 }

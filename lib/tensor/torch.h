@@ -57,29 +57,33 @@
 int tfs_torch_is_legacy(const void *buf, size_t len);
 
 /*
- * Read the tensors of the torch.save file (either format) of file_size
- * bytes that rd reads (with ctx), reading at most max_pickle bytes of
- * data.pkl, or of each pickle of the legacy format (0:
- * TFS_TORCH_MAX_PICKLE); a zip archive without a data.pkl but with
- * NAME.npy entries is read as the .npz file of np.savez instead
- * (tfs_npz_parse(), format TFS_TENSOR_NPZ).  On success returns 0 and
- * *out (format TFS_TENSOR_TORCH; caller frees with
- * tfs_tensor_list_free()): each tensor with its storage's offset in the
- * file, its strides when not C-contiguous, and dtype -1 (dtype_name the
- * storage class) for a dtype not decoded.  Otherwise *out is NULL and
- * returns -EINVAL (not a torch.save file, or malformed: err says what,
- * lowercase, no file name), -E2BIG (a pickle larger than max_pickle, or
- * too many values in it), -ENOMEM or the -errno of rd.  Any bytes are
- * safe to pass.  Thread safe.
+ * The tensors of a torch.save file; read.c's tfs_tensor_read() says
+ * which reader a file goes to.  tfs_torch_parse_zip(): of the zip
+ * archive z (opened on what rd reads, with ctx), the one DIR/data.pkl
+ * and its DIR/data/KEY storages; -ENOENT, err untouched, when there is
+ * no DIR/data.pkl (not a torch.save archive).  tfs_torch_parse_legacy():
+ * of the legacy format, file_size bytes that rd reads.  Each reads at
+ * most max_pickle bytes of data.pkl, or of each pickle of the legacy
+ * format (0: TFS_TORCH_MAX_PICKLE).  On success returns 0 and *out
+ * (format TFS_TENSOR_TORCH; caller frees with tfs_tensor_list_free()):
+ * each tensor with its storage's offset in the file, its strides when
+ * not C-contiguous, and dtype -1 (dtype_name the storage class) for a
+ * dtype not decoded.  Otherwise *out is NULL and returns -EINVAL
+ * (malformed: err says what, lowercase, no file name), -E2BIG (a pickle
+ * larger than max_pickle, or too many values in it), -ENOMEM or the
+ * -errno of rd.  Any bytes are safe to pass.  Thread safe.
  */
-int tfs_torch_parse(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
-		    size_t max_pickle, struct tfs_tensor_list **out, char *err,
-		    size_t errlen);
+int tfs_torch_parse_zip(const struct tfs_zip *z, tfs_zip_read_fn rd,
+			void *ctx, size_t max_pickle,
+			struct tfs_tensor_list **out, char *err, size_t errlen);
+int tfs_torch_parse_legacy(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
+			   size_t max_pickle, struct tfs_tensor_list **out,
+			   char *err, size_t errlen);
 
 /*
  * The tensors of the pickle pkl[0..len), their storages looked up in z
  * under prefix ("archive/"; z NULL: offsets relative to each storage,
- * sizes unchecked).  Returns as tfs_torch_parse().
+ * sizes unchecked).  Returns as tfs_torch_parse_zip().
  */
 int tfs_torch_parse_pickle(const void *pkl, size_t len, const struct tfs_zip *z,
 			   const char *prefix, struct tfs_tensor_list **out,

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "read.h"
 #include "tensor.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -20,5 +21,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!tfs_tensor_parse_safetensors(data, size, size, &l, err,
 					  sizeof(err)))
 		tfs_tensor_list_free(l);
+	/* and through the door, as files reach the parser */
+	{
+		struct tfs_zip_mem m = {data, size};
+
+		if (!tfs_tensor_read(tfs_zip_read_mem, &m, size, 0, &l, NULL,
+				     err, sizeof(err)))
+			tfs_tensor_list_free(l);
+	}
 	return 0;
 }
