@@ -2,10 +2,11 @@
  * fs.c: the file system's lifecycle: open (load, recover), start, sync,
  * close, and the counters tools read.
  *
- * The file system is in five parts around one struct tfs_fs
+ * The file system is in six parts around one struct tfs_fs
  * (fs_internal.h, with the lock order): this file; namespace.c (names,
- * directories, attributes); file.c (file data and the cache's device
- * side); xattr.c; commit.c (the running transaction and checkpoints).
+ * directories, attributes); inode.c (an inode's lifetime, atime and
+ * stale mark); file.c (file data and the cache's device side); xattr.c;
+ * commit.c (the running transaction and checkpoints).
  *
  * States: tfs_fs_open() loads the last committed state (checkpoint plus
  * journal) and, unless read-only or no_recover, recovers: inodes with no
