@@ -844,7 +844,8 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 	size_t hsize = 1;
 	int rc = -ENOMEM;
 
-	if (!o->chunk_size || o->chunk_size % TFS_SECTOR || !o->pool_chunks ||
+	if (!o->chunk_size || o->chunk_size % TFS_SECTOR ||
+	    o->chunk_size > TFS_CACHE_MAX_CHUNK || !o->pool_chunks ||
 	    !o->flushers || !o->batch)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
@@ -1004,7 +1005,7 @@ static int write_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 {
 	unsigned int s0 = (unsigned int)(coff / TFS_SECTOR);
 	unsigned int s1 = (unsigned int)((coff + n - 1) / TFS_SECTOR);
-	uint64_t want[c->words];
+	uint64_t want[TFS_CACHE_MAX_WORDS];
 	struct chunk *ch;
 	int rc = 0, need = 0, waited = 0;
 
@@ -1040,6 +1041,8 @@ again:
 		}
 		make_dirty(c, ch);
 	}
+	/* ch is set: every path that leaves it NULL goes again */
+	/* cppcheck-suppress nullPointerRedundantCheck */
 	ch->wrefs++;
 	memset(want, 0, sizeof(want));
 	if (coff % TFS_SECTOR && !bit_get(ch->valid, s0)) {
@@ -1140,7 +1143,7 @@ static int get_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 		     unsigned int s0, unsigned int s1, uint64_t eof,
 		     struct chunk **out)
 {
-	uint64_t want[c->words];
+	uint64_t want[TFS_CACHE_MAX_WORDS];
 	struct chunk *ch;
 	int rc = 0, missing = 0;
 

@@ -38,6 +38,10 @@
 struct tfs_cache;
 
 #define TFS_SECTOR 4096u
+/* The largest chunk (aio.block_size's bound): its sector bitmaps fit in
+ * TFS_CACHE_MAX_WORDS words, kept on the stack where a chunk's is copied. */
+#define TFS_CACHE_MAX_CHUNK (64u << 20)
+#define TFS_CACHE_MAX_WORDS (TFS_CACHE_MAX_CHUNK / TFS_SECTOR / 64)
 
 /* One chunk handed to ops->write. */
 struct tfs_cache_io {

@@ -158,12 +158,16 @@ static int top_add(uint64_t start, uint64_t count, void *arg)
 
 		t->len[i] = count;
 		t->sum += count;
-		while (i && t->len[(i - 1) / 2] > t->len[i]) {
+		/* sift up to the heap's root */
+		while (i > 0) {
+			unsigned int up = (i - 1) / 2;
 			uint64_t x = t->len[i];
 
-			t->len[i] = t->len[(i - 1) / 2];
-			t->len[(i - 1) / 2] = x;
-			i = (i - 1) / 2;
+			if (t->len[up] <= x)
+				break;
+			t->len[i] = t->len[up];
+			t->len[up] = x;
+			i = up;
 		}
 	} else if (count > t->len[0]) {
 		t->sum += count - t->len[0];

@@ -553,6 +553,9 @@ fail:
 }
 
 static void warn(struct tfs_config *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void warn(struct tfs_config *c, const char *fmt, ...)
 {
 	size_t used = strlen(c->warnings);
 	va_list ap;

@@ -407,6 +407,9 @@ static int map_dirty(struct tfs_fs *fs, struct tfs_inode *ip,
 }
 
 static void log_error(struct tfs_fs *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void log_error(struct tfs_fs *fs, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;

@@ -14,7 +14,8 @@ libfuse3-dev fuse3 liburing-dev libinih-dev libcmocka-dev libaio-dev libjansson-
 zlib1g-dev
 attr e2fsprogs xfsprogs fio python3 python3-numpy python3-torch util-linux procps
 gnuplot-nox
-groff-base bsdextrautils systemd"
+groff-base bsdextrautils systemd
+shellcheck cppcheck codespell"
 
 usage() {
 	sed -n '2,9s/^# \{0,1\}//p' "$0"

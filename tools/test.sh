@@ -3,7 +3,9 @@
 #
 #   sudo tools/test.sh [CTEST-ARGS...]
 #
-# 1. installs the missing Debian packages (tools/install-deps.sh);
+# 1. installs the missing Debian packages (tools/install-deps.sh), then
+#    runs the fast checks of tools/lint.sh (shellcheck, cppcheck,
+#    codespell);
 # 2. builds with clang and with gcc, warnings as errors, with clang
 #    under ThreadSanitizer, and the Release build setup.sh installs (gcc);
 # 3. runs the cmocka unit tests under AddressSanitizer and
@@ -37,6 +39,9 @@ step() {
 
 step "dependencies"
 "$top/tools/install-deps.sh"
+
+step "lint (tools/lint.sh)"
+sh "$top/tools/lint.sh"
 
 step "builds"
 cmake -S "$top" -B "$top/build/test-asan" -DCMAKE_C_COMPILER=clang \

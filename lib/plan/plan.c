@@ -869,6 +869,9 @@ struct rec_state {
 
 /* Record why key changed (the last reason wins). */
 static void because(struct rec_state *s, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void because(struct rec_state *s, const char *key, const char *fmt, ...)
 {
 	size_t i;
 	va_list ap;

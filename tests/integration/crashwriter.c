@@ -546,6 +546,9 @@ static uint64_t rnd_log(struct cw_thread *t, uint64_t max)
 }
 
 static void manifest_append(const struct cw_thread *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void manifest_append(const struct cw_thread *t, const char *fmt, ...)
 {
 	char line[256];
 	va_list ap;
@@ -1196,6 +1199,9 @@ struct verify {
 	uint64_t files, exact, blk_pattern, blk_zero, blk_mixed;
 	unsigned char *buf, *pat;
 };
+
+static void vfail(struct verify *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void vfail(struct verify *v, const char *fmt, ...)
 {

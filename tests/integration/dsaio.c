@@ -126,6 +126,9 @@ static pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long g_failures;
 
 static void fail(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static void fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -141,6 +144,9 @@ static void fail(const char *fmt, ...)
 }
 
 /* an error the run cannot go on after (no memory, no aio context) */
+_Noreturn static void fatal(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
 _Noreturn static void fatal(const char *fmt, ...)
 {
 	va_list ap;

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh: shared helpers of the integration tests.  Source it from a test:
 #
 #   . "$(dirname "$0")/lib.sh"
@@ -103,6 +104,7 @@ tfs_need_numpy() {
 	PY=""
 	for _p in python3 /usr/bin/python3; do
 		if command -v "$_p" >/dev/null 2>&1 && "$_p" -c 'import numpy' 2>/dev/null; then
+			# shellcheck disable=SC2034 # for the test that sourced this
 			PY=$_p
 			return 0
 		fi
@@ -118,6 +120,7 @@ tfs_need_torch() {
 	TORCH_PY=""
 	for _p in /usr/bin/python3 python3; do
 		if command -v "$_p" >/dev/null 2>&1 && "$_p" -c 'import torch' 2>/dev/null; then
+			# shellcheck disable=SC2034 # for the test that sourced this
 			TORCH_PY=$_p
 			return 0
 		fi
@@ -396,6 +399,7 @@ tfs_wait_unlocked() {
 	_t0=$(date +%s%N)
 	for _ in $(seq $((${1:-5} * 100))); do
 		if flock -n -x "$IMG" true 2>/dev/null; then
+			# shellcheck disable=SC2034 # for the test that sourced this
 			TFS_UNLOCK_MS=$((($(date +%s%N) - _t0) / 1000000))
 			return 0
 		fi

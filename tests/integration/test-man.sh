@@ -22,7 +22,7 @@ while IFS= read -r line; do
 	case $line in
 	"["*"]") sec=$line
 		grep -qF -- "$sec" "$WORK/keys" || tfs_fail "section $sec missing from tensorfs.ini(5)" ;;
-	*" = "*|*" ="|*" =")
+	*" = "*|*" =")
 		key=${line%% =*}
 		grep -qE "^ +$key = " "$WORK/keys" ||
 			tfs_fail "key $sec $key missing from tensorfs.ini(5)"

@@ -23,7 +23,8 @@ for i in 0 1 2 3 4 5 6 7; do
 	"$TFS_SYS" pattern $((40 * MiB)) "$((200 + i))" | sha256sum | cut -d' ' -f1 >"$WORK/sum$i"
 done
 run_worker() {
-	local i=$1 j=$(((i + 1) % 8)) flag=""
+	local i=$1 j flag=""
+	j=$(((i + 1) % 8))
 	# half of them use O_DIRECT, half the page cache
 	[ $((i % 2)) = 0 ] && flag="oflag=direct"
 	"$TFS_SYS" pattern $((40 * MiB)) "$((200 + i))" |

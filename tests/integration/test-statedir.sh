@@ -14,7 +14,7 @@ stat_of() { awk -v k="$1" '$1 == k {print $2}' "$S/stats"; }
 # ----- the files -----
 [ -d "$S" ] || tfs_fail ".tensorfs is not a directory at the mount root"
 tfs_eq "files in .tensorfs" "config metrics stats stats.json" "$(ls "$S" | tr '\n' ' ' | sed 's/ $//')"
-ls -A "$MNT" | grep -qx .tensorfs && tfs_fail "readdir of the root lists .tensorfs"
+find "$MNT" -mindepth 1 -maxdepth 1 -name .tensorfs | grep -q . && tfs_fail "readdir of the root lists .tensorfs"
 
 python3 - "$S" <<'PY' || tfs_fail "the stats files do not agree with each other or their formats"
 import json, re, sys

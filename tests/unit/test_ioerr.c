@@ -497,6 +497,9 @@ struct report {
 };
 
 static void say(struct report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void say(struct report *r, const char *fmt, ...)
 {
 	va_list ap;
 
