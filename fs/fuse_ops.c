@@ -231,7 +231,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
  *  - with FUSE_DIRECT_IO_ALLOW_MMAP negotiated (libfuse 3.17+), every
  *    O_DIRECT open is FOPEN_DIRECT_IO with parallel writes;
  *  - else a write-only O_DIRECT open (DeepSpeed's swap writes) is
- *    FOPEN_DIRECT_IO as before, parallel from libfuse 3.15: mmap() needs a
+ *    FOPEN_DIRECT_IO, parallel from libfuse 3.15: mmap() needs a
  *    descriptor open for reading, so it never maps;
  *  - else (O_RDONLY or O_RDWR with O_DIRECT) the open is a page-cache open
  *    like any other: the kernel serves O_DIRECT itself, sending each read
@@ -262,7 +262,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
  * us, and FUSE leaves atime to the daemon.  So an open for reading also
  * drops the pages when its next read must move the atime (relatime: the
  * first read after a change, or a day on; strictatime: every open; never
- * with noatime), as before: the read comes to us and moves it.  With
+ * with noatime): the read comes to us and moves it.  With
  * relatime a file read again and again is read from the pages after its
  * first read since it last changed.
  */
@@ -285,7 +285,7 @@ static void set_open_flags(struct tfs_daemon *dm, fuse_ino_t ino,
 		fi->parallel_direct_writes = 1;
 	}
 #endif
-	/* an FOPEN_DIRECT_IO open still drops the pages, as before; so
+	/* an FOPEN_DIRECT_IO open drops the pages; so
 	 * does an open for reading whose next read must move the atime,
 	 * which only a read that reaches us can do */
 	fi->keep_cache = !fi->direct_io && !stale &&
@@ -1200,7 +1200,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
  * first and drops its cached pages after.  A source open read-write
  * (its maps may hold stores the daemon has not seen: rw_find())
  * and a file of /.tensorfs are answered EOPNOTSUPP, which makes the
- * kernel copy that one through its page cache, as before; never ENOSYS,
+ * kernel copy that one through its page cache itself; never ENOSYS,
  * which would turn copy_file_range off for the whole mount.
  */
 static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
