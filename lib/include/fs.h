@@ -91,9 +91,11 @@ struct tfs_fs_opts {
  * recover it (replay the journal, free orphaned inodes, write a fresh
  * checkpoint).  On failure returns -errno and a sentence for people in
  * err, which never names path (the caller does, once: "PROG: PATH:
- * ERR"): -EINVAL not a tensorfs, -EBUSY in use by another mount or tool,
- * -EUCLEAN corrupted, -ENOENT, -EACCES ...  Caller closes with
- * tfs_fs_close().
+ * ERR"): -EINVAL not a tensorfs; -EBUSY in use (err names the mount
+ * point holding it and how to unmount it, or the process that has it
+ * open); -ENOTBLK neither a block device nor a regular file; -EUCLEAN
+ * corrupted; -ENOENT, -EACCES ...  With opts.no_replay and not
+ * opts.readonly: -EINVAL.  Caller closes with tfs_fs_close().
  */
 int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		struct tfs_fs **out, char *err, size_t errlen);
