@@ -347,8 +347,11 @@ stop_tensorfs() {
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
 	local rc=$?
-	trap - EXIT INT TERM HUP
-	# nothing may stop the clean-up half-way
+	# nothing may stop the clean-up half-way: not a second Ctrl-C, nor
+	# the second SIGINT timeout(1) sends (to the command, then to its
+	# process group), which killed it here mid-way and left mounts
+	trap - EXIT
+	trap '' INT TERM HUP
 	set +u
 	if [ -n "$SERVER_PID" ]; then
 		kill "$SERVER_PID" 2>/dev/null
