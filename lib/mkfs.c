@@ -32,10 +32,10 @@
 #include "format.h"
 #include "io.h"
 #include "journal.h"
+#include "read.h"
 #include "tensor.h"
 #include "torch.h"
 #include "units.h"
-#include "zip.h"
 
 /* ===== the layout's rule ===== */
 
@@ -121,26 +121,19 @@ static ssize_t read_at(void *ctx, void *buf, size_t len, uint64_t off)
 	return n < 0 ? -errno : n;
 }
 
-/* Whether the zip archive fd holds (size bytes) is a torch.save
- * checkpoint: an entry "NAME/data.pkl", or any under "archive/". */
+/* Whether the zip archive fd holds (size bytes) reads as a torch.save
+ * checkpoint through the one door into tensor files (lib/tensor/read.h);
+ * an np.savez archive, or a zip of neither, is not. */
 static int zip_is_torch(int fd, uint64_t size)
 {
-	struct tfs_zip *z = NULL;
+	struct tfs_tensor_list *l = NULL;
+	enum tfs_tensor_format fmt = TFS_TENSOR_RAW;
 	char err[128];
-	size_t i, n;
-	int torch = 0;
+	int rc = tfs_tensor_read(read_at, &fd, size, 0, &l, &fmt, err,
+				 sizeof(err));
 
-	if (tfs_zip_open(read_at, &fd, size, &z, err, sizeof(err)))
-		return 0;
-	for (i = 0; i < z->count && !torch; i++) {
-		const char *name = z->entries[i].name;
-
-		n = strlen(name);
-		torch = !strncmp(name, "archive/", 8) ||
-			(n > 9 && !strcmp(name + n - 9, "/data.pkl"));
-	}
-	tfs_zip_free(z);
-	return torch;
+	tfs_tensor_list_free(l);
+	return !rc && fmt == TFS_TENSOR_TORCH;
 }
 
 /*
