@@ -24,21 +24,21 @@ struct tfs_inval;
 struct fuse_lowlevel_ops;
 
 struct tfs_daemon {
-	struct tfs_fs *fs;		/* the mounted file system */
-	struct tfs_config cfg;		/* defaults, then -c, then -o */
-	double attr_timeout;		/* [mount] attr_timeout_ms, in s */
-	struct tfs_statedir statedir;	/* /.tensorfs */
-	struct tfs_inval *inval;	/* drops the kernel's pages (inval.c);
+	struct tfs_fs *fs;	      /* the mounted file system */
+	struct tfs_config cfg;	      /* defaults, then -c, then -o */
+	double attr_timeout;	      /* [mount] attr_timeout_ms, in s */
+	struct tfs_statedir statedir; /* /.tensorfs */
+	struct tfs_inval *inval;      /* drops the kernel's pages (inval.c);
 					   from start_daemon() */
-	int direct_io_allow_mmap;	/* INIT negotiated it (libfuse 3.17+) */
-	int atime;			/* TFS_ATIME_*, from -o */
-	int nodiratime;			/* -o nodiratime */
-	struct {			/* inodes open O_RDWR (fuse_ops.c) */
+	int direct_io_allow_mmap;     /* INIT negotiated it (libfuse 3.17+) */
+	int atime;		      /* TFS_ATIME_*, from -o */
+	int nodiratime;		      /* -o nodiratime */
+	struct {		      /* inodes open O_RDWR (fuse_ops.c) */
 		pthread_mutex_t mu;
 		struct {
 			uint64_t ino;
-			uint32_t n;	/* open files */
-		} *v;
+			uint32_t n; /* open files */
+		} * v;
 		size_t n, cap;
 	} rw;
 };
@@ -53,6 +53,6 @@ extern const struct fuse_lowlevel_ops tfs_daemon_ops;
  * the rules).  Thread safe.
  */
 void tfs_daemon_log(int prio, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 #endif

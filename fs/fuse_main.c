@@ -83,11 +83,30 @@ static void log_fs(const char *msg)
 static int fuse_value_opt(const char *key)
 {
 	static const char *const known[] = {
-		"fsname", "subtype", "max_read", "blksize", "context",
-		"fscontext", "defcontext", "rootcontext", "user", "uid", "gid",
-		"user_id", "group_id", "rootmode", "umask", "fd", "max_write",
-		"max_readahead", "max_background", "congestion_threshold",
-		"time_gran", "max_idle_threads", "comment", NULL,
+		"fsname",
+		"subtype",
+		"max_read",
+		"blksize",
+		"context",
+		"fscontext",
+		"defcontext",
+		"rootcontext",
+		"user",
+		"uid",
+		"gid",
+		"user_id",
+		"group_id",
+		"rootmode",
+		"umask",
+		"fd",
+		"max_write",
+		"max_readahead",
+		"max_background",
+		"congestion_threshold",
+		"time_gran",
+		"max_idle_threads",
+		"comment",
+		NULL,
 	};
 
 	if (!strncmp(key, "x-", 2))
@@ -103,8 +122,9 @@ static int fuse_value_opt(const char *key)
 static int is_own_flag_opt(const char *tok)
 {
 	static const char *const own[] = {
-		"relatime", "norelatime", "strictatime", "nostrictatime",
-		"diratime", "nodiratime", "norecovery", "noload", NULL,
+		"relatime",	 "norelatime", "strictatime",
+		"nostrictatime", "diratime",   "nodiratime",
+		"norecovery",	 "noload",     NULL,
 	};
 
 	for (const char *const *o = own; *o; o++)
@@ -207,12 +227,12 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 		char *eq = strchr(tok, '=');
 
 		if (is_own_flag_opt(tok))
-			continue;	/* read already, not FUSE's */
+			continue; /* read already, not FUSE's */
 		/* discard and nodiscard, as ext4 takes them */
 		if (!strcmp(tok, "discard") || !strcmp(tok, "nodiscard")) {
 			rc = tfs_config_set(cfg, "discard",
-					    *tok == 'n' ? "false" : "true",
-					    err, errlen);
+					    *tok == 'n' ? "false" : "true", err,
+					    errlen);
 			continue;
 		}
 		if (eq) {
@@ -240,51 +260,51 @@ static int split_options(struct tfs_config *cfg, char **opts, char *err,
 static void usage(FILE *f)
 {
 	fputs(
-"Usage: tensorfs [-c FILE.ini] [-o OPT[,OPT...]] [-f] [-d] DEVICE MOUNTPOINT\n"
-"\n"
-"Mount the tensorfs file system on DEVICE (an NVMe block device or an image\n"
-"file made with mkfs.tensorfs) at MOUNTPOINT, e.g. /local_nvme.  Tensors are\n"
-"offloaded by writing files there; point DeepSpeed's nvme_path at it.\n"
-"\n"
-"Options:\n"
-"  -c FILE.ini  read settings from FILE.ini (see conf/tensorfs.ini and\n"
-"               tensorfs.ini(5)); a bad key or value stops the mount.\n"
-"               Default: " TFS_CONFIG_PATH " if it exists\n"
-"               (TENSORFS_CONFIG in the environment names another)\n"
-"  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
-"               overrides the file (-o commit_interval_ms=1000); others go\n"
-"               to FUSE: allow_other (the default when run as root), ro, and\n"
-"               the rest of mount.fuse3(8).  Reads update atime as relatime\n"
-"               (the default), noatime or strictatime say, and listings\n"
-"               a directory's, unless nodiratime.  ro opens DEVICE\n"
-"               read-only; ro,norecovery mounts an uncleanly unmounted\n"
-"               DEVICE as its last checkpoint is, without replaying the\n"
-"               journal.  remount,ro and remount,rw (mount -o remount,ro\n"
-"               MOUNTPOINT) switch the running mount, which writes\n"
-"               everything back first; remount,noatime (or strictatime,\n"
-"               relatime, nodiratime, diratime) changes its atime\n"
-"               policy; see tensorfs(8).\n"
-"               discard: discard freed blocks (or run fstrim\n"
-"               MOUNTPOINT).  log=FILE or log=syslog: where the daemon\n"
-"               logs; by default syslog if /dev/log accepts messages,\n"
-"               else /var/log/tensorfs/DEVICE.log (root) or\n"
-"               $XDG_STATE_HOME/tensorfs/DEVICE.log\n"
-"  --print-config  print the effective configuration (defaults, -c, -o) as\n"
-"               an INI file and exit\n"
-"  -f           stay in the foreground; log to stderr (and to the log\n"
-"               setting's file or syslog, if set)\n"
-"  -d           debug: print every FUSE request (implies -f)\n"
-"  -h, --help   print this help and exit\n"
-"  -V, --version  print the version and exit\n"
-"\n"
-"Unmount with 'fusermount3 -u MOUNTPOINT' (or umount as root), or send the\n"
-"daemon SIGTERM: both write all data and leave a clean file system; umount\n"
-"returns before the daemon has written it (it exits when done), remount,ro\n"
-"after.\n"
-"\n"
-"Exit status: 0 after a clean unmount, 1 on an error, a bad configuration\n"
-"file or value included (the message says what to do), 2 on a usage error.\n",
-	      f);
+	    "Usage: tensorfs [-c FILE.ini] [-o OPT[,OPT...]] [-f] [-d] DEVICE MOUNTPOINT\n"
+	    "\n"
+	    "Mount the tensorfs file system on DEVICE (an NVMe block device or an image\n"
+	    "file made with mkfs.tensorfs) at MOUNTPOINT, e.g. /local_nvme.  Tensors are\n"
+	    "offloaded by writing files there; point DeepSpeed's nvme_path at it.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -c FILE.ini  read settings from FILE.ini (see conf/tensorfs.ini and\n"
+	    "               tensorfs.ini(5)); a bad key or value stops the mount.\n"
+	    "               Default: " TFS_CONFIG_PATH " if it exists\n"
+	    "               (TENSORFS_CONFIG in the environment names another)\n"
+	    "  -o OPT,...   mount options: a setting as key=value or section.key=value\n"
+	    "               overrides the file (-o commit_interval_ms=1000); others go\n"
+	    "               to FUSE: allow_other (the default when run as root), ro, and\n"
+	    "               the rest of mount.fuse3(8).  Reads update atime as relatime\n"
+	    "               (the default), noatime or strictatime say, and listings\n"
+	    "               a directory's, unless nodiratime.  ro opens DEVICE\n"
+	    "               read-only; ro,norecovery mounts an uncleanly unmounted\n"
+	    "               DEVICE as its last checkpoint is, without replaying the\n"
+	    "               journal.  remount,ro and remount,rw (mount -o remount,ro\n"
+	    "               MOUNTPOINT) switch the running mount, which writes\n"
+	    "               everything back first; remount,noatime (or strictatime,\n"
+	    "               relatime, nodiratime, diratime) changes its atime\n"
+	    "               policy; see tensorfs(8).\n"
+	    "               discard: discard freed blocks (or run fstrim\n"
+	    "               MOUNTPOINT).  log=FILE or log=syslog: where the daemon\n"
+	    "               logs; by default syslog if /dev/log accepts messages,\n"
+	    "               else /var/log/tensorfs/DEVICE.log (root) or\n"
+	    "               $XDG_STATE_HOME/tensorfs/DEVICE.log\n"
+	    "  --print-config  print the effective configuration (defaults, -c, -o) as\n"
+	    "               an INI file and exit\n"
+	    "  -f           stay in the foreground; log to stderr (and to the log\n"
+	    "               setting's file or syslog, if set)\n"
+	    "  -d           debug: print every FUSE request (implies -f)\n"
+	    "  -h, --help   print this help and exit\n"
+	    "  -V, --version  print the version and exit\n"
+	    "\n"
+	    "Unmount with 'fusermount3 -u MOUNTPOINT' (or umount as root), or send the\n"
+	    "daemon SIGTERM: both write all data and leave a clean file system; umount\n"
+	    "returns before the daemon has written it (it exits when done), remount,ro\n"
+	    "after.\n"
+	    "\n"
+	    "Exit status: 0 after a clean unmount, 1 on an error, a bad configuration\n"
+	    "file or value included (the message says what to do), 2 on a usage error.\n",
+	    f);
 }
 
 /*
@@ -297,20 +317,20 @@ static void usage(FILE *f)
 
 /* What the command line asked for, and the paths it names resolved. */
 struct cmdline {
-	const char *conf;	/* -c FILE.ini, or NULL */
-	char *fuseopts;		/* the -o lists joined by ','; malloc'd */
-	int debug;		/* -d */
-	int foreground;		/* -f or -d */
-	int print_config;	/* --print-config */
-	char **operands;	/* DEVICE MOUNTPOINT, as given */
+	const char *conf; /* -c FILE.ini, or NULL */
+	char *fuseopts;	  /* the -o lists joined by ','; malloc'd */
+	int debug;	  /* -d */
+	int foreground;	  /* -f or -d */
+	int print_config; /* --print-config */
+	char **operands;  /* DEVICE MOUNTPOINT, as given */
 	int noperands;
-	int ro;			/* -o ro (the last of ro and rw) */
-	int remount;		/* -o remount: tell the running mount */
-	int remount_atime;	/* its TFS_ATIME_*, or -1: keep the policy */
-	int nodiratime;		/* -o nodiratime 1, diratime 0, neither -1 */
-	int norecovery;		/* -o norecovery (or noload): ro only */
-	char dev[PATH_MAX];	/* realpath of DEVICE */
-	char mnt[PATH_MAX];	/* realpath of MOUNTPOINT */
+	int ro;		    /* -o ro (the last of ro and rw) */
+	int remount;	    /* -o remount: tell the running mount */
+	int remount_atime;  /* its TFS_ATIME_*, or -1: keep the policy */
+	int nodiratime;	    /* -o nodiratime 1, diratime 0, neither -1 */
+	int norecovery;	    /* -o norecovery (or noload): ro only */
+	char dev[PATH_MAX]; /* realpath of DEVICE */
+	char mnt[PATH_MAX]; /* realpath of MOUNTPOINT */
 };
 
 /* Append a -o list to cl->fuseopts.  0, or -ENOMEM. */
@@ -406,7 +426,8 @@ static int parse_cmdline(int argc, char **argv, struct cmdline *cl)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:o:fdhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:o:fdhV", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'c':
 			cl->conf = optarg;
@@ -507,7 +528,8 @@ static int resolve_operands(struct cmdline *cl)
 	struct stat st;
 
 	if (cl->noperands != 2) {
-		fprintf(stderr, "tensorfs: %s\n"
+		fprintf(stderr,
+			"tensorfs: %s\n"
 			"Usage: tensorfs [-c FILE.ini] [-o OPT,...] [-f] [-d] "
 			"DEVICE MOUNTPOINT\n"
 			"Try 'tensorfs --help' for more information.\n",
@@ -518,7 +540,8 @@ static int resolve_operands(struct cmdline *cl)
 	if (!realpath(cl->operands[0], cl->dev)) {
 		/* a remount tells the running mount: its device is not used */
 		if (cl->remount) {
-			snprintf(cl->dev, sizeof(cl->dev), "%s", cl->operands[0]);
+			snprintf(cl->dev, sizeof(cl->dev), "%s",
+				 cl->operands[0]);
 		} else {
 			fprintf(stderr, "tensorfs: device '%s': %s\n",
 				cl->operands[0], strerror(errno));
@@ -527,13 +550,17 @@ static int resolve_operands(struct cmdline *cl)
 	}
 	mnt = cl->operands[1];
 	if (stat(mnt, &st) < 0) {
-		fprintf(stderr, "tensorfs: mount point '%s' does not exist; "
-			"create it with mkdir -p %s\n", mnt, mnt);
+		fprintf(stderr,
+			"tensorfs: mount point '%s' does not exist; "
+			"create it with mkdir -p %s\n",
+			mnt, mnt);
 		return 1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "tensorfs: mount point '%s' is not a "
-			"directory\n", mnt);
+		fprintf(stderr,
+			"tensorfs: mount point '%s' is not a "
+			"directory\n",
+			mnt);
 		return 1;
 	}
 	if (!realpath(mnt, cl->mnt)) {
@@ -582,9 +609,12 @@ static unsigned long remount_flags(const struct cmdline *cl,
 		const char *name;
 		unsigned long set, clear;
 	} opt[] = {
-		{ "nosuid", MS_NOSUID, 0 }, { "suid", 0, MS_NOSUID },
-		{ "nodev", MS_NODEV, 0 }, { "dev", 0, MS_NODEV },
-		{ "noexec", MS_NOEXEC, 0 }, { "exec", 0, MS_NOEXEC },
+		{ "nosuid", MS_NOSUID, 0 },
+		{ "suid", 0, MS_NOSUID },
+		{ "nodev", MS_NODEV, 0 },
+		{ "dev", 0, MS_NODEV },
+		{ "noexec", MS_NOEXEC, 0 },
+		{ "exec", 0, MS_NOEXEC },
 		{ "nodiratime", MS_NODIRATIME, 0 },
 		{ "diratime", 0, MS_NODIRATIME },
 	};
@@ -616,9 +646,9 @@ static unsigned long remount_flags(const struct cmdline *cl,
 	/* the atime options as the daemon takes them (remount_atime()) */
 	if (cl->remount_atime >= 0) {
 		fl &= ~(MS_NOATIME | MS_RELATIME | MS_STRICTATIME);
-		fl |= cl->remount_atime == TFS_ATIME_NOATIME ? MS_NOATIME :
-		      cl->remount_atime == TFS_ATIME_STRICT ? MS_STRICTATIME :
-							      MS_RELATIME;
+		fl |= cl->remount_atime == TFS_ATIME_NOATIME  ? MS_NOATIME
+		      : cl->remount_atime == TFS_ATIME_STRICT ? MS_STRICTATIME
+							      : MS_RELATIME;
 	}
 	return fl;
 }
@@ -644,44 +674,55 @@ static int remount(const struct cmdline *cl)
 	int fd, rc = 1;
 
 	if (!is_tensorfs_mount(cl->mnt)) {
-		fprintf(stderr, "tensorfs: remount,%s: '%s' is not a tensorfs "
-			"mount point; mount it first\n", how, cl->mnt);
+		fprintf(stderr,
+			"tensorfs: remount,%s: '%s' is not a tensorfs "
+			"mount point; mount it first\n",
+			how, cl->mnt);
 		return 1;
 	}
 	snprintf(dir, sizeof(dir), "%s/%s", cl->mnt, TFS_STATEDIR_NAME);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstatvfs(fd, &sv) < 0) {
-		fprintf(stderr, "tensorfs: remount,%s: cannot open '%s': %s "
-			"(is its daemon still running?)\n", how, dir,
-			strerror(errno));
+		fprintf(stderr,
+			"tensorfs: remount,%s: cannot open '%s': %s "
+			"(is its daemon still running?)\n",
+			how, dir, strerror(errno));
 		goto out;
 	}
 	fl = remount_flags(cl, &sv);
 	if (cl->ro) {
 		if (mount(cl->dev, cl->mnt, NULL, fl, NULL) < 0) {
-			fprintf(stderr, "tensorfs: remount,ro of '%s': %s%s\n",
-				cl->mnt, strerror(errno), errno == EBUSY ?
-				"; files are open for writing there: close "
-				"them (fuser -vm MOUNTPOINT lists them) and "
-				"try again" : "");
+			fprintf(
+			    stderr, "tensorfs: remount,ro of '%s': %s%s\n",
+			    cl->mnt, strerror(errno),
+			    errno == EBUSY
+				? "; files are open for writing there: close "
+				  "them (fuser -vm MOUNTPOINT lists them) and "
+				  "try again"
+				: "");
 			goto out;
 		}
 		if (ioctl(fd, TFS_IOC_SET_RO) < 0) {
-			fprintf(stderr, "tensorfs: remount,ro of '%s': the "
+			fprintf(stderr,
+				"tensorfs: remount,ro of '%s': the "
 				"daemon could not write everything back: %s; "
 				"its log says more, and the mount stays "
-				"read-write\n", cl->mnt, strerror(errno));
+				"read-write\n",
+				cl->mnt, strerror(errno));
 			(void)mount(cl->dev, cl->mnt, NULL, fl & ~MS_RDONLY,
 				    NULL);
 			goto out;
 		}
 	} else {
 		if (ioctl(fd, TFS_IOC_SET_RW) < 0) {
-			fprintf(stderr, "tensorfs: remount,rw of '%s': %s%s\n",
-				cl->mnt, strerror(errno), errno == EROFS ?
-				"; it was mounted with -o ro, which opens the "
-				"device read-only: unmount it and mount it "
-				"without ro" : "; its log says more");
+			fprintf(
+			    stderr, "tensorfs: remount,rw of '%s': %s%s\n",
+			    cl->mnt, strerror(errno),
+			    errno == EROFS
+				? "; it was mounted with -o ro, which opens the "
+				  "device read-only: unmount it and mount it "
+				  "without ro"
+				: "; its log says more");
 			goto out;
 		}
 		if (mount(cl->dev, cl->mnt, NULL, fl, NULL) < 0) {
@@ -693,19 +734,22 @@ static int remount(const struct cmdline *cl)
 	}
 	if (cl->remount_atime >= 0 &&
 	    ioctl(fd, TFS_IOC_SET_ATIME, &cl->remount_atime) < 0) {
-		fprintf(stderr, "tensorfs: remount,%s of '%s': the daemon did "
+		fprintf(stderr,
+			"tensorfs: remount,%s of '%s': the daemon did "
 			"not take the atime option: %s; reads update atime "
-			"as before\n", how, cl->mnt, strerror(errno));
+			"as before\n",
+			how, cl->mnt, strerror(errno));
 		goto out;
 	}
 	if (cl->nodiratime >= 0) {
 		int on = !cl->nodiratime;
 
 		if (ioctl(fd, TFS_IOC_SET_DIRATIME, &on) < 0) {
-			fprintf(stderr, "tensorfs: remount,%s of '%s': the "
+			fprintf(stderr,
+				"tensorfs: remount,%s of '%s': the "
 				"daemon did not take %s: %s; listings update "
-				"directory atimes as before\n", how, cl->mnt,
-				on ? "diratime" : "nodiratime",
+				"directory atimes as before\n",
+				how, cl->mnt, on ? "diratime" : "nodiratime",
 				strerror(errno));
 			goto out;
 		}
@@ -745,8 +789,8 @@ static int setup_log(struct tfs_daemon *dm, const struct cmdline *cl)
  */
 #define MOUNT_SPARE (64ull << 20)
 
-static int data_path_opts(const struct tfs_config *cfg,
-			  struct tfs_fs_opts *fo, struct tfs_mem_limits *lim)
+static int data_path_opts(const struct tfs_config *cfg, struct tfs_fs_opts *fo,
+			  struct tfs_mem_limits *lim)
 {
 	char err[2048];
 
@@ -788,7 +832,6 @@ static int meta_fits(const struct tfs_daemon *dm,
 	return 0;
 }
 
-
 /*
  * Open and check the device (and replay its journal), before mounting.
  * Read-only (-o ro): the device is opened O_RDONLY (an immutable image
@@ -804,8 +847,8 @@ static void fs_changed(void *arg, uint64_t ino, uint64_t off, uint64_t len)
 {
 	struct tfs_daemon *dm = arg;
 
-	tfs_inval_range(__atomic_load_n(&dm->inval, __ATOMIC_ACQUIRE), ino,
-			off, len);
+	tfs_inval_range(__atomic_load_n(&dm->inval, __ATOMIC_ACQUIRE), ino, off,
+			len);
 }
 
 static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
@@ -840,7 +883,8 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
 		return 1;
 	}
 	if (norecovery && tfs_fs_needs_recovery(dm->fs))
-		tfs_daemon_log(LOG_WARNING, "%s: mounted read-only without "
+		tfs_daemon_log(LOG_WARNING,
+			       "%s: mounted read-only without "
 			       "replaying the journal (norecovery): the last "
 			       "checkpoint as it is; %llu journal "
 			       "transaction(s) committed after it are not "
@@ -848,11 +892,13 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
 			       dev,
 			       (unsigned long long)tfs_fs_not_replayed(dm->fs));
 	else if (ro && tfs_fs_needs_recovery(dm->fs)) {
-		fprintf(stderr, "tensorfs: %s: was not unmounted cleanly and "
-			"needs recovery (its journal replayed), which a "
-			"read-only mount does not do; mount it read-write once, "
-			"or run 'tensorfs-fsck -y %s', then mount it read-only\n",
-			dev, dev);
+		fprintf(
+		    stderr,
+		    "tensorfs: %s: was not unmounted cleanly and "
+		    "needs recovery (its journal replayed), which a "
+		    "read-only mount does not do; mount it read-write once, "
+		    "or run 'tensorfs-fsck -y %s', then mount it read-only\n",
+		    dev, dev);
 		goto out_close;
 	}
 	if (meta_fits(dm, &lim))
@@ -862,8 +908,10 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
 	tfs_statedir_init(&dm->statedir, dm->fs, &dm->cfg, root.st_uid,
 			  root.st_gid);
 	if (tfs_fs_replayed(dm->fs))
-		tfs_daemon_log(LOG_NOTICE, "%s: recovered %llu journal "
-			       "transactions after an unclean shutdown", dev,
+		tfs_daemon_log(LOG_NOTICE,
+			       "%s: recovered %llu journal "
+			       "transactions after an unclean shutdown",
+			       dev,
 			       (unsigned long long)tfs_fs_replayed(dm->fs));
 	return GO_ON;
 
@@ -909,11 +957,13 @@ static int mount_session(struct tfs_daemon *dm, const struct cmdline *cl,
 		fprintf(stderr, "tensorfs: out of memory\n");
 		return 1;
 	}
-	se = fuse_session_new(args, &tfs_daemon_ops, sizeof(tfs_daemon_ops),
-			      dm);
+	se =
+	    fuse_session_new(args, &tfs_daemon_ops, sizeof(tfs_daemon_ops), dm);
 	if (!se) {
-		fprintf(stderr, "tensorfs: bad mount options '%s'; see "
-			"mount.fuse3(8)\n", cl->fuseopts ? cl->fuseopts : "");
+		fprintf(stderr,
+			"tensorfs: bad mount options '%s'; see "
+			"mount.fuse3(8)\n",
+			cl->fuseopts ? cl->fuseopts : "");
 		return 2;
 	}
 	if (fuse_set_signal_handlers(se)) {
@@ -921,8 +971,10 @@ static int mount_session(struct tfs_daemon *dm, const struct cmdline *cl,
 		goto out_session;
 	}
 	if (fuse_session_mount(se, cl->mnt)) {
-		fprintf(stderr, "tensorfs: cannot mount on '%s' (is /dev/fuse "
-			"there, and fusermount3 installed?)\n", cl->mnt);
+		fprintf(stderr,
+			"tensorfs: cannot mount on '%s' (is /dev/fuse "
+			"there, and fusermount3 installed?)\n",
+			cl->mnt);
 		goto out_signals;
 	}
 	*out = se;
@@ -977,8 +1029,8 @@ static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
 	if (!*dev)
 		return;
 	for (int i = 0; i < 2; i++) {
-		uint64_t v = i ? cfg->mount_bdi_max_ratio
-			       : cfg->mount_read_ahead_kb;
+		uint64_t v =
+		    i ? cfg->mount_bdi_max_ratio : cfg->mount_read_ahead_kb;
 		const char *knob = i ? "max_ratio" : "read_ahead_kb";
 
 		if (!v)
@@ -986,7 +1038,8 @@ static void tune_bdi(const struct tfs_config *cfg, const char *mnt)
 		snprintf(path, sizeof(path), "/sys/class/bdi/%s/%s", dev, knob);
 		f = fopen(path, "w");
 		if (f) {
-			int ok = fprintf(f, "%llu\n", (unsigned long long)v) > 0;
+			int ok =
+			    fprintf(f, "%llu\n", (unsigned long long)v) > 0;
 
 			if (fclose(f) == 0 && ok)
 				continue;
@@ -1014,9 +1067,12 @@ static void show_atime_flags(const char *mnt, int strict, int nodiratime)
 		const char *name;
 		unsigned long flag;
 	} opt[] = {
-		{ "ro", MS_RDONLY }, { "nosuid", MS_NOSUID },
-		{ "nodev", MS_NODEV }, { "noexec", MS_NOEXEC },
-		{ "nodiratime", MS_NODIRATIME }, { "noatime", MS_NOATIME },
+		{ "ro", MS_RDONLY },
+		{ "nosuid", MS_NOSUID },
+		{ "nodev", MS_NODEV },
+		{ "noexec", MS_NOEXEC },
+		{ "nodiratime", MS_NODIRATIME },
+		{ "noatime", MS_NOATIME },
 		{ "relatime", MS_RELATIME },
 	};
 	char line[8192], m[4096], o[4096], last[4096] = "";
@@ -1044,11 +1100,12 @@ static void show_atime_flags(const char *mnt, int strict, int nodiratime)
 		fl |= MS_NODIRATIME;
 	if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_BIND | fl, NULL) < 0 &&
 	    geteuid() == 0)
-		tfs_daemon_log(LOG_WARNING, "%s%s%s: cannot show it in the "
-			       "mount's flags: %s", strict ? "strictatime" : "",
+		tfs_daemon_log(LOG_WARNING,
+			       "%s%s%s: cannot show it in the "
+			       "mount's flags: %s",
+			       strict ? "strictatime" : "",
 			       strict && nodiratime ? ", " : "",
-			       nodiratime ? "nodiratime" : "",
-			       strerror(errno));
+			       nodiratime ? "nodiratime" : "", strerror(errno));
 }
 
 /*
@@ -1082,7 +1139,7 @@ static int start_daemon(struct tfs_daemon *dm, struct fuse_session *se,
 	iv = tfs_inval_new(se);
 	if (!iv) {
 		tfs_daemon_log(LOG_ERR, "cannot start: out of memory or "
-			       "threads");
+					"threads");
 		return 1;
 	}
 	/* read by lib/'s write-back threads (fs_changed()) */
@@ -1123,8 +1180,10 @@ static int close_fs(struct tfs_daemon *dm, const char *dev, int ret)
 
 	dm->fs = NULL;
 	if (rc) {
-		tfs_daemon_log(LOG_ERR, "%s: final write failed: %s; run "
-			       "tensorfs-fsck %s", dev, strerror(-rc), dev);
+		tfs_daemon_log(LOG_ERR,
+			       "%s: final write failed: %s; run "
+			       "tensorfs-fsck %s",
+			       dev, strerror(-rc), dev);
 		ret = 1;
 	}
 	return ret;
@@ -1163,7 +1222,8 @@ int main(int argc, char **argv)
 		goto out;
 	dm.nodiratime = cl.nodiratime > 0;
 	if (cl.norecovery && !cl.ro) {
-		fprintf(stderr, "tensorfs: -o norecovery needs -o ro: a "
+		fprintf(stderr,
+			"tensorfs: -o norecovery needs -o ro: a "
 			"read-write mount always replays the journal; use "
 			"-o ro,norecovery to look at the last checkpoint as "
 			"it is\n");
@@ -1186,7 +1246,7 @@ out_fs:
 	ret = close_fs(&dm, cl.dev, ret);
 out:
 	fuse_opt_free_args(&args);
-	tfs_inval_free(dm.inval);	/* after close_fs(): fs_changed() */
+	tfs_inval_free(dm.inval); /* after close_fs(): fs_changed() */
 	free(cl.fuseopts);
 	free(dm.rw.v);
 	pthread_mutex_destroy(&dm.rw.mu);

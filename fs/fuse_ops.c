@@ -43,8 +43,8 @@
 struct openfile {
 	uint64_t ino;
 	uint32_t wb_seen;
-	int rw;		/* opened O_RDWR: counted in dm->rw */
-	int direct;	/* FOPEN_DIRECT_IO: its writes bypass the page cache */
+	int rw;	    /* opened O_RDWR: counted in dm->rw */
+	int direct; /* FOPEN_DIRECT_IO: its writes bypass the page cache */
 };
 
 /*
@@ -304,13 +304,13 @@ static void set_open_flags(struct tfs_daemon *dm, fuse_ino_t ino,
 /* ===== handlers ===== */
 
 /* Fail a request that would change /.tensorfs or what is in it. */
-#define DENY_STATEDIR(req, parent, name, creating)                           \
-	do {                                                                 \
-		int deny_ = tfs_statedir_deny((parent), (name), (creating));  \
-		if (deny_) {                                                 \
-			fuse_reply_err((req), deny_);                        \
-			return;                                              \
-		}                                                            \
+#define DENY_STATEDIR(req, parent, name, creating)                             \
+	do {                                                                   \
+		int deny_ = tfs_statedir_deny((parent), (name), (creating));   \
+		if (deny_) {                                                   \
+			fuse_reply_err((req), deny_);                          \
+			return;                                                \
+		}                                                              \
 	} while (0)
 
 static void op_init(void *data, struct fuse_conn_info *conn)
@@ -322,14 +322,13 @@ static void op_init(void *data, struct fuse_conn_info *conn)
 	/* the kernel offers what tune_bdi() set; ask for all of it */
 	if (dm->cfg.mount_read_ahead_kb)
 		conn->max_readahead =
-			(unsigned)dm->cfg.mount_read_ahead_kb * 1024;
+		    (unsigned)dm->cfg.mount_read_ahead_kb * 1024;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
-	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC |
-				       FUSE_CAP_ASYNC_DIO |
-				       FUSE_CAP_PARALLEL_DIROPS |
-				       FUSE_CAP_ASYNC_READ |
-				       FUSE_CAP_EXPORT_SUPPORT);
+	conn->want |=
+	    conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_ASYNC_DIO |
+			     FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_ASYNC_READ |
+			     FUSE_CAP_EXPORT_SUPPORT);
 	/* readdirplus for every batch of a listing, not only the first
 	 * (READDIRPLUS_AUTO): "ls -l" reads all names before it stats any */
 	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
@@ -341,7 +340,7 @@ static void op_init(void *data, struct fuse_conn_info *conn)
 	 * 3.17 refuses an init that sets both want and want_ext */
 	conn->want |= conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
 	dm->direct_io_allow_mmap =
-		(conn->want & FUSE_CAP_DIRECT_IO_ALLOW_MMAP) != 0;
+	    (conn->want & FUSE_CAP_DIRECT_IO_ALLOW_MMAP) != 0;
 #endif
 }
 
@@ -359,16 +358,16 @@ static void op_destroy(void *data)
  * 0 with *st for the file system's, or -errno (-ESTALE: no such inode,
  * what the kernel says of a handle of a deleted file).
  */
-static int lookup_dots(struct tfs_daemon *dm, fuse_ino_t ino,
-		       const char *name, struct stat *st)
+static int lookup_dots(struct tfs_daemon *dm, fuse_ino_t ino, const char *name,
+		       struct stat *st)
 {
 	int rc;
 
 	if (tfs_statedir_is(ino)) {
-		if (name[1] == '.')	/* "..": the root, for the directory */
-			return tfs_statedir_is_dir(ino) ?
-				       tfs_getattr(dm->fs, TFS_FS_ROOT, st) :
-				       -ENOTDIR;
+		if (name[1] == '.') /* "..": the root, for the directory */
+			return tfs_statedir_is_dir(ino)
+				   ? tfs_getattr(dm->fs, TFS_FS_ROOT, st)
+				   : -ENOTDIR;
 		rc = tfs_statedir_getattr(&dm->statedir, ino, st);
 		return rc ? rc : 1;
 	}
@@ -511,8 +510,9 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	char buf[PATH_MAX + 1];
-	ssize_t n = tfs_statedir_is(ino) ? -EINVAL :
-		    tfs_readlink(dm->fs, ino, buf, sizeof(buf) - 1);
+	ssize_t n = tfs_statedir_is(ino)
+			? -EINVAL
+			: tfs_readlink(dm->fs, ino, buf, sizeof(buf) - 1);
 
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
@@ -596,8 +596,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		f |= TFS_RENAME_EXCHANGE;
 	if (flags & RENAME_WHITEOUT)
 		f |= TFS_RENAME_WHITEOUT;
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE |
-				RENAME_WHITEOUT)) {
+	if (flags &
+	    ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -655,7 +655,7 @@ static void open_statefile(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->direct_io = 1;	/* st_size may be stale: reads must reach us */
+	fi->direct_io = 1; /* st_size may be stale: reads must reach us */
 	fi->keep_cache = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		free(f->buf);
@@ -663,8 +663,7 @@ static void open_statefile(fuse_req_t req, fuse_ino_t ino,
 	}
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t ino,
-		    struct fuse_file_info *fi)
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	int rc;
@@ -750,7 +749,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* the reply is written from the cache's memory, pinned meanwhile:
 	 * the kernel's copy into the reader's pages is the only one */
 	n = tfs_read_pin(dm->fs, ino, size, (uint64_t)off, &pin);
-	tfs_file_note_read(dm->fs, ino, n);	/* before a stat can see it */
+	tfs_file_note_read(dm->fs, ino, n); /* before a stat can see it */
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
@@ -769,8 +768,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * for good measure, so that no reader sees the lost bytes once the
  * writer hears of the failure.
  */
-static void reply_wb_err(struct tfs_daemon *dm, fuse_req_t req,
-			 fuse_ino_t ino, int rc)
+static void reply_wb_err(struct tfs_daemon *dm, fuse_req_t req, fuse_ino_t ino,
+			 int rc)
 {
 	if (rc)
 		tfs_inval_reply_err(dm->inval, req, ino, 0, 0, -rc);
@@ -791,7 +790,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off, openfile_wb(fi));
 	if (n > 0 && openfile_direct(fi))
-		tfs_mark_stale(dm->fs, ino);	/* after it: set_open_flags() */
+		tfs_mark_stale(dm->fs, ino); /* after it: set_open_flags() */
 	if (n == -ENOSPC || n == -EROFS) {
 		fuse_reply_err(req, (int)-n);
 	} else if (n < 0) {
@@ -811,8 +810,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 }
 
-static void op_flush(fuse_req_t req, fuse_ino_t ino,
-		     struct fuse_file_info *fi)
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	int rc = 0;
@@ -844,8 +842,9 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
-	int rc = tfs_statedir_is(ino) ?
-			 0 : tfs_fsync(dm->fs, ino, datasync, openfile_wb(fi));
+	int rc = tfs_statedir_is(ino)
+		     ? 0
+		     : tfs_fsync(dm->fs, ino, datasync, openfile_wb(fi));
 
 	if (rc)
 		tfs_daemon_log(LOG_ERR, "fsync of inode %llu failed: %s",
@@ -859,8 +858,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	/* a reference, as an open file has: a directory removed while open
 	 * lives until releasedir */
-	int rc = tfs_statedir_is(ino) ?
-			 0 : tfs_open(dm->fs, ino, O_RDONLY | O_DIRECTORY);
+	int rc = tfs_statedir_is(ino)
+		     ? 0
+		     : tfs_open(dm->fs, ino, O_RDONLY | O_DIRECTORY);
 
 	if (!rc && tfs_statedir_is(ino)) {
 		struct stat st;
@@ -870,8 +870,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	if (rc)
 		fuse_reply_err(req, -rc);
-	else if (fuse_reply_open(req, fi) == -ENOENT &&
-		 !tfs_statedir_is(ino))
+	else if (fuse_reply_open(req, fi) == -ENOENT && !tfs_statedir_is(ino))
 		tfs_release(dm->fs, ino); /* the caller was interrupted */
 }
 
@@ -913,13 +912,13 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (tfs_statedir_is(ino))
-		rc = tfs_statedir_readdir(off < 0 ? 0 : (uint64_t)off,
-					  fill_dir, &d);
+		rc = tfs_statedir_readdir(off < 0 ? 0 : (uint64_t)off, fill_dir,
+					  &d);
 	else
 		rc = tfs_readdir(dm->fs, ino, off < 0 ? 0 : (uint64_t)off,
 				 fill_dir, &d);
 	if (!rc && !tfs_statedir_is(ino))
-		tfs_dir_note_read(dm->fs, ino);	/* before a stat can see it */
+		tfs_dir_note_read(dm->fs, ino); /* before a stat can see it */
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -938,19 +937,19 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * replaced is given as it is now.
  */
 struct plus_name {
-	uint64_t ino, next;	/* the entry's inode; cookie to resume after it */
+	uint64_t ino, next; /* the entry's inode; cookie to resume after it */
 	char *name;
 };
 
 struct plusbuf {
 	fuse_req_t req;
-	size_t size, need;	/* reply size allowed, needed so far */
+	size_t size, need; /* reply size allowed, needed so far */
 	struct plus_name *v;
 	size_t n, cap;
 };
 
-static int collect_dir(void *arg, const char *name, uint64_t ino,
-		       mode_t type, uint64_t next)
+static int collect_dir(void *arg, const char *name, uint64_t ino, mode_t type,
+		       uint64_t next)
 {
 	struct plusbuf *d = arg;
 	size_t len = fuse_add_direntry_plus(d->req, NULL, 0, name, NULL, 0);
@@ -963,7 +962,7 @@ static int collect_dir(void *arg, const char *name, uint64_t ino,
 		struct plus_name *nv = realloc(d->v, nc * sizeof(*nv));
 
 		if (!nv)
-			return 1;	/* a shorter reply: the kernel asks again */
+			return 1; /* a shorter reply: the kernel asks again */
 		d->v = nv;
 		d->cap = nc;
 	}
@@ -988,7 +987,7 @@ static int plus_entry(struct tfs_daemon *dm, fuse_ino_t dir,
 
 	memset(e, 0, sizeof(*e));
 	if (!strcmp(name, ".") || !strcmp(name, "..")) {
-		e->attr.st_ino = n->ino;	/* d_ino; ino 0: no entry */
+		e->attr.st_ino = n->ino; /* d_ino; ino 0: no entry */
 		e->attr.st_mode = S_IFDIR;
 		return 0;
 	}
@@ -1034,7 +1033,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 	else
 		rc = tfs_readdir(dm->fs, ino, cookie, collect_dir, &d);
 	if (!rc && !tfs_statedir_is(ino))
-		tfs_dir_note_read(dm->fs, ino);	/* as op_readdir() */
+		tfs_dir_note_read(dm->fs, ino); /* as op_readdir() */
 	if (!rc && d.n) {
 		buf = malloc(size);
 		refs = calloc(d.n, sizeof(*refs));
@@ -1048,10 +1047,10 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 		if (got < 0)
 			continue;
-		len = fuse_add_direntry_plus(req, buf + pos, size - pos,
-					     d.v[i].name, &e,
-					     (off_t)d.v[i].next);
-		if (len > size - pos) {	/* not reached: sized above */
+		len =
+		    fuse_add_direntry_plus(req, buf + pos, size - pos,
+					   d.v[i].name, &e, (off_t)d.v[i].next);
+		if (len > size - pos) { /* not reached: sized above */
 			if (got)
 				forget_refs(dm, &e.ino, 1);
 			break;
@@ -1080,8 +1079,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 
 	(void)fi;
-	fuse_reply_err(req, tfs_statedir_is(ino) ? 0 :
-						   -tfs_release(dm->fs, ino));
+	fuse_reply_err(req,
+		       tfs_statedir_is(ino) ? 0 : -tfs_release(dm->fs, ino));
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -1090,8 +1089,9 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 
 	(void)fi;
-	fuse_reply_err(req, tfs_statedir_is(ino) ?
-				    0 : -tfs_fsync(dm->fs, ino, datasync, NULL));
+	fuse_reply_err(req, tfs_statedir_is(ino)
+				? 0
+				: -tfs_fsync(dm->fs, ino, datasync, NULL));
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -1129,8 +1129,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = tfs_statedir_is(ino) ? -ENODATA :
-				   tfs_getxattr(dm->fs, ino, name, buf, size);
+	n = tfs_statedir_is(ino) ? -ENODATA
+				 : tfs_getxattr(dm->fs, ino, name, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)
@@ -1168,8 +1168,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	fuse_reply_err(req, -tfs_removexattr(dm->fs, ino, name));
 }
 
-static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
-			 off_t offset, off_t length, struct fuse_file_info *fi)
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+			 off_t length, struct fuse_file_info *fi)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	int rc;
@@ -1203,11 +1203,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
  * kernel copy that one through its page cache itself; never ENOSYS,
  * which would turn copy_file_range off for the whole mount.
  */
-static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
-			       off_t off_in, struct fuse_file_info *fi_in,
-			       fuse_ino_t ino_out, off_t off_out,
-			       struct fuse_file_info *fi_out, size_t len,
-			       int flags)
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			       off_t off_out, struct fuse_file_info *fi_out,
+			       size_t len, int flags)
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	ssize_t n;
@@ -1226,9 +1225,10 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 			   (uint64_t)off_out, len, openfile_wb(fi_out));
 	tfs_file_note_read(dm->fs, ino_in, n);
 	if (n > 0) {
-		tfs_mark_stale(dm->fs, ino_out);	/* as op_fallocate() */
+		tfs_mark_stale(dm->fs, ino_out); /* as op_fallocate() */
 		tfs_inval_reply_write(dm->inval, req, ino_out,
-				      (uint64_t)off_out, (uint64_t)n, (size_t)n);
+				      (uint64_t)off_out, (uint64_t)n,
+				      (size_t)n);
 	} else if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 	} else {
@@ -1271,8 +1271,8 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		if (!rc && off >= st.st_size)
 			rc = -ENXIO;
 		if (!rc)
-			pos = whence == SEEK_DATA ? (uint64_t)off :
-						    (uint64_t)st.st_size;
+			pos = whence == SEEK_DATA ? (uint64_t)off
+						  : (uint64_t)st.st_size;
 	} else {
 		rc = tfs_seek(dm->fs, ino, (uint64_t)off, whence == SEEK_HOLE,
 			      &pos);
@@ -1284,8 +1284,7 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 }
 
 /* TFS_IOC_SET_ATIME: the policy an int in in_buf names.  Replies. */
-static void state_set_atime(fuse_req_t req, const void *in_buf,
-			    size_t in_bufsz)
+static void state_set_atime(fuse_req_t req, const void *in_buf, size_t in_bufsz)
 {
 	static const char *const name[] = {
 		[TFS_ATIME_RELATIME] = "relatime",
@@ -1327,8 +1326,8 @@ static void state_set_diratime(fuse_req_t req, const void *in_buf,
 		return;
 	}
 	tfs_fs_set_diratime(dm->fs, on);
-	tfs_daemon_log(LOG_NOTICE, "remounted %s", on ? "diratime" :
-						       "nodiratime");
+	tfs_daemon_log(LOG_NOTICE, "remounted %s",
+		       on ? "diratime" : "nodiratime");
 	fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
@@ -1365,12 +1364,13 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 	}
 	rc = tfs_fs_set_readonly(dm->fs, ro);
 	if (rc)
-		tfs_daemon_log(LOG_ERR, "remount %s failed: %s", ro ? "ro" : "rw",
-			       strerror(-rc));
+		tfs_daemon_log(LOG_ERR, "remount %s failed: %s",
+			       ro ? "ro" : "rw", strerror(-rc));
 	else
-		tfs_daemon_log(LOG_NOTICE, "remounted %s", ro ?
-			       "read-only: everything is written back and "
-			       "the file system is clean" : "read-write");
+		tfs_daemon_log(LOG_NOTICE, "remounted %s",
+			       ro ? "read-only: everything is written back and "
+				    "the file system is clean"
+				  : "read-write");
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else

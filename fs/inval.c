@@ -50,28 +50,28 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define REPLY_WAIT_MS	200
+#define REPLY_WAIT_MS 200
 
 struct item {
 	struct item *next;
-	fuse_req_t req;		/* NULL: nothing to answer */
+	fuse_req_t req; /* NULL: nothing to answer */
 	uint64_t ino, off, len;
-	size_t n;		/* err < 0: fuse_reply_write(req, n) */
-	int err;		/* else fuse_reply_err(req, err) */
-	int answered;		/* under mu, once the drop started */
+	size_t n;     /* err < 0: fuse_reply_write(req, n) */
+	int err;      /* else fuse_reply_err(req, err) */
+	int answered; /* under mu, once the drop started */
 };
 
 struct tfs_inval {
 	struct fuse_session *se;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;		/* the queue has work, or stopping */
-	pthread_cond_t wcv;		/* wakes the watchdog to end */
-	struct item *head, **tail;	/* the queue, under mu */
-	int stopping;			/* under mu */
-	struct item *cur;		/* being dropped; under mu */
-	struct timespec cur_t0;		/* when it started */
-	int wd_idle;			/* the watchdog sleeps untimed */
-	int started;			/* the threads run: join them */
+	pthread_cond_t cv;	   /* the queue has work, or stopping */
+	pthread_cond_t wcv;	   /* wakes the watchdog to end */
+	struct item *head, **tail; /* the queue, under mu */
+	int stopping;		   /* under mu */
+	struct item *cur;	   /* being dropped; under mu */
+	struct timespec cur_t0;	   /* when it started */
+	int wd_idle;		   /* the watchdog sleeps untimed */
+	int started;		   /* the threads run: join them */
 	pthread_t thread, watchdog;
 };
 
@@ -85,8 +85,8 @@ static void drop(struct fuse_session *se, uint64_t ino, uint64_t off,
 	 */
 	if (se && off <= (uint64_t)INT64_MAX)
 		(void)fuse_lowlevel_notify_inval_inode(
-			se, (fuse_ino_t)ino, (off_t)off,
-			len > (uint64_t)INT64_MAX ? 0 : (off_t)len);
+		    se, (fuse_ino_t)ino, (off_t)off,
+		    len > (uint64_t)INT64_MAX ? 0 : (off_t)len);
 }
 
 static void answer(fuse_req_t req, size_t n, int err)
@@ -212,7 +212,7 @@ struct tfs_inval *tfs_inval_new(struct fuse_session *se)
 		return NULL;
 	}
 	if (pthread_create(&iv->watchdog, NULL, watch, iv)) {
-		tfs_inval_stop(iv);	/* ends and joins loop() alone */
+		tfs_inval_stop(iv); /* ends and joins loop() alone */
 		pthread_join(iv->thread, NULL);
 		tfs_inval_free(iv);
 		return NULL;
@@ -249,8 +249,8 @@ static void queue(struct tfs_inval *iv, fuse_req_t req, uint64_t ino,
 	answer(req, n, err);
 }
 
-void tfs_inval_reply_write(struct tfs_inval *iv, fuse_req_t req,
-			   uint64_t ino, uint64_t off, uint64_t len, size_t n)
+void tfs_inval_reply_write(struct tfs_inval *iv, fuse_req_t req, uint64_t ino,
+			   uint64_t off, uint64_t len, size_t n)
 {
 	queue(iv, req, ino, off, len, n, -1);
 }

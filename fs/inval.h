@@ -28,8 +28,8 @@ struct tfs_inval *tfs_inval_new(struct fuse_session *se);
  * reply come from the invalidator's thread, in the order given.  Thread
  * safe.  With iv NULL, or stopped, they answer at once.
  */
-void tfs_inval_reply_write(struct tfs_inval *iv, fuse_req_t req,
-			   uint64_t ino, uint64_t off, uint64_t len, size_t n);
+void tfs_inval_reply_write(struct tfs_inval *iv, fuse_req_t req, uint64_t ino,
+			   uint64_t off, uint64_t len, size_t n);
 void tfs_inval_reply_err(struct tfs_inval *iv, fuse_req_t req, uint64_t ino,
 			 uint64_t off, uint64_t len, int err);
 

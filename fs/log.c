@@ -24,9 +24,9 @@
 
 #define SYSLOG_SOCKET "/dev/log"
 
-static int to_stderr = 1;	/* the terminal is attached, or -f */
+static int to_stderr = 1; /* the terminal is attached, or -f */
 static int to_syslog;
-static int log_fd = -1;		/* the log file, or -1 */
+static int log_fd = -1; /* the log file, or -1 */
 static char where[PATH_MAX] = "stderr";
 
 /* Does the syslog socket accept a connection (datagram, as syslog(3)
@@ -66,8 +66,9 @@ int tfs_log_default_path(const char *dev, char *buf, size_t len)
 			n = snprintf(buf, len, "%s/tensorfs/%s.log", state,
 				     base);
 		else if (home && *home)
-			n = snprintf(buf, len, "%s/.local/state/tensorfs/%s.log",
-				     home, base);
+			n = snprintf(buf, len,
+				     "%s/.local/state/tensorfs/%s.log", home,
+				     base);
 		else
 			return -ENOENT;
 	}
@@ -104,7 +105,8 @@ static int open_file(const char *path, char *err, size_t errlen)
 	if (log_fd < 0) {
 		int rc = -errno;
 
-		snprintf(err, errlen, "cannot open the log file '%s': %s; "
+		snprintf(err, errlen,
+			 "cannot open the log file '%s': %s; "
 			 "choose another with -o log=FILE (or log=syslog)",
 			 path, strerror(-rc));
 		return rc;
@@ -121,9 +123,11 @@ int tfs_log_setup(const char *setting, const char *dev, int foreground,
 
 	if (!strcmp(setting, "syslog") && !syslog_alive()) {
 		/* else every message would vanish without a word */
-		snprintf(err, errlen, "log=syslog, but %s does not accept "
+		snprintf(err, errlen,
+			 "log=syslog, but %s does not accept "
 			 "messages (no syslog daemon running?); start one, or "
-			 "log to a file with -o log=FILE", SYSLOG_SOCKET);
+			 "log to a file with -o log=FILE",
+			 SYSLOG_SOCKET);
 		return -ENOENT;
 	}
 	if (!strcmp(setting, "syslog") ||
@@ -139,7 +143,8 @@ int tfs_log_setup(const char *setting, const char *dev, int foreground,
 		if (*setting != '/' && getcwd(cwd, sizeof(cwd)))
 			lc = strlen(cwd);
 		if (lc + 1 + ls >= sizeof(path)) {
-			snprintf(err, errlen, "log file name too long; choose "
+			snprintf(err, errlen,
+				 "log file name too long; choose "
 				 "a shorter one with -o log=FILE");
 			return -ENAMETOOLONG;
 		}
@@ -154,18 +159,21 @@ int tfs_log_setup(const char *setting, const char *dev, int foreground,
 		return 0;
 	rc = tfs_log_default_path(dev, path, sizeof(path));
 	if (rc) {
-		snprintf(err, errlen, "no syslog (%s does not accept messages) "
+		snprintf(err, errlen,
+			 "no syslog (%s does not accept messages) "
 			 "and no default log file (%s); choose one with "
-			 "-o log=FILE", SYSLOG_SOCKET,
+			 "-o log=FILE",
+			 SYSLOG_SOCKET,
 			 rc == -ENOENT ? "HOME is not set" : strerror(-rc));
 		return rc;
 	}
 	rc = make_parent(path, geteuid() == 0 ? 0755 : 0700);
 	if (rc) {
-		snprintf(err, errlen, "no syslog (%s does not accept messages) "
+		snprintf(err, errlen,
+			 "no syslog (%s does not accept messages) "
 			 "and cannot make the directory of the log file "
-			 "'%s': %s; choose one with -o log=FILE", SYSLOG_SOCKET,
-			 path, strerror(-rc));
+			 "'%s': %s; choose one with -o log=FILE",
+			 SYSLOG_SOCKET, path, strerror(-rc));
 		return rc;
 	}
 	return open_file(path, err, errlen);

@@ -51,6 +51,6 @@ void tfs_log_detach(void);
 
 /* Log one line with syslog priority prio (LOG_ERR, ...). */
 void tfs_log_v(int prio, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
+    __attribute__((format(printf, 2, 0)));
 
 #endif

@@ -18,9 +18,15 @@
 #include "stats.h"
 
 /* far above the numbers the file system gives out, which count up from 1 */
-#define STATEDIR_INO	(UINT64_C(1) << 62)
+#define STATEDIR_INO (UINT64_C(1) << 62)
 
-enum { F_STATS, F_JSON, F_METRICS, F_CONFIG, NFILES };
+enum {
+	F_STATS,
+	F_JSON,
+	F_METRICS,
+	F_CONFIG,
+	NFILES
+};
 
 static const char *const names[NFILES] = {
 	[F_STATS] = "stats",
@@ -77,7 +83,7 @@ int tfs_statedir_getattr(const struct tfs_statedir *sd, uint64_t ino,
 			return rc;
 		free(buf);
 		st->st_size = (off_t)len;
-		st->st_blocks = 0;	/* it takes no space */
+		st->st_blocks = 0; /* it takes no space */
 	}
 	return 0;
 }
@@ -92,7 +98,9 @@ int tfs_statedir_lookup(const struct tfs_statedir *sd, uint64_t parent,
 	for (uint64_t i = 0; i < NFILES; i++)
 		if (!strcmp(name, names[i]))
 			return tfs_statedir_getattr(sd, STATEDIR_INO + 1 + i,
-						    st) ? 0 : 1;
+						    st)
+				   ? 0
+				   : 1;
 	return -ENOENT;
 }
 
@@ -135,7 +143,7 @@ static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
 		return NULL;
 	}
 	if (f == TFS_STATS_JSON && len >= 3)
-		len -= 3;		/* "\n}\n" */
+		len -= 3; /* "\n}\n" */
 	fwrite(buf, 1, len, m);
 	free(buf);
 	if (f == TFS_STATS_TEXT) {
@@ -157,10 +165,11 @@ static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
 		}
 		fputs("\n}\n", m);
 	} else {
-		fprintf(m, "# HELP tensorfs_error errno of the error state: a "
-			   "device error or a changed image stopped all "
-			   "changes (see the log); 0: none\n"
-			   "# TYPE tensorfs_error gauge\ntensorfs_error %d\n",
+		fprintf(m,
+			"# HELP tensorfs_error errno of the error state: a "
+			"device error or a changed image stopped all "
+			"changes (see the log); 0: none\n"
+			"# TYPE tensorfs_error gauge\ntensorfs_error %d\n",
 			err);
 	}
 	if (fclose(m)) {
@@ -196,11 +205,10 @@ char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
 		break;
 	}
 	default: {
-		enum tfs_stats_format f = ino - STATEDIR_INO - 1 == F_STATS ?
-						  TFS_STATS_TEXT :
-					  ino - STATEDIR_INO - 1 == F_JSON ?
-						  TFS_STATS_JSON :
-						  TFS_STATS_PROM;
+		enum tfs_stats_format f =
+		    ino - STATEDIR_INO - 1 == F_STATS  ? TFS_STATS_TEXT
+		    : ino - STATEDIR_INO - 1 == F_JSON ? TFS_STATS_JSON
+						       : TFS_STATS_PROM;
 
 		tfs_stats_get(fs, &s);
 		buf = tfs_stats_render(&s, f);

@@ -49,11 +49,11 @@
  * SET_RO or SET_RW, then SET_ATIME if the -o list has an atime option,
  * then SET_DIRATIME if it has diratime or nodiratime.
  */
-#define TFS_IOC_MAGIC		0xb5
-#define TFS_IOC_SET_RO		_IO(TFS_IOC_MAGIC, 1)
-#define TFS_IOC_SET_RW		_IO(TFS_IOC_MAGIC, 2)
-#define TFS_IOC_SET_ATIME	_IOW(TFS_IOC_MAGIC, 3, int)
-#define TFS_IOC_SET_DIRATIME	_IOW(TFS_IOC_MAGIC, 4, int)
+#define TFS_IOC_MAGIC	     0xb5
+#define TFS_IOC_SET_RO	     _IO(TFS_IOC_MAGIC, 1)
+#define TFS_IOC_SET_RW	     _IO(TFS_IOC_MAGIC, 2)
+#define TFS_IOC_SET_ATIME    _IOW(TFS_IOC_MAGIC, 3, int)
+#define TFS_IOC_SET_DIRATIME _IOW(TFS_IOC_MAGIC, 4, int)
 
 struct tfs_config;
 
@@ -65,8 +65,8 @@ struct tfs_statedir {
 	uid_t uid;
 	gid_t gid;
 	time_t born;
-	struct tfs_fs *fs;		/* borrowed */
-	const struct tfs_config *cfg;	/* borrowed */
+	struct tfs_fs *fs;	      /* borrowed */
+	const struct tfs_config *cfg; /* borrowed */
 };
 
 /* Fill *sd with the owner uid:gid, the time now, and the file system and

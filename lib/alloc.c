@@ -87,23 +87,23 @@
 struct fext {
 	uint64_t start;
 	uint64_t len;
-	uint64_t max;		/* largest len in this subtree */
+	uint64_t max; /* largest len in this subtree */
 	struct fext *l, *r;
-	int h;			/* AVL height, a leaf is 1 */
+	int h; /* AVL height, a leaf is 1 */
 };
 
 struct tfs_alloc {
 	struct fext *root;
-	struct fext *spare;	/* one node kept for the next split */
-	uint64_t first, end;	/* the managed range [first, end) */
-	uint64_t cursor;	/* where the next new run is looked for */
-	uint64_t nblocks;	/* free blocks */
-	uint64_t next;		/* free extents */
-	struct tfs_alloc *age[3];	/* discard tracking, or all NULL */
+	struct fext *spare;	  /* one node kept for the next split */
+	uint64_t first, end;	  /* the managed range [first, end) */
+	uint64_t cursor;	  /* where the next new run is looked for */
+	uint64_t nblocks;	  /* free blocks */
+	uint64_t next;		  /* free extents */
+	struct tfs_alloc *age[3]; /* discard tracking, or all NULL */
 };
 
-#define AGES 3
-#define READY 2			/* age[READY]: may be discarded */
+#define AGES  3
+#define READY 2 /* age[READY]: may be discarded */
 
 #if defined(TFS_CHECKS) && TFS_CHECKS
 static void alloc_assert_ok(const struct tfs_alloc *a, const char *fn)
@@ -116,15 +116,17 @@ static void alloc_assert_ok(const struct tfs_alloc *a, const char *fn)
 	 * unit tests) change at once under different locks.
 	 */
 	static _Thread_local unsigned long calls;
-	unsigned long every = a->next > 4096 ? (unsigned long)(a->next / 1024) : 1;
+	unsigned long every =
+	    a->next > 4096 ? (unsigned long)(a->next / 1024) : 1;
 
 	if (++calls % every)
 		return;
 	if (tfs_alloc_check(a) == 0)
 		return;
-	fprintf(stderr,
-		"tensorfs: allocator invariants broken after %s(); this is a bug, please report it\n",
-		fn);
+	fprintf(
+	    stderr,
+	    "tensorfs: allocator invariants broken after %s(); this is a bug, please report it\n",
+	    fn);
 	abort();
 }
 #define ALLOC_CHECKED(a) alloc_assert_ok((a), __func__)
@@ -468,8 +470,7 @@ void tfs_alloc_free(struct tfs_alloc *a)
 }
 
 /* Move the cursor past a new run ending at run_end plus the gap. */
-static void advance_cursor(struct tfs_alloc *a, uint64_t run_end,
-			   uint64_t want)
+static void advance_cursor(struct tfs_alloc *a, uint64_t run_end, uint64_t want)
 {
 	uint64_t gap = TFS_ALLOC_GAP_MAX;
 
@@ -572,7 +573,7 @@ int tfs_alloc_put(struct tfs_alloc *a, uint64_t start, uint64_t count)
 	next = find_gt(a->root, start);
 	if ((prev && start - prev->start < prev->len) ||
 	    (next && next->start < end)) {
-		rc = -EINVAL;	/* some of it is free already */
+		rc = -EINVAL; /* some of it is free already */
 		goto out;
 	}
 	join_prev = prev && fext_end(prev) == start;
@@ -617,9 +618,8 @@ int tfs_alloc_mark_used(struct tfs_alloc *a, uint64_t start, uint64_t count)
 		goto out;
 	}
 	e = find_le(a->root, start);
-	if (!e || start - e->start >= e->len ||
-	    count > fext_end(e) - start) {
-		rc = -EINVAL;	/* some of it is used already */
+	if (!e || start - e->start >= e->len || count > fext_end(e) - start) {
+		rc = -EINVAL; /* some of it is used already */
 		goto out;
 	}
 	if (needs_split(e, start, count)) {
@@ -851,7 +851,7 @@ uint64_t tfs_alloc_discard_ready(const struct tfs_alloc *a)
 
 struct check_state {
 	const struct tfs_alloc *a;
-	const struct fext *prev;	/* in-order predecessor */
+	const struct fext *prev; /* in-order predecessor */
 	uint64_t blocks, extents;
 };
 

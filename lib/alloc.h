@@ -23,7 +23,7 @@ struct tfs_alloc;
  * must stay outside: it means "no goal").  Caller frees with
  * tfs_alloc_free(). */
 struct tfs_alloc *tfs_alloc_new(uint64_t first, uint64_t count);
-void tfs_alloc_free(struct tfs_alloc *a);	/* accepts NULL */
+void tfs_alloc_free(struct tfs_alloc *a); /* accepts NULL */
 
 /*
  * Allocate up to *count contiguous blocks.

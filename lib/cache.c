@@ -78,28 +78,34 @@
 
 #include "units.h"
 
-enum { C_FREE, C_CLEAN, C_WAIT, C_READY, C_FLUSH };
+enum {
+	C_FREE,
+	C_CLEAN,
+	C_WAIT,
+	C_READY,
+	C_FLUSH
+};
 
-#define F_FILLING	0x1
-#define F_DEAD		0x2
+#define F_FILLING 0x1
+#define F_DEAD	  0x2
 
-#define CHECK_MOVED	8	/* moved chunks checked one by one */
-#define CHECK_SHARE	16	/* chunks' worth of full walk per check */
+#define CHECK_MOVED 8  /* moved chunks checked one by one */
+#define CHECK_SHARE 16 /* chunks' worth of full walk per check */
 
 struct chunk {
-	struct chunk *hnext;		/* hash chain */
-	struct chunk *prev, *next;	/* state list */
+	struct chunk *hnext;	   /* hash chain */
+	struct chunk *prev, *next; /* state list */
 	uint64_t ino, idx;
 	uint64_t dirty_seq;
-	uint64_t dirty_at;		/* ms, monotonic */
+	uint64_t dirty_at; /* ms, monotonic */
 	uint32_t rrefs, wrefs;
-	uint32_t nvalid, ndirty;	/* sectors */
+	uint32_t nvalid, ndirty; /* sectors */
 	uint8_t state, flags;
-	uint64_t *valid, *dirty;	/* bitmaps of words words */
+	uint64_t *valid, *dirty; /* bitmaps of words words */
 };
 
 struct list {
-	struct chunk head;		/* sentinel: head.next is oldest */
+	struct chunk head; /* sentinel: head.next is oldest */
 	size_t n;
 };
 
@@ -107,8 +113,8 @@ struct flusher;
 
 struct tfs_cache {
 	pthread_mutex_t mu;
-	pthread_cond_t cv_work;		/* flushers: something to do */
-	pthread_cond_t cv_done;		/* a chunk stopped being busy, was
+	pthread_cond_t cv_work; /* flushers: something to do */
+	pthread_cond_t cv_done; /* a chunk stopped being busy, was
 					   written back or dropped */
 	struct tfs_cache_opts o;
 	const struct tfs_cache_ops *ops;
@@ -123,12 +129,12 @@ struct tfs_cache {
 	uint64_t *bits;
 	struct chunk **hash;
 	size_t hmask;
-	struct chunk *free;		/* singly linked through next */
+	struct chunk *free; /* singly linked through next */
 	struct list lru, wait, ready;
 	size_t nclean, ndirty;
-	uint64_t seq;			/* writes that dirtied a chunk */
-	unsigned int pressure;		/* writers waiting for space */
-	int inl_busy;			/* a thread flushes inline */
+	uint64_t seq;	       /* writes that dirtied a chunk */
+	unsigned int pressure; /* writers waiting for space */
+	int inl_busy;	       /* a thread flushes inline */
 
 	/* prefaulting: chunks [0, fresh) have been used, [0, populated)
 	 * have their pages; the populate thread keeps ahead chunks ahead */
@@ -141,7 +147,7 @@ struct tfs_cache {
 	pthread_t *thr;
 	unsigned int nthr;
 	struct flusher *fl;
-	uint64_t *ticket;		/* per flusher: batch in progress */
+	uint64_t *ticket; /* per flusher: batch in progress */
 	uint64_t batch_seq;
 	int stop;
 
@@ -321,13 +327,15 @@ static int check_chunk(struct tfs_cache *c, struct chunk *ch)
 		return -EUCLEAN;
 	if (ch->state == C_FREE)
 		return ch->flags || ch->rrefs || ch->wrefs || ch->nvalid ||
-		       ch->prev || in_hash(c, ch) ? -EUCLEAN : 0;
+			       ch->prev || in_hash(c, ch)
+			   ? -EUCLEAN
+			   : 0;
 	listed = ch->prev && ch->next && ch->prev->next == ch &&
 		 ch->next->prev == ch;
 	if (ch->state == C_FLUSH ? ch->prev || ch->next : !listed)
 		return -EUCLEAN;
 	if (dead ? in_hash(c, ch) || !busy(ch) ||
-		   (ch->state != C_CLEAN && ch->state != C_FLUSH)
+		       (ch->state != C_CLEAN && ch->state != C_FLUSH)
 		 : lookup(c, ch->ino, ch->idx) != ch)
 		return -EUCLEAN;
 	if (((ch->flags & F_FILLING) && !ch->rrefs && !ch->wrefs) ||
@@ -409,8 +417,7 @@ static int check_all(struct tfs_cache *c)
 		return -EUCLEAN;
 	if (check_list(c, &c->lru, C_CLEAN) ||
 	    check_list(c, &c->wait, C_WAIT) ||
-	    check_list(c, &c->ready, C_READY) ||
-	    check_free(c, count[C_FREE]))
+	    check_list(c, &c->ready, C_READY) || check_free(c, count[C_FREE]))
 		return -EUCLEAN;
 	for (size_t h = 0; h <= c->hmask; h++)
 		for (struct chunk *ch = c->hash[h]; ch; ch = ch->hnext)
@@ -453,9 +460,10 @@ static void cache_assert_ok(struct tfs_cache *c, int full, const char *fn)
 {
 	if (cache_check(c, full) == 0)
 		return;
-	fprintf(stderr,
-		"tensorfs: cache invariants broken in %s(); this is a bug, please report it\n",
-		fn);
+	fprintf(
+	    stderr,
+	    "tensorfs: cache invariants broken in %s(); this is a bug, please report it\n",
+	    fn);
 	abort();
 }
 #define CACHE_CHECKED(c, full) cache_assert_ok((c), (full), __func__)
@@ -466,13 +474,15 @@ static void cache_assert_ok(struct tfs_cache *c, int full, const char *fn)
 /* Let go of mu.  Every unlock and wait goes through these, so that a
  * checked build sees the cache as others are about to; macros, so that
  * a report names the function that let go. */
-#define cache_unlock(c) do {						\
-		CACHE_CHECKED((c), 0);					\
-		pthread_mutex_unlock(&(c)->mu);				\
+#define cache_unlock(c)                                                        \
+	do {                                                                   \
+		CACHE_CHECKED((c), 0);                                         \
+		pthread_mutex_unlock(&(c)->mu);                                \
 	} while (0)
-#define cache_wait(c, cv) do {						\
-		CACHE_CHECKED((c), 0);					\
-		pthread_cond_wait((cv), &(c)->mu);			\
+#define cache_wait(c, cv)                                                      \
+	do {                                                                   \
+		CACHE_CHECKED((c), 0);                                         \
+		pthread_cond_wait((cv), &(c)->mu);                             \
 	} while (0)
 
 /* Return a chunk to the free list, whatever it held. */
@@ -683,7 +693,7 @@ static int flush_batch(struct tfs_cache *c, struct flusher *f)
 	     ch != &c->ready.head && n < (int)c->o.batch; ch = next) {
 		next = ch->next;
 		if (ch->wrefs || (ch->flags & F_FILLING))
-			continue;	/* its unpin wakes us */
+			continue; /* its unpin wakes us */
 		set_state(c, ch, C_FLUSH);
 		chs[n] = ch;
 		ios[n].ino = ch->ino;
@@ -797,7 +807,7 @@ static void *flusher_main(void *arg)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-#define POPULATE_STEP (32u << 20)
+#define POPULATE_STEP  (32u << 20)
 #define POPULATE_AHEAD (64u << 20)
 
 static void *populate_main(void *arg)
@@ -825,7 +835,7 @@ static void *populate_main(void *arg)
 			    n * c->o.chunk_size, MADV_POPULATE_WRITE) < 0 &&
 		    (errno == EINVAL || errno == ENOMEM)) {
 			pthread_mutex_lock(&c->mu);
-			break;	/* an old kernel, or no memory: stop trying */
+			break; /* an old kernel, or no memory: stop trying */
 		}
 		pthread_mutex_lock(&c->mu);
 	}
@@ -866,7 +876,8 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 		c->ahead = 1;
 	if (c->nchunks < o->pool_chunks ||
 	    c->nchunks > SIZE_MAX / o->chunk_size) {
-		snprintf(err, errlen, "the cache and the pool are too large "
+		snprintf(err, errlen,
+			 "the cache and the pool are too large "
 			 "for this machine's address space");
 		free(c);
 		return -ENOMEM;
@@ -894,7 +905,8 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 	if (c->arena == MAP_FAILED) {
 		rc = -errno;
 		c->arena = NULL;
-		snprintf(err, errlen, "cannot reserve %s for the cache and "
+		snprintf(err, errlen,
+			 "cannot reserve %s for the cache and "
 			 "the pool: %s",
 			 tfs_format_size(c->arena_bytes, a, sizeof(a)),
 			 strerror(-rc));
@@ -912,7 +924,8 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 		c->fl[i].ios = calloc(o->batch, sizeof(*c->fl[i].ios));
 		c->fl[i].chs = calloc(o->batch, sizeof(*c->fl[i].chs));
 		if (!c->fl[i].ios || !c->fl[i].chs) {
-			snprintf(err, errlen, "no memory for the write-back "
+			snprintf(err, errlen,
+				 "no memory for the write-back "
 				 "threads");
 			goto fail;
 		}
@@ -949,8 +962,8 @@ int tfs_cache_start(struct tfs_cache *c)
 	    pthread_create(&c->populate_thr, NULL, populate_main, c) == 0)
 		c->populate_started = 1;
 	for (unsigned int i = 0; i < c->o.flushers; i++) {
-		int rc = pthread_create(&c->thr[i], NULL, flusher_main,
-					&c->fl[i]);
+		int rc =
+		    pthread_create(&c->thr[i], NULL, flusher_main, &c->fl[i]);
 
 		if (rc)
 			return -rc;
@@ -1009,7 +1022,7 @@ static int write_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 	struct chunk *ch;
 	int rc = 0, need = 0, waited = 0;
 
-	(void)eof;	/* a write fills only the partial sectors it covers */
+	(void)eof; /* a write fills only the partial sectors it covers */
 	pthread_mutex_lock(&c->mu);
 again:
 	ch = lookup(c, ino, idx);
@@ -1019,7 +1032,7 @@ again:
 	}
 	if (!ch || ch->state == C_CLEAN) {
 		if (c->ndirty >= c->o.pool_chunks) {
-			if (!waited++)	/* once, not at every wakeup */
+			if (!waited++) /* once, not at every wakeup */
 				c->pool_waits++;
 			c->pressure++;
 			pthread_cond_broadcast(&c->cv_work);
@@ -1079,7 +1092,7 @@ again:
 	}
 out_unpin:
 	if (rc && ch->ndirty == 0 && ch->state == C_WAIT)
-		set_state(c, ch, C_CLEAN);	/* nothing written: give back */
+		set_state(c, ch, C_CLEAN); /* nothing written: give back */
 	unpin(c, ch, 1);
 	if (rc && ch->state == C_CLEAN && !ch->nvalid && !busy(ch))
 		release(c, ch);
@@ -1091,9 +1104,9 @@ out_unpin:
  * is passed on (reads fill ahead up to it). */
 static int each_chunk(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		      uint8_t *p, size_t len, uint64_t eof,
-		      int (*fn)(struct tfs_cache *c, uint64_t ino,
-				uint64_t idx, size_t coff, uint8_t *p,
-				size_t n, uint64_t eof))
+		      int (*fn)(struct tfs_cache *c, uint64_t ino, uint64_t idx,
+				size_t coff, uint8_t *p, size_t n,
+				uint64_t eof))
 {
 	size_t cs = c->o.chunk_size;
 
@@ -1195,7 +1208,7 @@ again:
 	} else {
 		c->hits++;
 	}
-	if (ch->state == C_CLEAN) {	/* most recently used */
+	if (ch->state == C_CLEAN) { /* most recently used */
 		list_del(&c->lru, ch);
 		list_add_tail(&c->lru, ch);
 	}
@@ -1216,13 +1229,13 @@ static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 		      size_t coff, uint8_t *dst, size_t n, uint64_t eof)
 {
 	struct chunk *ch;
-	int rc = get_chunk(c, ino, idx, (unsigned int)(coff / TFS_SECTOR),
-			   (unsigned int)((coff + n - 1) / TFS_SECTOR), eof,
-			   &ch);
+	int rc =
+	    get_chunk(c, ino, idx, (unsigned int)(coff / TFS_SECTOR),
+		      (unsigned int)((coff + n - 1) / TFS_SECTOR), eof, &ch);
 
 	if (rc == 1)
-		return c->ops->read_direct(c->ctx, ino,
-					   idx * c->o.chunk_size + coff, dst, n);
+		return c->ops->read_direct(
+		    c->ctx, ino, idx * c->o.chunk_size + coff, dst, n);
 	if (rc)
 		return rc;
 	memcpy(dst, chunk_buf(c, ch) + coff, n);
@@ -1230,15 +1243,14 @@ static int read_chunk(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 	return 0;
 }
 
-int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		   void *dst, size_t len, uint64_t eof)
+int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off, void *dst,
+		   size_t len, uint64_t eof)
 {
 	return each_chunk(c, ino, off, dst, len, eof, read_chunk);
 }
 
-int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		  size_t len, uint64_t eof, struct tfs_cache_piece *pc,
-		  unsigned int max)
+int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
+		  uint64_t eof, struct tfs_cache_piece *pc, unsigned int max)
 {
 	size_t cs = c->o.chunk_size;
 	unsigned int n = 0;
@@ -1253,10 +1265,9 @@ int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		size_t k = cs - coff < len ? cs - coff : len;
 		struct chunk *ch;
 
-		rc = get_chunk(c, ino, off / cs,
-			       (unsigned int)(coff / TFS_SECTOR),
-			       (unsigned int)((coff + k - 1) / TFS_SECTOR), eof,
-			       &ch);
+		rc = get_chunk(
+		    c, ino, off / cs, (unsigned int)(coff / TFS_SECTOR),
+		    (unsigned int)((coff + k - 1) / TFS_SECTOR), eof, &ch);
 		if (rc == 1)
 			rc = -ENOBUFS;
 		if (rc)
@@ -1319,7 +1330,7 @@ static void sync_ino(struct tfs_cache *c, uint64_t ino)
 	seq = c->seq;
 	promote(c, ino);
 	while (dirty_since(c, ino, seq)) {
-		promote(c, ino);	/* chunks a writer held back */
+		promote(c, ino); /* chunks a writer held back */
 		if (!flush_inline(c))
 			cache_wait(c, &c->cv_done);
 	}
@@ -1383,7 +1394,7 @@ void tfs_cache_forget(struct tfs_cache *c, uint64_t ino)
 		hash_remove(c, ch);
 		ch->flags |= F_DEAD;
 		if (ch->state == C_WAIT || ch->state == C_READY)
-			set_state(c, ch, C_CLEAN);	/* nothing to write */
+			set_state(c, ch, C_CLEAN); /* nothing to write */
 	}
 	pthread_cond_broadcast(&c->cv_done);
 	CACHE_CHECKED(c, 1);

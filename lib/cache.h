@@ -46,9 +46,9 @@ struct tfs_cache;
 /* One chunk handed to ops->write. */
 struct tfs_cache_io {
 	uint64_t ino, idx;
-	void *buf;		/* chunk_size bytes, borrowed for the call */
-	const uint64_t *dirty;	/* bitmap of the sectors to write */
-	int result;		/* set by ops->write: 0 or -errno */
+	void *buf;	       /* chunk_size bytes, borrowed for the call */
+	const uint64_t *dirty; /* bitmap of the sectors to write */
+	int result;	       /* set by ops->write: 0 or -errno */
 };
 
 struct tfs_cache_ops {
@@ -71,14 +71,14 @@ struct tfs_cache_ops {
 };
 
 struct tfs_cache_opts {
-	size_t chunk_size;		/* a multiple of 4096 */
-	size_t cache_chunks;		/* clean data budget, in chunks */
-	size_t pool_chunks;		/* dirty data budget, at least 1 */
-	unsigned int flushers;		/* write-back threads, at least 1 */
-	unsigned int batch;		/* chunks per ops->write call */
-	unsigned int expire_ms;		/* write back partly dirty chunks
+	size_t chunk_size;	/* a multiple of 4096 */
+	size_t cache_chunks;	/* clean data budget, in chunks */
+	size_t pool_chunks;	/* dirty data budget, at least 1 */
+	unsigned int flushers;	/* write-back threads, at least 1 */
+	unsigned int batch;	/* chunks per ops->write call */
+	unsigned int expire_ms; /* write back partly dirty chunks
 					   after this long (0: 1000) */
-	int pin;			/* mlock the arena at start */
+	int pin;		/* mlock the arena at start */
 };
 
 /*
@@ -113,8 +113,8 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
  * file's last chunk, costs no read or clearing of the rest of the chunk.
  * 0 or -errno.
  */
-int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		   void *dst, size_t len, uint64_t eof);
+int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off, void *dst,
+		   size_t len, uint64_t eof);
 
 /*
  * Zero-copy reads.  One piece of a pinned read: len bytes at data, in
@@ -136,9 +136,8 @@ struct tfs_cache_piece {
  * pinned.  The caller must tfs_cache_unpin() soon: a pinned chunk holds
  * up truncation and cannot be evicted.
  */
-int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off,
-		  size_t len, uint64_t eof, struct tfs_cache_piece *pc,
-		  unsigned int max);
+int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
+		  uint64_t eof, struct tfs_cache_piece *pc, unsigned int max);
 /* Unpin what tfs_cache_pin() pinned: refs[i] is its pc[i].ref. */
 void tfs_cache_unpin(struct tfs_cache *c, void *const *refs, unsigned int n);
 

@@ -48,20 +48,20 @@
 
 struct fix {
 	uint64_t dir, ino;
-	char *name;		/* entry to remove */
+	char *name; /* entry to remove */
 };
 
 /* What the walks saw of one inode. */
 struct seen {
-	uint64_t ino;		/* 0: free slot */
-	uint32_t links;		/* entries naming it */
-	int reached;		/* from the root */
+	uint64_t ino;	/* 0: free slot */
+	uint32_t links; /* entries naming it */
+	int reached;	/* from the root */
 };
 
 struct ctx {
 	struct tfs_meta *m;
-	struct seen *seen;	/* open addressing, at most half full */
-	size_t nseen;		/* slots, a power of two */
+	struct seen *seen; /* open addressing, at most half full */
+	size_t nseen;	   /* slots, a power of two */
 	FILE *out;
 	int flags;
 	struct tfs_check_result *res;
@@ -71,7 +71,7 @@ struct ctx {
 };
 
 static void problem(struct ctx *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void problem(struct ctx *c, const char *fmt, ...)
 {
@@ -85,8 +85,7 @@ static void problem(struct ctx *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void add_fix(struct ctx *c, uint64_t dir, uint64_t ino,
-		    const char *name)
+static void add_fix(struct ctx *c, uint64_t dir, uint64_t ino, const char *name)
 {
 	if (c->nfix == c->capfix) {
 		size_t n = c->capfix ? c->capfix * 2 : 16;
@@ -157,8 +156,9 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 		cookie = e->cookie;
 		if (!ip) {
 			/* J9a */
-			problem(c, "entry '%s' in directory %llu names "
-				   "missing inode %llu",
+			problem(c,
+				"entry '%s' in directory %llu names "
+				"missing inode %llu",
 				e->name, (unsigned long long)dp->a.ino,
 				(unsigned long long)e->ino);
 			add_fix(c, dp->a.ino, 0, e->name);
@@ -166,16 +166,18 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 		}
 		if (ip->a.ino == TFS_ROOT_INO) {
 			/* J9a */
-			problem(c, "entry '%s' in directory %llu names the "
-				   "root directory",
+			problem(c,
+				"entry '%s' in directory %llu names the "
+				"root directory",
 				e->name, (unsigned long long)dp->a.ino);
 			add_fix(c, dp->a.ino, 0, e->name);
 			continue;
 		}
 		if (S_ISDIR(ip->a.mode) && seen_of(c, ip->a.ino)->links) {
 			/* J9b */
-			problem(c, "directory %llu has a second entry '%s' in "
-				   "directory %llu",
+			problem(c,
+				"directory %llu has a second entry '%s' in "
+				"directory %llu",
 				(unsigned long long)ip->a.ino, e->name,
 				(unsigned long long)dp->a.ino);
 			add_fix(c, dp->a.ino, 0, e->name);
@@ -184,8 +186,9 @@ static int pass_entries(struct tfs_inode *dp, void *arg)
 		seen_of(c, ip->a.ino)->links++;
 		if (S_ISDIR(ip->a.mode) && ip->a.parent != dp->a.ino) {
 			/* J9b */
-			problem(c, "directory %llu: '..' is %llu, but it is "
-				   "in directory %llu",
+			problem(c,
+				"directory %llu: '..' is %llu, but it is "
+				"in directory %llu",
 				(unsigned long long)ip->a.ino,
 				(unsigned long long)ip->a.parent,
 				(unsigned long long)dp->a.ino);
@@ -228,8 +231,8 @@ static int pass_reach(struct ctx *c)
 			if (!ip->dir)
 				continue;
 			if (n == cap) {
-				uint64_t *s = realloc(stack, 2 * cap *
-							      sizeof(*s));
+				uint64_t *s =
+				    realloc(stack, 2 * cap * sizeof(*s));
 
 				if (!s) {
 					free(stack);
@@ -246,8 +249,7 @@ static int pass_reach(struct ctx *c)
 }
 
 /* Is the entry name of dir one that pass 1 found bad (to be removed)? */
-static int entry_to_remove(const struct ctx *c, uint64_t dir,
-			   const char *name)
+static int entry_to_remove(const struct ctx *c, uint64_t dir, const char *name)
 {
 	for (size_t i = 0; i < c->nfix; i++)
 		if (c->fixes[i].dir == dir && !strcmp(c->fixes[i].name, name))
@@ -292,7 +294,7 @@ static int pass_inodes(struct tfs_inode *ip, void *arg)
 		c->res->dirs++;
 	} else if (S_ISLNK(ip->a.mode)) {
 		c->res->symlinks++;
-		if (!ip->symlink)	/* J9f */
+		if (!ip->symlink) /* J9f */
 			problem(c, "symlink %llu has no target",
 				(unsigned long long)ip->a.ino);
 	} else {
@@ -380,8 +382,8 @@ static void apply_fixes(struct ctx *c)
 		if (f->dir) {
 			struct tfs_inode *dp = tfs_meta_get(c->m, f->dir);
 
-			if (dp && !tfs_dir_remove(c->m, dp, f->name,
-						  strlen(f->name)))
+			if (dp &&
+			    !tfs_dir_remove(c->m, dp, f->name, strlen(f->name)))
 				c->res->repaired++;
 		} else {
 			struct tfs_inode *ip = tfs_meta_get(c->m, f->ino);
@@ -457,16 +459,17 @@ int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
 	tfs_meta_each(c.m, pass_inodes, &c);
 	root_links(&c);
 	tfs_fs_get_info(fs, &info);
-	if (tfs_alloc_check(a))		/* J6 */
+	if (tfs_alloc_check(a)) /* J6 */
 		problem(&c, "free-space index is inconsistent");
 	/* J6, J10: info.free_blocks counts blocks freed but not yet
 	 * committed (not yet back in the allocator) as free, as statfs
 	 * does; the checkpoints' blocks are used */
 	if (info.free_blocks + tfs_meta_used_blocks(c.m) + info.ckpt_blocks !=
 	    info.data_blocks)
-		problem(&c, "space does not add up: %llu used by files + "
-			    "%llu by checkpoints + %llu free != %llu data "
-			    "blocks",
+		problem(&c,
+			"space does not add up: %llu used by files + "
+			"%llu by checkpoints + %llu free != %llu data "
+			"blocks",
 			(unsigned long long)tfs_meta_used_blocks(c.m),
 			(unsigned long long)info.ckpt_blocks,
 			(unsigned long long)info.free_blocks,
@@ -525,8 +528,8 @@ static int collect(struct tfs_inode *ip, void *arg)
 		cl->v[cl->n].len = e->len;
 		cl->v[cl->n].ino = ip->a.ino;
 		cl->v[cl->n].lblk = e->lblk;
-		cl->v[cl->n].unlinked = ip->a.nlink == 0 &&
-					ip->a.ino != TFS_ROOT_INO;
+		cl->v[cl->n].unlinked =
+		    ip->a.nlink == 0 && ip->a.ino != TFS_ROOT_INO;
 		cl->n++;
 	}
 	return 0;
@@ -549,7 +552,7 @@ static const char *unlinked(const struct claim *c)
 }
 
 static void conflict(FILE *out, uint64_t *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void conflict(FILE *out, uint64_t *n, const char *fmt, ...)
 {
@@ -565,8 +568,7 @@ static void conflict(FILE *out, uint64_t *n, const char *fmt, ...)
 }
 
 /* "block 7" or "blocks 7..9", into buf */
-static const char *blocks(char *buf, size_t len, uint64_t first,
-			  uint64_t last)
+static const char *blocks(char *buf, size_t len, uint64_t first, uint64_t last)
 {
 	if (first == last)
 		snprintf(buf, len, "block %llu", (unsigned long long)first);
@@ -576,8 +578,8 @@ static const char *blocks(char *buf, size_t len, uint64_t first,
 	return buf;
 }
 
-static uint64_t sweep(const struct claims *cl, uint64_t first,
-		      uint64_t end, FILE *out)
+static uint64_t sweep(const struct claims *cl, uint64_t first, uint64_t end,
+		      FILE *out)
 {
 	const struct claim *far = NULL;
 	uint64_t far_end = 0, n = 0;
@@ -590,7 +592,8 @@ static uint64_t sweep(const struct claims *cl, uint64_t first,
 		if (c->len == 0 || c_end < c->pblk || c->pblk < first ||
 		    c_end > end) {
 			/* J9e */
-			conflict(out, &n, "inode %llu%s: file blocks %llu.. "
+			conflict(out, &n,
+				 "inode %llu%s: file blocks %llu.. "
 				 "map %llu device blocks from %llu, outside "
 				 "the data area (blocks %llu..%llu)",
 				 (unsigned long long)c->ino, unlinked(c),
@@ -607,7 +610,8 @@ static uint64_t sweep(const struct claims *cl, uint64_t first,
 
 			blocks(b1, sizeof(b1), c->pblk, last);
 			if (far->ino == c->ino)
-				conflict(out, &n, "inode %llu%s maps device "
+				conflict(out, &n,
+					 "inode %llu%s maps device "
 					 "%s twice (at file blocks %llu.. and "
 					 "%llu..)",
 					 (unsigned long long)c->ino,
@@ -615,19 +619,18 @@ static uint64_t sweep(const struct claims *cl, uint64_t first,
 					 (unsigned long long)far->lblk,
 					 (unsigned long long)c->lblk);
 			else
-				conflict(out, &n, "inodes %llu%s and %llu%s "
-					 "both map device %s (inode %llu: %s, "
-					 "inode %llu: %s)",
-					 (unsigned long long)far->ino,
-					 unlinked(far),
-					 (unsigned long long)c->ino,
-					 unlinked(c), b1,
-					 (unsigned long long)far->ino,
-					 blocks(b2, sizeof(b2), far->pblk,
-						far_end - 1),
-					 (unsigned long long)c->ino,
-					 blocks(b3, sizeof(b3), c->pblk,
-						c_end - 1));
+				conflict(
+				    out, &n,
+				    "inodes %llu%s and %llu%s "
+				    "both map device %s (inode %llu: %s, "
+				    "inode %llu: %s)",
+				    (unsigned long long)far->ino, unlinked(far),
+				    (unsigned long long)c->ino, unlinked(c), b1,
+				    (unsigned long long)far->ino,
+				    blocks(b2, sizeof(b2), far->pblk,
+					   far_end - 1),
+				    (unsigned long long)c->ino,
+				    blocks(b3, sizeof(b3), c->pblk, c_end - 1));
 		}
 		if (!far || c_end > far_end) {
 			far = c;
@@ -635,8 +638,9 @@ static uint64_t sweep(const struct claims *cl, uint64_t first,
 		}
 	}
 	if (n > CONFLICTS_SHOWN)
-		fprintf(out, "tensorfs-fsck: ... and %llu more extent "
-			     "conflicts\n",
+		fprintf(out,
+			"tensorfs-fsck: ... and %llu more extent "
+			"conflicts\n",
 			(unsigned long long)(n - CONFLICTS_SHOWN));
 	return n;
 }

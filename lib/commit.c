@@ -57,7 +57,7 @@
 #include <string.h>
 #include <time.h>
 
-#define TXN_KICK	(4u << 20)	/* commit early past this size */
+#define TXN_KICK (4u << 20) /* commit early past this size */
 
 /* ===== small helpers ===== */
 
@@ -115,10 +115,9 @@ void tfs_txn_touch(struct tfs_fs *fs, struct tfs_inode *ip, int mtime)
 
 uint64_t tfs_txn_reserve(struct tfs_fs *fs, uint64_t more)
 {
-	return tfs_journal_ckpt_need(&fs->j,
-				     tfs_journal_ckpt_blocks(tfs_meta_bytes(fs->m) +
-							     more +
-							     META_RESERVE));
+	return tfs_journal_ckpt_need(
+	    &fs->j, tfs_journal_ckpt_blocks(tfs_meta_bytes(fs->m) + more +
+					    META_RESERVE));
 }
 
 /* The TFS_MAP_MAX largest free extents, as a min-heap of their lengths,
@@ -286,7 +285,8 @@ static void pend_release(struct tfs_fs *fs, uint64_t tag)
 
 		if (p->tag <= tag) {
 			/* J11: they wait for two checkpoints to be discarded */
-			if (tfs_alloc_put_freed(fs->alloc, p->pblk, p->len) == 0)
+			if (tfs_alloc_put_freed(fs->alloc, p->pblk, p->len) ==
+			    0)
 				fs->pend_blocks -= p->len;
 			else
 				fs->pend_blocks -= p->len;
@@ -325,8 +325,7 @@ static void txn_reset(struct tfs_fs *fs)
  * the new committed state.  The blocks freed up to *tag may be reused
  * once tfs_txn_release_pending() says so.
  */
-int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags,
-			     uint64_t *tag)
+int tfs_txn_checkpoint_locked(struct tfs_fs *fs, uint32_t flags, uint64_t *tag)
 {
 	int rc;
 
@@ -450,16 +449,17 @@ int tfs_txn_commit(struct tfs_fs *fs)
 	/* read-only: tfs_fs_set_readonly() committed everything (under
 	 * jlock) when it turned so; what changes after (an unlinked file's
 	 * last close frees it) waits for read-write or tfs_fs_close() */
-	rc = __atomic_load_n(&fs->ro, __ATOMIC_ACQUIRE) ?
-		     0 : tfs_txn_commit_jlocked(fs);
+	rc = __atomic_load_n(&fs->ro, __ATOMIC_ACQUIRE)
+		 ? 0
+		 : tfs_txn_commit_jlocked(fs);
 	pthread_mutex_unlock(&fs->jlock);
 	return rc;
 }
 
 /* ===== discard ===== */
 
-#define DISCARD_CHUNK	((64ull << 20) / BS)	/* blocks out at once */
-#define DISCARD_TICK_NS	1000000000ull		/* per commit interval */
+#define DISCARD_CHUNK	((64ull << 20) / BS) /* blocks out at once */
+#define DISCARD_TICK_NS 1000000000ull	     /* per commit interval */
 
 static uint64_t mono_ns(void)
 {
@@ -509,15 +509,15 @@ int tfs_txn_discard(struct tfs_fs *fs, uint64_t lo, uint64_t hi,
 		pthread_mutex_lock(&fs->jlock);
 		pthread_mutex_lock(&fs->lock);
 		rc = fs->discard_err ? fs->discard_err : tfs_fs_failed(fs);
-		got = rc ? 0 : tfs_alloc_take_discard(fs->alloc, lo, hi,
-						      minlen, DISCARD_CHUNK,
-						      &s, &n);
+		got = rc ? 0
+			 : tfs_alloc_take_discard(fs->alloc, lo, hi, minlen,
+						  DISCARD_CHUNK, &s, &n);
 		pthread_mutex_unlock(&fs->lock);
 		if (got <= 0) {
 			pthread_mutex_unlock(&fs->jlock);
 			if (got == 0)
 				break;
-			continue;	/* no memory: those stay free as they are */
+			continue; /* no memory: those stay free as they are */
 		}
 		rc = tfs_dev_discard(fs->dev, s * BS, n * BS);
 		pthread_mutex_lock(&fs->lock);
@@ -533,12 +533,15 @@ int tfs_txn_discard(struct tfs_fs *fs, uint64_t lo, uint64_t hi,
 			if (fs->opts.log) {
 				char msg[512];
 
-				snprintf(msg, sizeof(msg), "%s: discard stopped: "
-					 "%s; freed blocks stay allocated on the "
-					 "device", fs->path,
-					 rc == -EOPNOTSUPP ?
-						 "the device cannot discard" :
-						 strerror(-rc));
+				snprintf(
+				    msg, sizeof(msg),
+				    "%s: discard stopped: "
+				    "%s; freed blocks stay allocated on the "
+				    "device",
+				    fs->path,
+				    rc == -EOPNOTSUPP
+					? "the device cannot discard"
+					: strerror(-rc));
 				fs->opts.log(msg);
 			}
 			break;
@@ -571,7 +574,7 @@ static void discard_tick(struct tfs_fs *fs)
 		return;
 	if (waiting && waiting * BS >= meta) {
 		pthread_mutex_lock(&fs->jlock);
-		if (!tfs_fs_is_readonly(fs))	/* it turns so under jlock */
+		if (!tfs_fs_is_readonly(fs)) /* it turns so under jlock */
 			(void)age_checkpoint(fs);
 		pthread_mutex_unlock(&fs->jlock);
 	}
@@ -590,9 +593,9 @@ int tfs_fs_trim(struct tfs_fs *fs, uint64_t start, uint64_t len,
 		return -EINVAL;
 	lo = start / BS;
 	hi = len / BS > fs->j.sb.dev_blocks - lo ? fs->j.sb.dev_blocks
-						  : lo + len / BS;
+						 : lo + len / BS;
 	minblk = minlen ? (minlen + BS - 1) / BS : 1;
-	if (tfs_fs_is_readonly(fs))	/* as ext4 answers FITRIM on ro */
+	if (tfs_fs_is_readonly(fs)) /* as ext4 answers FITRIM on ro */
 		return -EROFS;
 	pthread_mutex_lock(&fs->lock);
 	rc = fs->discard_err ? fs->discard_err : tfs_fs_failed(fs);

@@ -38,9 +38,14 @@
 #include "units.h"
 
 static const struct tfs_cfg_key keys[] = {
-#define X(sec, nm, ty, df, mn, mx, un, us, dc)                               \
-	{ #sec, #nm, TFS_CFG_##ty, df, mn, mx, un, TFS_CFG_##us, dc,          \
-	  offsetof(struct tfs_config, sec##_##nm) },
+#define X(sec, nm, ty, df, mn, mx, un, us, dc)                                 \
+	{                                                                      \
+		#sec,	      #nm,                                             \
+		TFS_CFG_##ty, df,                                              \
+		mn,	      mx,                                              \
+		un,	      TFS_CFG_##us,                                    \
+		dc,	      offsetof(struct tfs_config, sec##_##nm)          \
+	},
 	TFS_CONFIG_KEYS
 #undef X
 };
@@ -59,9 +64,9 @@ static const struct {
 	const char *name;
 	size_t size;
 } dtypes[] = {
-	{ "fp16", 2 }, { "bf16", 2 }, { "fp32", 4 }, { "fp64", 8 },
-	{ "fp8_e4m3", 1 }, { "fp8_e5m2", 1 }, { "int8", 1 }, { "uint8", 1 },
-	{ "int16", 2 }, { "int32", 4 }, { "int64", 8 }, { "bool", 1 },
+	{ "fp16", 2 },	   { "bf16", 2 },     { "fp32", 4 },  { "fp64", 8 },
+	{ "fp8_e4m3", 1 }, { "fp8_e5m2", 1 }, { "int8", 1 },  { "uint8", 1 },
+	{ "int16", 2 },	   { "int32", 4 },    { "int64", 8 }, { "bool", 1 },
 };
 
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
@@ -190,7 +195,9 @@ static char *enum_choices(const char *list, char *buf, size_t len)
 
 		enum_name(list, i, w, sizeof(w));
 		n += (size_t)snprintf(buf + n, len - n, "%s%s",
-				      i == 0 ? "" : i + 1 == words ? " or " : ", ",
+				      i == 0	       ? ""
+				      : i + 1 == words ? " or "
+						       : ", ",
 				      w);
 	}
 	return buf;
@@ -246,8 +253,10 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 	switch (k->type) {
 	case TFS_CFG_BOOL:
 		if (parse_bool(v, &u)) {
-			tfs_say(err, len, "%s.%s = '%s' is not a boolean; use true "
-				      "or false", k->section, k->name, v);
+			tfs_say(err, len,
+				"%s.%s = '%s' is not a boolean; use true "
+				"or false",
+				k->section, k->name, v);
 			return -EINVAL;
 		}
 		memcpy(dst, &u, sizeof(u));
@@ -255,10 +264,12 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 	case TFS_CFG_DTYPE:
 		rc = tfs_dtype_lookup(v);
 		if (rc < 0) {
-			tfs_say(err, len, "%s.%s = '%s' is not a tensor type; use one "
-				      "of fp16, bf16, fp32, fp64, fp8_e4m3, "
-				      "fp8_e5m2, int8, uint8, int16, int32, "
-				      "int64, bool", k->section, k->name, v);
+			tfs_say(err, len,
+				"%s.%s = '%s' is not a tensor type; use one "
+				"of fp16, bf16, fp32, fp64, fp8_e4m3, "
+				"fp8_e5m2, int8, uint8, int16, int32, "
+				"int64, bool",
+				k->section, k->name, v);
 			return -EINVAL;
 		}
 		u = (uint64_t)rc;
@@ -267,8 +278,11 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 	case TFS_CFG_ENUM:
 		rc = enum_lookup(k->unit, v);
 		if (rc < 0) {
-			tfs_say(err, len, "%s.%s = '%s' is not one of its values; use "
-				      "%s", k->section, k->name, v,
+			tfs_say(
+			    err, len,
+			    "%s.%s = '%s' is not one of its values; use "
+			    "%s",
+			    k->section, k->name, v,
 			    enum_choices(k->unit, choices, sizeof(choices)));
 			return -EINVAL;
 		}
@@ -277,24 +291,28 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 		return 0;
 	case TFS_CFG_STR:
 		if (strlen(v) >= TFS_CFG_STR_MAX) {
-			tfs_say(err, len, "%s.%s is longer than %d characters; use a "
-				      "shorter path", k->section, k->name,
-			    TFS_CFG_STR_MAX - 1);
+			tfs_say(err, len,
+				"%s.%s is longer than %d characters; use a "
+				"shorter path",
+				k->section, k->name, TFS_CFG_STR_MAX - 1);
 			return -EINVAL;
 		}
 		strcpy(dst, v);
 		return 0;
 	case TFS_CFG_REAL:
 		if (parse_real(v, &d)) {
-			tfs_say(err, len, "%s.%s = '%s' is not a number (e.g. 0.5)",
-			    k->section, k->name, v);
+			tfs_say(err, len,
+				"%s.%s = '%s' is not a number (e.g. 0.5)",
+				k->section, k->name, v);
 			return -EINVAL;
 		}
 		if (d < (double)k->min || d > (double)k->max) {
-			tfs_say(err, len, "%s.%s = '%s' is out of range; it must be "
-				      "between %llu and %llu", k->section,
-			    k->name, v, (unsigned long long)k->min,
-			    (unsigned long long)k->max);
+			tfs_say(err, len,
+				"%s.%s = '%s' is out of range; it must be "
+				"between %llu and %llu",
+				k->section, k->name, v,
+				(unsigned long long)k->min,
+				(unsigned long long)k->max);
 			return -EINVAL;
 		}
 		memcpy(dst, &d, sizeof(d));
@@ -306,15 +324,17 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 	}
 	rc = tfs_parse_size(v, &u, &has_suffix);
 	if (rc == -ERANGE) {
-		tfs_say(err, len, "%s.%s = '%s' is too large; it must be at most "
-			      "%llu %s", k->section, k->name, v,
-		    (unsigned long long)k->max, k->unit);
+		tfs_say(err, len,
+			"%s.%s = '%s' is too large; it must be at most "
+			"%llu %s",
+			k->section, k->name, v, (unsigned long long)k->max,
+			k->unit);
 		return -EINVAL;
 	}
 	if (!rc && k->type == TFS_CFG_ELEMS && has_suffix) {
 		if (u & TFS_CFG_BYTES) {
-			tfs_say(err, len, "%s.%s = '%s' is too large", k->section,
-			    k->name, v);
+			tfs_say(err, len, "%s.%s = '%s' is too large",
+				k->section, k->name, v);
 			return -EINVAL;
 		}
 		u |= TFS_CFG_BYTES;
@@ -322,18 +342,21 @@ static int parse_value(const struct tfs_cfg_key *k, const char *v, void *dst,
 		return 0;
 	}
 	if (rc || (k->type == TFS_CFG_UINT && has_suffix)) {
-		tfs_say(err, len, "%s.%s = '%s' is not %s", k->section, k->name, v,
-		    k->type == TFS_CFG_UINT ? "a whole number (e.g. 8 or 1e8)" :
-		    k->type == TFS_CFG_ELEMS ? "a number of elements (e.g. 1e8) "
-					       "or of bytes (e.g. 256MiB)"
-					     : "a size (e.g. 1048576 or 1MiB)");
+		tfs_say(
+		    err, len, "%s.%s = '%s' is not %s", k->section, k->name, v,
+		    k->type == TFS_CFG_UINT ? "a whole number (e.g. 8 or 1e8)"
+		    : k->type == TFS_CFG_ELEMS
+			? "a number of elements (e.g. 1e8) "
+			  "or of bytes (e.g. 256MiB)"
+			: "a size (e.g. 1048576 or 1MiB)");
 		return -EINVAL;
 	}
 	if (u < k->min || u > k->max) {
-		tfs_say(err, len, "%s.%s = '%s' is out of range; it must be "
-			      "between %llu and %llu %s", k->section, k->name,
-		    v, (unsigned long long)k->min, (unsigned long long)k->max,
-		    k->unit);
+		tfs_say(err, len,
+			"%s.%s = '%s' is out of range; it must be "
+			"between %llu and %llu %s",
+			k->section, k->name, v, (unsigned long long)k->min,
+			(unsigned long long)k->max, k->unit);
 		return -EINVAL;
 	}
 	memcpy(dst, &u, sizeof(u));
@@ -368,8 +391,7 @@ static const char *nearest_section(const char *s)
 
 /* The key nearest to name: in section sec if one is close (sec may be
  * NULL), else in any section.  NULL if none is close. */
-static const struct tfs_cfg_key *nearest_key(const char *sec,
-					     const char *name)
+static const struct tfs_cfg_key *nearest_key(const char *sec, const char *name)
 {
 	const struct tfs_cfg_key *best = NULL;
 	size_t bd = 4;
@@ -416,7 +438,8 @@ static int section_known(const char *s)
 const struct tfs_cfg_key *tfs_config_key(const char *sec, const char *name)
 {
 	for (size_t i = 0; i < NKEYS; i++)
-		if (!strcmp(keys[i].section, sec) && !strcmp(keys[i].name, name))
+		if (!strcmp(keys[i].section, sec) &&
+		    !strcmp(keys[i].name, name))
 			return &keys[i];
 	return NULL;
 }
@@ -441,8 +464,10 @@ static int check(const struct tfs_config *c, char *err, size_t errlen,
 		 const struct tfs_cfg_key **a, const struct tfs_cfg_key **b)
 {
 	const struct tfs_cfg_key *kbs = &keys[TFS_CFG_KEY_aio_block_size];
-	const struct tfs_cfg_key *kbc = &keys[TFS_CFG_KEY_offload_param_buffer_count];
-	const struct tfs_cfg_key *kbz = &keys[TFS_CFG_KEY_offload_param_buffer_size];
+	const struct tfs_cfg_key *kbc =
+	    &keys[TFS_CFG_KEY_offload_param_buffer_count];
+	const struct tfs_cfg_key *kbz =
+	    &keys[TFS_CFG_KEY_offload_param_buffer_size];
 	const struct tfs_cfg_key *kdt = &keys[TFS_CFG_KEY_offload_param_dtype];
 	char d1[2 * TFS_CFG_STR_MAX], d2[2 * TFS_CFG_STR_MAX];
 	char d3[2 * TFS_CFG_STR_MAX], d4[2 * TFS_CFG_STR_MAX];
@@ -451,10 +476,11 @@ static int check(const struct tfs_config *c, char *err, size_t errlen,
 
 	*a = *b = NULL;
 	if (bs % 4096) {
-		tfs_say(err, errlen, "%s is not a multiple of 4 KiB (4096); "
-				 "device I/O is 4 KiB aligned, so use a "
-				 "multiple such as 1MiB",
-		    tfs_config_describe(c, kbs, d1, sizeof(d1)));
+		tfs_say(err, errlen,
+			"%s is not a multiple of 4 KiB (4096); "
+			"device I/O is 4 KiB aligned, so use a "
+			"multiple such as 1MiB",
+			tfs_config_describe(c, kbs, d1, sizeof(d1)));
 		*a = kbs;
 		return -EINVAL;
 	}
@@ -462,17 +488,17 @@ static int check(const struct tfs_config *c, char *err, size_t errlen,
 		/* buffer_size in elements counts them in dtype's size */
 		d4[0] = '\0';
 		if (!(c->offload_param_buffer_size & TFS_CFG_BYTES))
-			snprintf(d4, sizeof(d4), ", %.*s",
-				 (int)sizeof(d4) - 3,
+			snprintf(d4, sizeof(d4), ", %.*s", (int)sizeof(d4) - 3,
 				 tfs_config_describe(c, kdt, d3, sizeof(d3)));
-		tfs_say(err, errlen, "the write-back pool, buffer_count x "
-				 "buffer_size = %llu bytes, holds fewer than "
-				 "two blocks of aio.block_size (%s, %s%s, %s); "
-				 "raise buffer_size or lower block_size",
-		    (unsigned long long)pool,
-		    tfs_config_describe(c, kbc, d1, sizeof(d1)),
-		    tfs_config_describe(c, kbz, d2, sizeof(d2)), d4,
-		    tfs_config_describe(c, kbs, d3, sizeof(d3)));
+		tfs_say(err, errlen,
+			"the write-back pool, buffer_count x "
+			"buffer_size = %llu bytes, holds fewer than "
+			"two blocks of aio.block_size (%s, %s%s, %s); "
+			"raise buffer_size or lower block_size",
+			(unsigned long long)pool,
+			tfs_config_describe(c, kbc, d1, sizeof(d1)),
+			tfs_config_describe(c, kbz, d2, sizeof(d2)), d4,
+			tfs_config_describe(c, kbs, d3, sizeof(d3)));
 		*a = kbz;
 		*b = kbs;
 		return -EINVAL;
@@ -493,12 +519,12 @@ struct load {
 	struct tfs_config *c;
 	const char *path;
 	FILE *f;
-	int line;		/* of the text last handed to inih */
-	int at_line_start;	/* the next text read starts a new line */
+	int line;	   /* of the text last handed to inih */
+	int at_line_start; /* the next text read starts a new line */
 	int failed;
 	int err_line;
 	char msg[512];
-	int key_line[NKEYS];	/* where the file set each key, or 0 */
+	int key_line[NKEYS]; /* where the file set each key, or 0 */
 };
 
 /* inih's reader: a line at a time, counting lines.  inih (INI_MAX_LINE
@@ -526,26 +552,31 @@ static char *read_line(char *str, int num, void *stream)
 		l->line++;
 	l->at_line_start = 1;
 	if (ch == '\0') {
-		snprintf(l->msg, sizeof(l->msg), "a NUL byte: not a text "
+		snprintf(l->msg, sizeof(l->msg),
+			 "a NUL byte: not a text "
 			 "file; give an INI file");
 		goto fail;
 	}
 	if (ch == EOF && ferror(l->f)) {
-		snprintf(l->msg, sizeof(l->msg), "cannot read: %s; give an "
-			 "INI file", strerror(errno ? errno : EIO));
+		snprintf(l->msg, sizeof(l->msg),
+			 "cannot read: %s; give an "
+			 "INI file",
+			 strerror(errno ? errno : EIO));
 		goto fail;
 	}
 	if (n == 0)
-		return NULL;	/* end of file */
+		return NULL; /* end of file */
 	if (ch == '\n' || ch == EOF)
 		return str;
 	ch = getc(l->f);
 	if (ch == '\n' || ch == EOF)
-		return str;	/* it just fits */
+		return str; /* it just fits */
 	ungetc(ch, l->f);
 	l->at_line_start = 0;
-	snprintf(l->msg, sizeof(l->msg), "line longer than %d characters; "
-		 "shorten it (for a long nvme_path, a symbolic link)", num - 1);
+	snprintf(l->msg, sizeof(l->msg),
+		 "line longer than %d characters; "
+		 "shorten it (for a long nvme_path, a symbolic link)",
+		 num - 1);
 fail:
 	l->failed = 1;
 	l->err_line = l->line;
@@ -553,7 +584,7 @@ fail:
 }
 
 static void warn(struct tfs_config *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void warn(struct tfs_config *c, const char *fmt, ...)
 {
@@ -574,12 +605,13 @@ static int on_key(void *user, const char *sec, const char *name,
 	char near[128];
 
 	if (l->failed)
-		return 1;	/* keep the first error only */
+		return 1; /* keep the first error only */
 	if (!strcmp(sec, "aio") && !strcmp(name, "thread_count")) {
 		/* DeepSpeed's old name, which its code now ignores */
-		warn(l->c, "%s:%d: [aio] thread_count is the old name of "
-			   "intra_op_parallelism (DeepSpeed ignores it); tensorfs "
-			   "reads it as intra_op_parallelism = %s\n",
+		warn(l->c,
+		     "%s:%d: [aio] thread_count is the old name of "
+		     "intra_op_parallelism (DeepSpeed ignores it); tensorfs "
+		     "reads it as intra_op_parallelism = %s\n",
 		     l->path, l->line, value);
 		l->c->flags |= TFS_CFG_F_THREAD_COUNT;
 		name = "intra_op_parallelism";
@@ -596,11 +628,15 @@ static int on_key(void *user, const char *sec, const char *name,
 	if (!k) {
 		other = other_section(sec, name);
 		if (other)
-			snprintf(l->msg, sizeof(l->msg), "unknown key '%s' in "
-				 "[%s]; it belongs in [%s]", name, sec, other);
+			snprintf(l->msg, sizeof(l->msg),
+				 "unknown key '%s' in "
+				 "[%s]; it belongs in [%s]",
+				 name, sec, other);
 		else
-			snprintf(l->msg, sizeof(l->msg), "unknown key '%s' in "
-				 "[%s]%s", name, sec,
+			snprintf(l->msg, sizeof(l->msg),
+				 "unknown key '%s' in "
+				 "[%s]%s",
+				 name, sec,
 				 suggest(sec, name, near, sizeof(near)));
 		goto fail;
 	}
@@ -647,8 +683,10 @@ static int load_stream(struct tfs_config *c, const char *name, FILE *f,
 		goto out;
 	}
 	if (line > 0) {
-		tfs_say(err, errlen, "%s:%d: syntax error: expected [section] or "
-				 "key = value", name, line);
+		tfs_say(err, errlen,
+			"%s:%d: syntax error: expected [section] or "
+			"key = value",
+			name, line);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -678,14 +716,16 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 
 	if (!f) {
 		rc = errno ? -errno : -ENOENT;
-		tfs_say(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
+		tfs_say(err, errlen, "%s: cannot open: %s", path,
+			strerror(-rc));
 		return rc;
 	}
 	/* fopen() opens a directory, and reading it then fails (EISDIR):
 	 * without this check it would read as an empty file, the defaults */
 	if (fstat(fileno(f), &st)) {
 		rc = -errno;
-		tfs_say(err, errlen, "%s: cannot stat: %s", path, strerror(-rc));
+		tfs_say(err, errlen, "%s: cannot stat: %s", path,
+			strerror(-rc));
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {
@@ -699,8 +739,10 @@ int tfs_config_load(struct tfs_config *c, const char *path, char *err,
 	if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) &&
 	    !S_ISCHR(st.st_mode)) {
 		rc = -EINVAL;
-		tfs_say(err, errlen, "'%s' is not a regular file; give an INI "
-			"file", path);
+		tfs_say(err, errlen,
+			"'%s' is not a regular file; give an INI "
+			"file",
+			path);
 		goto out;
 	}
 	rc = load_stream(c, path, f, err, errlen);
@@ -781,9 +823,11 @@ int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 	int matches = 0, mounts = 0, rc;
 
 	if (!strcmp(key, "thread_count") || !strcmp(key, "aio.thread_count")) {
-		warn(c, "-o %s: thread_count is the old name of "
-			"intra_op_parallelism (DeepSpeed ignores it); tensorfs "
-			"reads it as intra_op_parallelism = %s\n", key, value);
+		warn(c,
+		     "-o %s: thread_count is the old name of "
+		     "intra_op_parallelism (DeepSpeed ignores it); tensorfs "
+		     "reads it as intra_op_parallelism = %s\n",
+		     key, value);
 		c->flags |= TFS_CFG_F_THREAD_COUNT;
 		key = "aio.intra_op_parallelism";
 		dot = strchr(key, '.');
@@ -799,15 +843,17 @@ int tfs_config_set(struct tfs_config *c, const char *key, const char *value,
 		}
 	}
 	if (matches > 1 && mounts == 1) {
-		k = mount;	/* the plain name means the mount's key */
+		k = mount; /* the plain name means the mount's key */
 	} else if (matches > 1) {
-		tfs_say(err, errlen, "'%s' is in more than one section; write "
-				 "section.%s", key, key);
+		tfs_say(err, errlen,
+			"'%s' is in more than one section; write "
+			"section.%s",
+			key, key);
 		return -EINVAL;
 	}
 	if (!k) {
 		tfs_say(err, errlen, "unknown setting '%s'%s", key,
-		    suggest(NULL, dot ? dot + 1 : key, near, sizeof(near)));
+			suggest(NULL, dot ? dot + 1 : key, near, sizeof(near)));
 		return -ENOENT;
 	}
 	rc = parse_value(k, value, field(c, k), err, errlen);
@@ -853,13 +899,12 @@ static const char *exact_size(uint64_t v, char *buf, size_t len)
 		v /= 1024;
 		u++;
 	}
-	snprintf(buf, len, "%llu%s", (unsigned long long)v,
-		 u ? unit[u] : "");
+	snprintf(buf, len, "%llu%s", (unsigned long long)v, u ? unit[u] : "");
 	return buf;
 }
 
-char *tfs_config_format(const struct tfs_config *c,
-			const struct tfs_cfg_key *k, char *buf, size_t len)
+char *tfs_config_format(const struct tfs_config *c, const struct tfs_cfg_key *k,
+			char *buf, size_t len)
 {
 	uint64_t v = 0;
 	double d;
@@ -912,8 +957,8 @@ char *tfs_config_format(const struct tfs_config *c,
 	return buf;
 }
 
-char *tfs_config_origin(const struct tfs_config *c,
-			const struct tfs_cfg_key *k, char *buf, size_t len)
+char *tfs_config_origin(const struct tfs_config *c, const struct tfs_cfg_key *k,
+			char *buf, size_t len)
 {
 	uint32_t line = c->from_line[k - keys];
 
@@ -933,16 +978,15 @@ char *tfs_config_describe(const struct tfs_config *c,
 
 	tfs_config_format(c, k, v, sizeof(v));
 	if (!c->from_line[k - keys])
-		snprintf(buf, len, "%s.%s = %s by default", k->section,
-			 k->name, v);
+		snprintf(buf, len, "%s.%s = %s by default", k->section, k->name,
+			 v);
 	else
-		snprintf(buf, len, "%s.%s = %s from %s", k->section, k->name,
-			 v, tfs_config_origin(c, k, from, sizeof(from)));
+		snprintf(buf, len, "%s.%s = %s from %s", k->section, k->name, v,
+			 tfs_config_origin(c, k, from, sizeof(from)));
 	return buf;
 }
 
-int tfs_config_from_set(const struct tfs_config *c,
-			const struct tfs_cfg_key *k)
+int tfs_config_from_set(const struct tfs_config *c, const struct tfs_cfg_key *k)
 {
 	return c->from_line[k - keys] == TFS_CFG_FROM_SET;
 }
@@ -971,10 +1015,12 @@ void tfs_config_print(const struct tfs_config *c, FILE *f)
 	const char *sec = NULL;
 	char buf[TFS_CFG_STR_MAX];
 
-	fprintf(f, "; tensorfs configuration: each key with its meaning, unit and\n"
-		   "; default.  Pass it to tensorfs with -c FILE.ini.  Keys marked\n"
-		   "; \"DeepSpeed only\" do not change the mount; they let one file\n"
-		   "; describe the DeepSpeed run for tensorfs-plan.\n");
+	fprintf(
+	    f,
+	    "; tensorfs configuration: each key with its meaning, unit and\n"
+	    "; default.  Pass it to tensorfs with -c FILE.ini.  Keys marked\n"
+	    "; \"DeepSpeed only\" do not change the mount; they let one file\n"
+	    "; describe the DeepSpeed run for tensorfs-plan.\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct tfs_cfg_key *k = &keys[i];
 

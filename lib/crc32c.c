@@ -34,7 +34,7 @@
 #define TFS_CRC32C_HW 0
 #endif
 
-#define CRC32C_POLY 0x82f63b78u	/* 0x1edc6f41, bit-reversed */
+#define CRC32C_POLY 0x82f63b78u /* 0x1edc6f41, bit-reversed */
 
 typedef uint32_t (*crc32c_fn)(uint32_t crc, const uint8_t *p, size_t len);
 
@@ -70,7 +70,7 @@ static uint32_t get_le32(const uint8_t *p)
 
 static uint32_t crc32c_sw(uint32_t crc, const uint8_t *p, size_t len)
 {
-	uint32_t (*t)[256] = crc32c_table;
+	uint32_t(*t)[256] = crc32c_table;
 	uint32_t lo, hi;
 
 	for (; len >= 8; p += 8, len -= 8) {
@@ -94,7 +94,7 @@ crc32c_hw(uint32_t crc, const uint8_t *p, size_t len)
 	unsigned long long v;
 
 	for (; len >= 8; p += 8, len -= 8) {
-		memcpy(&v, p, sizeof(v));	/* p may be unaligned */
+		memcpy(&v, p, sizeof(v)); /* p may be unaligned */
 		c = _mm_crc32_u64(c, v);
 	}
 	crc = (uint32_t)c;
@@ -121,6 +121,6 @@ uint32_t tfs_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&crc32c_once, crc32c_init);
 	if (!len)
-		return crc;	/* buf may be NULL */
+		return crc; /* buf may be NULL */
 	return ~crc32c_impl(~crc, buf, len);
 }

@@ -57,9 +57,10 @@ static void extmap_assert_ok(const struct tfs_extmap *m, const char *fn)
 		return;
 	if (tfs_extmap_check(m) == 0)
 		return;
-	fprintf(stderr,
-		"tensorfs: extent map invariants broken after %s(); this is a bug, please report it\n",
-		fn);
+	fprintf(
+	    stderr,
+	    "tensorfs: extent map invariants broken after %s(); this is a bug, please report it\n",
+	    fn);
 	abort();
 }
 #define EXTMAP_CHECKED(m) extmap_assert_ok((m), __func__)
@@ -199,7 +200,7 @@ static int replace(struct tfs_extmap *m, uint64_t lblk, uint64_t end,
 	ov_hi = hi = first_starting_from(m, end);
 
 	if (lo == hi && !nw)
-		goto out;	/* punching a hole: nothing to do */
+		goto out; /* punching a hole: nothing to do */
 	if (lo < hi && m->ext[lo].lblk < lblk) {
 		rep[nrep] = m->ext[lo];
 		rep[nrep].len = lblk - m->ext[lo].lblk;
@@ -260,7 +261,10 @@ int tfs_extmap_set(struct tfs_extmap *m, uint64_t lblk, uint64_t pblk,
 		   uint64_t len, uint32_t flags, freed_fn freed, void *arg)
 {
 	struct tfs_extent nw = {
-		.lblk = lblk, .pblk = pblk, .len = len, .flags = flags,
+		.lblk = lblk,
+		.pblk = pblk,
+		.len = len,
+		.flags = flags,
 	};
 	int rc;
 

@@ -23,14 +23,14 @@ struct tfs_extent {
 	uint64_t lblk;	/* first file block */
 	uint64_t pblk;	/* first device block */
 	uint64_t len;	/* blocks, >= 1 */
-	uint32_t flags;	/* TFS_EXT_* */
+	uint32_t flags; /* TFS_EXT_* */
 };
 
 /* An extent map, embedded by its owner (in every inode: 16 bytes).
  * Zero-initialised is empty and holds no memory; the first extent takes
  * an array of one, which doubles as it fills. */
 struct tfs_extmap {
-	struct tfs_extent *ext;	/* sorted by lblk, owned (malloc) */
+	struct tfs_extent *ext; /* sorted by lblk, owned (malloc) */
 	uint32_t n, cap;
 };
 

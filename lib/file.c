@@ -45,15 +45,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FILE_SIZE	(1ull << 56)
-#define WB_ERRNO_MAX	0xfffu		/* ip->wb_errno's 12 bits */
-#define WB_SEQ_MASK	0x7ffffu	/* ip->wb_seq's 19 bits */
+#define MAX_FILE_SIZE (1ull << 56)
+#define WB_ERRNO_MAX  0xfffu   /* ip->wb_errno's 12 bits */
+#define WB_SEQ_MASK   0x7ffffu /* ip->wb_seq's 19 bits */
 
 /* ===== file data ===== */
 
 /* A piece of a block range: mapped (written or unwritten), a hole, or
  * blocks newly allocated for it. */
-enum { SEG_HOLE, SEG_WRITTEN, SEG_UNWRITTEN, SEG_NEW };
+enum {
+	SEG_HOLE,
+	SEG_WRITTEN,
+	SEG_UNWRITTEN,
+	SEG_NEW
+};
 
 struct seg {
 	uint64_t lblk, pblk, len;
@@ -65,8 +70,8 @@ struct segs {
 	size_t n, cap;
 };
 
-static int segs_add(struct segs *v, uint64_t lblk, uint64_t pblk,
-		    uint64_t len, int kind)
+static int segs_add(struct segs *v, uint64_t lblk, uint64_t pblk, uint64_t len,
+		    int kind)
 {
 	if (v->n == v->cap) {
 		size_t nc = v->cap ? v->cap * 2 : 8;
@@ -95,9 +100,9 @@ static int map_range(struct tfs_inode *ip, uint64_t first, uint64_t n,
 		struct tfs_extent e;
 		int mapped = tfs_extmap_lookup(&ip->map, b, &e);
 		uint64_t len = e.len < end - b ? e.len : end - b;
-		int kind = !mapped ? SEG_HOLE :
-			   e.flags & TFS_EXT_UNWRITTEN ? SEG_UNWRITTEN :
-							 SEG_WRITTEN;
+		int kind = !mapped			 ? SEG_HOLE
+			   : e.flags & TFS_EXT_UNWRITTEN ? SEG_UNWRITTEN
+							 : SEG_WRITTEN;
 		int rc = segs_add(v, b, mapped ? e.pblk : 0, len, kind);
 
 		if (rc)
@@ -185,7 +190,11 @@ static int pending_blocks(struct tfs_fs *fs)
 /* Aligned buffers of the calling thread: TB_DEV for device I/O that
  * cannot go straight to the caller's memory, TB_OUT for what
  * tfs_read_pin() returns when it copies. */
-enum { TB_DEV, TB_OUT, TB_N };
+enum {
+	TB_DEV,
+	TB_OUT,
+	TB_N
+};
 
 static pthread_key_t tbuf_key;
 static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
@@ -246,9 +255,8 @@ static int bit(const uint64_t *b, uint64_t i)
  * where the file has no written data.  Caller holds ip's io_lock, so no
  * truncate gives the blocks away meanwhile.
  */
-static int read_blocks(struct tfs_fs *fs, struct tfs_inode *ip,
-		       uint64_t first, uint64_t n, const uint64_t *want,
-		       uint8_t *buf)
+static int read_blocks(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t first,
+		       uint64_t n, const uint64_t *want, uint8_t *buf)
 {
 	struct segs v = { 0 };
 	struct tfs_iov iov[64];
@@ -287,7 +295,7 @@ static int read_blocks(struct tfs_fs *fs, struct tfs_inode *ip,
 	}
 	if (!rc && niov)
 		rc = tfs_dev_readv(fs->dev, iov, niov);
-	if (rc)		/* past the end of an image truncated under us? */
+	if (rc) /* past the end of an image truncated under us? */
 		tfs_fs_check_device(fs);
 	free(v.s);
 	return rc;
@@ -393,12 +401,12 @@ static int map_dirty(struct tfs_fs *fs, struct tfs_inode *ip,
 			while (e < end && bit(io->dirty, e - base))
 				e++;
 			if (s->kind == SEG_HOLE)
-				rc = -EIO;	/* the write allocated them */
+				rc = -EIO; /* the write allocated them */
 			else
-				rc = wbatch_add(w, (uint8_t *)io->buf +
-						   (b - base) * BS, b,
-						s->pblk + (b - s->lblk), e - b,
-						s->kind == SEG_UNWRITTEN, i);
+				rc = wbatch_add(
+				    w, (uint8_t *)io->buf + (b - base) * BS, b,
+				    s->pblk + (b - s->lblk), e - b,
+				    s->kind == SEG_UNWRITTEN, i);
 			b = e;
 		}
 	}
@@ -407,7 +415,7 @@ static int map_dirty(struct tfs_fs *fs, struct tfs_inode *ip,
 }
 
 static void log_error(struct tfs_fs *fs, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void log_error(struct tfs_fs *fs, const char *fmt, ...)
 {
@@ -438,7 +446,7 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 	for (int i = 0; i < n; i++) {
 		struct tfs_inode *ip = tfs_meta_get(fs->m, ios[i].ino);
 
-		if (ip)	/* else the file is gone: nothing to keep */
+		if (ip) /* else the file is gone: nothing to keep */
 			ios[i].result = map_dirty(fs, ip, &ios[i], i, &w);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -452,9 +460,8 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 			while (e < w.n && w.run[e].io == i)
 				e++;
 			if (!ios[i].result)
-				ios[i].result = tfs_dev_writev(fs->dev,
-							       w.iov + k,
-							       (int)(e - k));
+				ios[i].result = tfs_dev_writev(
+				    fs->dev, w.iov + k, (int)(e - k));
 			k = e;
 		}
 	}
@@ -468,10 +475,11 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 		ip->wb_errno = (uint32_t)-ios[i].result & WB_ERRNO_MAX;
 		ip->wb_seq = (ip->wb_seq + 1) & WB_SEQ_MASK;
 		ip->wb_unseen = 1;
-		ip->stale = 1;	/* a cache of the caller may hold the data */
-		log_error(fs, "write-back of inode %llu bytes %llu..%llu "
-			      "failed: %s; the next write, fsync or close of "
-			      "the file reports it",
+		ip->stale = 1; /* a cache of the caller may hold the data */
+		log_error(fs,
+			  "write-back of inode %llu bytes %llu..%llu "
+			  "failed: %s; the next write, fsync or close of "
+			  "the file reports it",
 			  (unsigned long long)ios[i].ino,
 			  (unsigned long long)(ios[i].idx * fs->cs),
 			  (unsigned long long)((ios[i].idx + 1) * fs->cs - 1),
@@ -495,7 +503,7 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 			continue;
 		}
 		tfs_txn_rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, r->lblk,
-					   r->pblk, r->len, 0));
+						   r->pblk, r->len, 0));
 	}
 	if (w.n)
 		fs->data_writes++;
@@ -521,8 +529,9 @@ static void cb_thread_init(void *ctx, void *arena, size_t len)
 		return;
 	rc = tfs_io_register(arena, len);
 	if (rc)
-		log_error(fs, "cannot register the pinned pool with io_uring "
-			      "(%s); writing back without fixed buffers",
+		log_error(fs,
+			  "cannot register the pinned pool with io_uring "
+			  "(%s); writing back without fixed buffers",
 			  strerror(-rc));
 }
 
@@ -617,8 +626,8 @@ ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 	return rc;
 }
 
-ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len,
-		     uint64_t off, struct tfs_read_pin *p)
+ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len, uint64_t off,
+		     struct tfs_read_pin *p)
 {
 	struct tfs_cache_piece pc[TFS_PIN_PIECES];
 	struct tfs_inode *ip;
@@ -656,7 +665,7 @@ ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len,
 		rc = n;
 	}
 	if (rc) {
-		if (p->nref)	/* not reached: a pin fails whole */
+		if (p->nref) /* not reached: a pin fails whole */
 			tfs_cache_unpin(fs->cache, p->ref, p->nref);
 		p->niov = 0;
 		p->nref = 0;
@@ -738,7 +747,8 @@ again:
 			break;
 		}
 		tfs_txn_rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, s->lblk,
-					   s->pblk, s->len, TFS_EXT_UNWRITTEN));
+						   s->pblk, s->len,
+						   TFS_EXT_UNWRITTEN));
 	}
 	pthread_mutex_unlock(&fs->lock);
 	free(v.s);
@@ -786,8 +796,8 @@ uint32_t tfs_wb_sample(struct tfs_fs *fs, uint64_t ino)
 	return s;
 }
 
-ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
-		  size_t len, uint64_t off, uint32_t *wb_seen)
+ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
+		  uint64_t off, uint32_t *wb_seen)
 {
 	struct tfs_inode *ip;
 	uint64_t end = off + len;
@@ -797,7 +807,7 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 		return 0;
 	if (end > MAX_FILE_SIZE || end < off)
 		return -EFBIG;
-	rc = tfs_fs_may_change(fs);	/* J7 */
+	rc = tfs_fs_may_change(fs); /* J7 */
 	if (rc)
 		return rc;
 	ip = tfs_inode_hold(fs, ino, &rc);
@@ -812,7 +822,8 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (!rc)
-		rc = alloc_unwritten(fs, ip, off / BS, (end - 1) / BS - off / BS + 1);
+		rc = alloc_unwritten(fs, ip, off / BS,
+				     (end - 1) / BS - off / BS + 1);
 	if (!rc)
 		rc = tfs_cache_write(fs->cache, ino, off, buf, len);
 	if (!rc) {
@@ -865,8 +876,8 @@ ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
 
 /* Zero bytes [from, to) of file block lblk on the device, if the block
  * holds data.  Caller holds io_lock exclusively. */
-static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip,
-			 uint64_t lblk, size_t from, size_t to)
+static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t lblk,
+			 size_t from, size_t to)
 {
 	struct tfs_extent e;
 	uint8_t *b;
@@ -888,8 +899,7 @@ static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip,
 }
 
 /* Truncate ip to size.  Caller holds a reference and io_lock (write). */
-int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip,
-		       uint64_t size)
+int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size)
 {
 	uint64_t old, keep;
 	int rc = 0;
@@ -904,8 +914,7 @@ int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip,
 		 * dirty data there, drop the cache from it on */
 		if (size % fs->cs)
 			tfs_cache_sync(fs->cache, ip->a.ino);
-		tfs_cache_drop(fs->cache, ip->a.ino, size / fs->cs,
-			       UINT64_MAX);
+		tfs_cache_drop(fs->cache, ip->a.ino, size / fs->cs, UINT64_MAX);
 	}
 	if (size < old && size % BS) {
 		rc = zero_in_block(fs, ip, size / BS, size % BS, BS);
@@ -954,7 +963,7 @@ int tfs_open(struct tfs_fs *fs, uint64_t ino, int flags)
 	if (rc || !(flags & O_TRUNC) || (flags & O_ACCMODE) == O_RDONLY ||
 	    !S_ISREG(ip->a.mode))
 		return rc;
-	rc = tfs_fs_may_change(fs);	/* J7 */
+	rc = tfs_fs_may_change(fs); /* J7 */
 	pthread_rwlock_wrlock(tfs_inode_io_lock(ip));
 	if (!rc)
 		rc = tfs_file_truncate(fs, ip, 0);
@@ -985,15 +994,14 @@ int tfs_release(struct tfs_fs *fs, uint64_t ino)
 	return 0;
 }
 
-int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync,
-	      uint32_t *wb_seen)
+int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync, uint32_t *wb_seen)
 {
 	int rc, wb;
 
 	(void)datasync;
-	if (fs->opts.readonly)	/* remounted read-only after a failure? */
+	if (fs->opts.readonly) /* remounted read-only after a failure? */
 		return take_wb_err(fs, ino, wb_seen);
-	if (tfs_fs_failed(fs))	/* J7: nothing is made durable any more */
+	if (tfs_fs_failed(fs)) /* J7: nothing is made durable any more */
 		return tfs_fs_failed(fs);
 	/* the file's data to the device, then one journal commit makes
 	 * its metadata (and all else) durable */
@@ -1032,7 +1040,7 @@ static int do_punch(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t off,
 	size = ip->a.size;
 	pthread_mutex_unlock(&fs->lock);
 	if (end > size)
-		end = size;	/* past EOF there is nothing to zero */
+		end = size; /* past EOF there is nothing to zero */
 	if (off >= end)
 		goto punch;
 	a = off / BS;
@@ -1051,7 +1059,7 @@ static int do_punch(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t off,
 		return rc;
 punch:
 	a = (off + BS - 1) / BS;
-	z = (off + len) / BS;	/* whole blocks [a, z) go */
+	z = (off + len) / BS; /* whole blocks [a, z) go */
 	if (z > a) {
 		struct freectx c = { fs, 0, 0 };
 
@@ -1081,7 +1089,7 @@ int tfs_fallocate(struct tfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 		return -EOPNOTSUPP;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		return -EOPNOTSUPP;
-	rc = tfs_fs_may_change(fs);	/* J7 */
+	rc = tfs_fs_may_change(fs); /* J7 */
 	if (rc)
 		return rc;
 	ip = tfs_inode_hold(fs, ino, &rc);
@@ -1133,9 +1141,9 @@ int tfs_seek(struct tfs_fs *fs, uint64_t ino, uint64_t off, int hole,
 		if (b < end)
 			*out = b * BS > off ? b * BS : off;
 		else if (hole)
-			*out = ip->a.size;	/* the hole at the end */
+			*out = ip->a.size; /* the hole at the end */
 		else
-			rc = -ENXIO;		/* a hole up to the end */
+			rc = -ENXIO; /* a hole up to the end */
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc;

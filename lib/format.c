@@ -217,8 +217,7 @@ static int valid_name(const char *s, size_t n)
 	return 1;
 }
 
-int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos,
-		 struct tfs_rec *r)
+int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos, struct tfs_rec *r)
 {
 	const uint8_t *b;
 	uint32_t type, blen;
@@ -378,8 +377,7 @@ static int super_layout_ok(const struct tfs_super *s)
 		return 0;
 	if (s->journal_start != 2 || s->journal_blocks < 2)
 		return 0;
-	if (__builtin_add_overflow(s->journal_start, s->journal_blocks,
-				   &data))
+	if (__builtin_add_overflow(s->journal_start, s->journal_blocks, &data))
 		return 0;
 	if (s->data_start != data)
 		return 0;
@@ -411,7 +409,7 @@ static int super_map_ok(const struct tfs_super *s)
 		if (p->start < s->data_start || p->start >= s->dev_blocks ||
 		    p->len == 0 || p->len > s->dev_blocks - p->start)
 			return 0;
-		total += p->len;	/* each <= dev_blocks < 2^51: no wrap */
+		total += p->len; /* each <= dev_blocks < 2^51: no wrap */
 		for (uint32_t k = 0; k < i; k++) {
 			const struct tfs_piece *q = &s->map[k];
 
@@ -502,8 +500,7 @@ int tfs_ckpt_hdr_decode(const uint8_t *p, struct tfs_hdr *h)
 	return 0;
 }
 
-static uint32_t txn_crc(const uint8_t *p, const uint8_t *payload,
-			uint32_t len)
+static uint32_t txn_crc(const uint8_t *p, const uint8_t *payload, uint32_t len)
 {
 	uint8_t hdr[TFS_HDR_SIZE];
 

@@ -96,23 +96,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TFS_BLOCK_SIZE		4096u
-#define TFS_BLOCK_SHIFT		12
-#define TFS_VERSION		2u
+#define TFS_BLOCK_SIZE	4096u
+#define TFS_BLOCK_SHIFT 12
+#define TFS_VERSION	2u
 /* Pieces a checkpoint's map holds (128 + 16 x 240 bytes fit the
  * superblock): a checkpoint must fit in the 240 largest free extents. */
-#define TFS_MAP_MAX		240u
-#define TFS_MAGIC		"tensorfs"
-#define TFS_CKPT_MAGIC		"tfsckpt"
-#define TFS_JOURNAL_MAGIC	0x6a736674u	/* "tfsj" */
-#define TFS_SB_CLEAN		0x1u
-#define TFS_HDR_SIZE		64u
-#define TFS_NAME_MAX		255u
-#define TFS_XATTR_VALUE_MAX	65536u
-#define TFS_XATTR_NAME_MAX	255u
-#define TFS_SYMLINK_MAX		4095u
-#define TFS_ROOT_INO		1u
-#define TFS_MIN_DEVICE_BYTES	(64ull << 20)
+#define TFS_MAP_MAX	     240u
+#define TFS_MAGIC	     "tensorfs"
+#define TFS_CKPT_MAGIC	     "tfsckpt"
+#define TFS_JOURNAL_MAGIC    0x6a736674u /* "tfsj" */
+#define TFS_SB_CLEAN	     0x1u
+#define TFS_HDR_SIZE	     64u
+#define TFS_NAME_MAX	     255u
+#define TFS_XATTR_VALUE_MAX  65536u
+#define TFS_XATTR_NAME_MAX   255u
+#define TFS_SYMLINK_MAX	     4095u
+#define TFS_ROOT_INO	     1u
+#define TFS_MIN_DEVICE_BYTES (64ull << 20)
 
 enum tfs_rec_type {
 	TFS_REC_INODE = 1,
@@ -126,9 +126,9 @@ enum tfs_rec_type {
 	TFS_REC_SYMLINK = 9,
 };
 
-#define TFS_REC_HDR		8u
-#define TFS_INODE_BODY		92u
-#define TFS_EXTENT_BODY		36u
+#define TFS_REC_HDR	8u
+#define TFS_INODE_BODY	92u
+#define TFS_EXTENT_BODY 36u
 
 struct tfs_timespec {
 	int64_t sec;
@@ -163,21 +163,21 @@ struct tfs_super {
 	uint64_t ckpt_seq;
 	uint8_t uuid[16];
 	uint64_t ctime_ns, wtime_ns;
-	struct tfs_piece map[TFS_MAP_MAX];	/* the checkpoint's blocks */
+	struct tfs_piece map[TFS_MAP_MAX]; /* the checkpoint's blocks */
 };
 
 /* A decoded record.  Pointers point into the buffer it was decoded from
  * (borrowed: valid while that buffer is). */
 struct tfs_rec {
 	uint32_t type;
-	struct tfs_attr attr;			/* INODE */
-	uint64_t ino;				/* all but INODE, LINK/UNLINK: dir */
-	uint64_t child;				/* LINK */
-	uint64_t lblk, pblk, len;		/* EXTENT, PUNCH */
-	uint32_t flags;				/* EXTENT */
-	const char *name;			/* LINK, UNLINK, XATTR*, SYMLINK */
+	struct tfs_attr attr;	  /* INODE */
+	uint64_t ino;		  /* all but INODE, LINK/UNLINK: dir */
+	uint64_t child;		  /* LINK */
+	uint64_t lblk, pblk, len; /* EXTENT, PUNCH */
+	uint32_t flags;		  /* EXTENT */
+	const char *name;	  /* LINK, UNLINK, XATTR*, SYMLINK */
 	size_t name_len;
-	const void *value;			/* XATTR */
+	const void *value; /* XATTR */
 	size_t value_len;
 };
 
@@ -213,16 +213,15 @@ int tfs_rec_put_symlink(struct tfs_buf *b, uint64_t ino, const char *target,
 size_t tfs_rec_size_link(size_t name_len);
 size_t tfs_rec_size_xattr(size_t nlen, size_t vlen);
 size_t tfs_rec_size_symlink(size_t len);
-#define TFS_REC_SIZE_INODE	(TFS_REC_HDR + TFS_INODE_BODY)
-#define TFS_REC_SIZE_EXTENT	(TFS_REC_HDR + TFS_EXTENT_BODY)
+#define TFS_REC_SIZE_INODE  (TFS_REC_HDR + TFS_INODE_BODY)
+#define TFS_REC_SIZE_EXTENT (TFS_REC_HDR + TFS_EXTENT_BODY)
 
 /*
  * Decode the record at *pos in [p, p + len) and advance *pos.  Returns 1
  * for a record, 0 at the end, -EUCLEAN if the bytes are not a valid record
  * (unknown type, wrong length, name too long or containing '/' or NUL).
  */
-int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos,
-		 struct tfs_rec *r);
+int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos, struct tfs_rec *r);
 
 /* Superblock: encode into a 4096-byte block (computing the CRC), decode
  * and verify (-EUCLEAN: bad CRC or values, a layout other than the

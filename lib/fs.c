@@ -82,10 +82,12 @@ void tfs_fs_fail(struct tfs_fs *fs, int rc, const char *fmt, ...)
 	vsnprintf(fs->errmsg, sizeof(fs->errmsg), fmt, ap);
 	va_end(ap);
 	__atomic_store_n(&fs->error, rc ? rc : -EIO, __ATOMIC_RELEASE);
-	snprintf(msg, sizeof(msg), "%s: %s; the file system takes no more "
+	snprintf(msg, sizeof(msg),
+		 "%s: %s; the file system takes no more "
 		 "changes (they fail with EROFS), reads still work; the "
 		 "device keeps the last committed state: unmount and run "
-		 "tensorfs-fsck", fs->path ? fs->path : "device", fs->errmsg);
+		 "tensorfs-fsck",
+		 fs->path ? fs->path : "device", fs->errmsg);
 	pthread_mutex_unlock(&fs->errlock);
 	if (fs->opts.log)
 		fs->opts.log(msg);
@@ -108,17 +110,18 @@ int tfs_fs_check_device(struct tfs_fs *fs)
 	uint64_t need = fs->j.sb.dev_blocks * BS;
 	struct stat st;
 
-	if (fs->watch_fd < 0 || tfs_fs_failed(fs) ||
-	    fstat(fs->watch_fd, &st))
+	if (fs->watch_fd < 0 || tfs_fs_failed(fs) || fstat(fs->watch_fd, &st))
 		return tfs_fs_failed(fs);
 	if (st.st_nlink == 0)
-		tfs_fs_fail(fs, -EIO, "the image was deleted while mounted; "
-				      "its data is gone at unmount: copy out "
-				      "what you need first");
+		tfs_fs_fail(fs, -EIO,
+			    "the image was deleted while mounted; "
+			    "its data is gone at unmount: copy out "
+			    "what you need first");
 	else if ((uint64_t)st.st_size < need)
-		tfs_fs_fail(fs, -EIO, "the image was truncated to %llu bytes "
-				      "while mounted (the file system needs "
-				      "%llu)",
+		tfs_fs_fail(fs, -EIO,
+			    "the image was truncated to %llu bytes "
+			    "while mounted (the file system needs "
+			    "%llu)",
 			    (unsigned long long)st.st_size,
 			    (unsigned long long)need);
 	return tfs_fs_failed(fs);
@@ -164,7 +167,8 @@ static int mark_extents(struct tfs_inode *ip, void *arg)
 		struct tfs_extent *e = &ip->map.ext[i];
 
 		if (tfs_alloc_mark_used(b->fs->alloc, e->pblk, e->len)) {
-			tfs_say(b->err, b->errlen,
+			tfs_say(
+			    b->err, b->errlen,
 			    "extent of inode %llu (device blocks %llu..%llu) "
 			    "overlaps another or lies outside the data area; "
 			    "run tensorfs-fsck",
@@ -246,8 +250,8 @@ static void unescape(char *s)
 	char *w = s;
 
 	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
 			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
 				      (s[3] - '0'));
 			s += 3;
@@ -279,8 +283,8 @@ static int same_file(const char *path, const struct stat *st)
  * whatever their type.  Only those sources are stat'ed: no other file
  * system (a hung NFS server) is asked.
  */
-static int find_mount(const struct stat *st, char *mnt, size_t mlen,
-		      char *type, size_t tlen)
+static int find_mount(const struct stat *st, char *mnt, size_t mlen, char *type,
+		      size_t tlen)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL, m[4096], t[256], src[4096];
@@ -384,23 +388,27 @@ static void say_busy(const char *path, char *err, size_t errlen)
 	if (!stat(path, &st) &&
 	    !find_mount(&st, mnt, sizeof(mnt), type, sizeof(type))) {
 		if (!strcmp(type, "fuse.tensorfs"))
-			tfs_say(err, errlen, "in use: mounted by tensorfs on "
-					 "%s; unmount it first (umount %s)",
-			    mnt, mnt);
+			tfs_say(err, errlen,
+				"in use: mounted by tensorfs on "
+				"%s; unmount it first (umount %s)",
+				mnt, mnt);
 		else
-			tfs_say(err, errlen, "in use: mounted on %s (%s); "
-					 "unmount it first (umount %s)",
-			    mnt, type, mnt);
+			tfs_say(err, errlen,
+				"in use: mounted on %s (%s); "
+				"unmount it first (umount %s)",
+				mnt, type, mnt);
 	} else if (realpath(path, real) &&
 		   !find_holder(real, &pid, comm, sizeof(comm))) {
-		tfs_say(err, errlen, "in use: not mounted, but process %ld "
-				 "(%s) has it open; wait for it to finish or "
-				 "end it",
-		    pid, *comm ? comm : "?");
+		tfs_say(err, errlen,
+			"in use: not mounted, but process %ld "
+			"(%s) has it open; wait for it to finish or "
+			"end it",
+			pid, *comm ? comm : "?");
 	} else {
-		tfs_say(err, errlen, "in use: not mounted, but another "
-				 "process has it open (fuser -v DEVICE names "
-				 "it); wait for it to finish or end it");
+		tfs_say(err, errlen,
+			"in use: not mounted, but another "
+			"process has it open (fuser -v DEVICE names "
+			"it); wait for it to finish or end it");
 	}
 }
 
@@ -420,8 +428,9 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 	if (rc == -EBUSY)
 		say_busy(path, err, errlen);
 	else if (rc == -ENOTBLK)
-		tfs_say(err, errlen, "neither a block device nor a regular "
-				 "file");
+		tfs_say(err, errlen,
+			"neither a block device nor a regular "
+			"file");
 	else if (rc)
 		tfs_say(err, errlen, "cannot open it: %s", strerror(-rc));
 	return rc;
@@ -453,8 +462,8 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		return -ENOMEM;
 	if (o)
 		fs->opts = *o;
-	fs->interval_ms = fs->opts.commit_interval_ms ?
-				  fs->opts.commit_interval_ms : 5000;
+	fs->interval_ms =
+	    fs->opts.commit_interval_ms ? fs->opts.commit_interval_ms : 5000;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->jlock, NULL);
 	pthread_mutex_init(&fs->errlock, NULL);
@@ -474,14 +483,15 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		goto fail;
 	}
 	if (fs->opts.no_replay && !fs->opts.readonly) {
-		tfs_say(err, errlen, "the journal can be left unreplayed "
-				 "(norecovery) only by a read-only open");
+		tfs_say(err, errlen,
+			"the journal can be left unreplayed "
+			"(norecovery) only by a read-only open");
 		rc = -EINVAL;
 		goto fail_dev;
 	}
 	rc = tfs_journal_load(&fs->j, fs->dev, fs->m,
-			      fs->opts.no_replay ? TFS_JLOAD_NO_REPLAY : 0,
-			      err, errlen);
+			      fs->opts.no_replay ? TFS_JLOAD_NO_REPLAY : 0, err,
+			      errlen);
 	if (rc)
 		goto fail_dev;
 	fs->replayed = fs->j.replayed;
@@ -507,7 +517,7 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		rc = end_recovery(fs, norphans);
 		if (rc) {
 			tfs_say(err, errlen, "cannot write to it: %s",
-			    strerror(-rc));
+				strerror(-rc));
 			goto fail_journal;
 		}
 	}
@@ -663,9 +673,11 @@ int tfs_fs_close(struct tfs_fs *fs)
 		if (fs->opts.log) {
 			char msg[512];
 
-			snprintf(msg, sizeof(msg), "%s: closed in the error "
+			snprintf(msg, sizeof(msg),
+				 "%s: closed in the error "
 				 "state (%s): the final checkpoint was not "
-				 "written", fs->path, fs->errmsg);
+				 "written",
+				 fs->path, fs->errmsg);
 			fs->opts.log(msg);
 		}
 	}
@@ -743,10 +755,10 @@ void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s)
 	memset(s, 0, sizeof(*s));
 	tfs_cache_get_stats(fs->cache, &s->cache);
 	tfs_dev_get_stats(fs->dev, &s->dev);
-	s->app_read_bytes = __atomic_load_n(&fs->app_read_bytes,
-					    __ATOMIC_RELAXED);
-	s->app_write_bytes = __atomic_load_n(&fs->app_write_bytes,
-					     __ATOMIC_RELAXED);
+	s->app_read_bytes =
+	    __atomic_load_n(&fs->app_read_bytes, __ATOMIC_RELAXED);
+	s->app_write_bytes =
+	    __atomic_load_n(&fs->app_write_bytes, __ATOMIC_RELAXED);
 	s->copy_bytes = __atomic_load_n(&fs->copy_bytes, __ATOMIC_RELAXED);
 }
 

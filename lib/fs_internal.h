@@ -37,9 +37,9 @@
 #include "journal.h"
 #include "meta.h"
 
-#define BS		TFS_BLOCK_SIZE
-#define META_RESERVE	(64u << 10)	/* headroom of the checkpoint reserve */
-#define NO_TAG		UINT64_MAX	/* tfs_txn_release_pending(): nothing */
+#define BS	     TFS_BLOCK_SIZE
+#define META_RESERVE (64u << 10) /* headroom of the checkpoint reserve */
+#define NO_TAG	     UINT64_MAX	 /* tfs_txn_release_pending(): nothing */
 
 struct pending {
 	uint64_t pblk, len, tag;
@@ -53,7 +53,7 @@ struct tfs_fs {
 	struct tfs_meta *m;
 	struct tfs_alloc *alloc;
 	struct tfs_cache *cache;
-	size_t cs;			/* cache chunk size */
+	size_t cs; /* cache chunk size */
 	struct tfs_fs_opts opts;
 	uint64_t data_start, data_blocks;
 	uint64_t replayed;
@@ -64,14 +64,14 @@ struct tfs_fs {
 	uint64_t *dirty;
 	size_t ndirty, capdirty;
 	int need_ckpt;
-	uint64_t tag;			/* current transaction's tag */
+	uint64_t tag; /* current transaction's tag */
 	struct pending *pend;
 	size_t npend, cappend;
 	uint64_t pend_blocks;
-	uint64_t data_writes;		/* since the last flush */
-	uint64_t wb_errors;		/* write-backs that failed */
-	uint64_t app_read_bytes, app_write_bytes;	/* atomics */
-	uint64_t copy_bytes;				/* atomic */
+	uint64_t data_writes;			  /* since the last flush */
+	uint64_t wb_errors;			  /* write-backs that failed */
+	uint64_t app_read_bytes, app_write_bytes; /* atomics */
+	uint64_t copy_bytes;			  /* atomic */
 	/* discard (commit.c): -errno that stopped it (-EOPNOTSUPP ...), and
 	 * bytes discarded; under lock */
 	int discard_err;
@@ -85,7 +85,7 @@ struct tfs_fs {
 	pthread_mutex_t errlock;
 	int error;
 	char errmsg[256];
-	int watch_fd;			/* the image (O_PATH) for fstat, or -1 */
+	int watch_fd; /* the image (O_PATH) for fstat, or -1 */
 
 	/*
 	 * Read-only at run time (tfs_fs_set_readonly(), a remount,ro):
@@ -94,8 +94,8 @@ struct tfs_fs {
 	 * the device itself opened O_RDONLY, for good.
 	 */
 	int ro;
-	int dirty_at_load;		/* the loaded superblock was not CLEAN */
-	char *path;			/* the device's path, for messages */
+	int dirty_at_load; /* the loaded superblock was not CLEAN */
+	char *path;	   /* the device's path, for messages */
 
 	/* commit thread */
 	pthread_t thr;
@@ -106,7 +106,7 @@ struct tfs_fs {
 
 struct freectx {
 	struct tfs_fs *fs;
-	uint64_t keep, keep_len;	/* blocks being remapped, not freed */
+	uint64_t keep, keep_len; /* blocks being remapped, not freed */
 };
 
 /* fs.c, for lib/check.c */
@@ -125,7 +125,7 @@ void tfs_fs_mark_changed(struct tfs_fs *fs);
  * thread, any locks held.
  */
 void tfs_fs_fail(struct tfs_fs *fs, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* 0, or -EROFS in the error state or read-only (opened so, or turned so
  * by tfs_fs_set_readonly()): every change starts with it. */

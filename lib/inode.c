@@ -59,7 +59,7 @@ void tfs_inode_maybe_free(struct tfs_fs *fs, struct tfs_inode *ip)
 		free_inode(fs, ip);
 }
 
-#define NLOOKUP_MAX	0x3fffffffu	/* ip->nlookup's 30 bits: sticky */
+#define NLOOKUP_MAX 0x3fffffffu /* ip->nlookup's 30 bits: sticky */
 
 int tfs_lookup_ref(struct tfs_fs *fs, uint64_t ino)
 {
@@ -69,7 +69,7 @@ int tfs_lookup_ref(struct tfs_fs *fs, uint64_t ino)
 	pthread_mutex_lock(&fs->lock);
 	ip = tfs_meta_get(fs->m, ino);
 	if (!ip)
-		rc = -ENOENT;	/* freed since it was looked up */
+		rc = -ENOENT; /* freed since it was looked up */
 	else if (ip->nlookup < NLOOKUP_MAX)
 		ip->nlookup++;
 	pthread_mutex_unlock(&fs->lock);
@@ -81,7 +81,7 @@ static void forget_locked(struct tfs_fs *fs, uint64_t ino, uint64_t n)
 	struct tfs_inode *ip = tfs_meta_get(fs->m, ino);
 
 	if (!ip || ip->nlookup == NLOOKUP_MAX)
-		return;		/* gone already, or sticky */
+		return; /* gone already, or sticky */
 	ip->nlookup = n < ip->nlookup ? ip->nlookup - (uint32_t)n : 0;
 	tfs_inode_maybe_free(fs, ip);
 }

@@ -37,12 +37,12 @@
 
 /* ===== per-thread rings ===== */
 
-#define REG_PIECE (1ull << 30)	/* the kernel's limit for one fixed buffer */
+#define REG_PIECE (1ull << 30) /* the kernel's limit for one fixed buffer */
 
 struct thread_ring {
 	struct io_uring ring;
 	int ok;
-	uint8_t *reg;		/* registered (fixed) buffers, or NULL */
+	uint8_t *reg; /* registered (fixed) buffers, or NULL */
 	size_t reg_len;
 };
 
@@ -169,7 +169,8 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out)
 		}
 		d->size = bytes & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
 	} else {
-		d->size = (uint64_t)st.st_size & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
+		d->size =
+		    (uint64_t)st.st_size & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
 	}
 	rc = tfs_io_faults_init(d);
 	if (rc)
@@ -209,8 +210,8 @@ void tfs_dev_set_queue(struct tfs_dev *d, size_t block_size,
 	if (block_size >= TFS_BLOCK_SIZE)
 		d->block_size = block_size & ~(size_t)(TFS_BLOCK_SIZE - 1);
 	if (queue_depth >= 1)
-		d->queue_depth = queue_depth < RING_ENTRIES ? queue_depth
-							    : RING_ENTRIES;
+		d->queue_depth =
+		    queue_depth < RING_ENTRIES ? queue_depth : RING_ENTRIES;
 }
 
 void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap)
@@ -271,7 +272,7 @@ struct piece {
 	uint8_t *buf;
 	size_t len;
 	uint64_t off;
-	uint64_t t0;		/* submitted, ns */
+	uint64_t t0; /* submitted, ns */
 };
 
 /* The fixed buffer index that holds all of [buf, buf + len), or -1. */
@@ -325,22 +326,21 @@ static void completed(struct tfs_dev *d, struct piece *p)
 	tfs_io_count(&d->st_lat_ns, lat);
 	while (lat > max &&
 	       !__atomic_compare_exchange_n(&d->st_lat_max_ns, &max, lat, 1,
-					    __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }
 
 /* A batch in flight: its pieces and how far along they are. */
 struct batch {
 	struct tfs_dev *d;
-	struct io_uring *ring;	/* the calling thread's */
+	struct io_uring *ring; /* the calling thread's */
 	int write;
 	struct piece *pc;
-	size_t npc;		/* pieces */
-	size_t next;		/* the next piece to submit */
-	size_t done;		/* pieces finished, well or not */
-	unsigned int inflight;	/* requests in the kernel */
-	int err;		/* the first error; then only drain */
+	size_t npc;	       /* pieces */
+	size_t next;	       /* the next piece to submit */
+	size_t done;	       /* pieces finished, well or not */
+	unsigned int inflight; /* requests in the kernel */
+	int err;	       /* the first error; then only drain */
 };
 
 /* Every piece inside the device, and no injected write error: 0, or
@@ -355,7 +355,7 @@ static int check_batch(struct tfs_dev *d, int write, const struct tfs_iov *v,
 		if (v[i].len > d->size || v[i].off > d->size - v[i].len)
 			return -EIO;
 		if (write && (err = tfs_io_injected_write_error(d, v[i].off,
-							  v[i].len))) {
+								v[i].len))) {
 			tfs_io_count(&d->st_err, 1);
 			return -err;
 		}
@@ -372,8 +372,8 @@ static int cut_pieces(struct batch *b, const struct tfs_iov *v, int n)
 		for (size_t o = 0; o < v[i].len; o += bs) {
 			if (b->npc == cap) {
 				size_t nc = cap ? cap * 2 : 16;
-				struct piece *np = realloc(b->pc,
-							   nc * sizeof(*np));
+				struct piece *np =
+				    realloc(b->pc, nc * sizeof(*np));
 
 				if (!np) {
 					free(b->pc);
@@ -384,8 +384,8 @@ static int cut_pieces(struct batch *b, const struct tfs_iov *v, int n)
 				cap = nc;
 			}
 			b->pc[b->npc].buf = (uint8_t *)v[i].buf + o;
-			b->pc[b->npc].len = v[i].len - o < bs ? v[i].len - o
-							      : bs;
+			b->pc[b->npc].len =
+			    v[i].len - o < bs ? v[i].len - o : bs;
 			b->pc[b->npc].off = v[i].off + o;
 			b->npc++;
 		}
@@ -397,8 +397,7 @@ static int cut_pieces(struct batch *b, const struct tfs_iov *v, int n)
  * none after an error. */
 static void fill_queue(struct batch *b)
 {
-	while (!b->err && b->next < b->npc &&
-	       b->inflight < b->d->queue_depth) {
+	while (!b->err && b->next < b->npc && b->inflight < b->d->queue_depth) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(b->ring);
 
 		if (!sqe)
@@ -422,7 +421,7 @@ static void complete_piece(struct batch *b, struct piece *p, int res)
 	b->inflight--;
 	completed(d, p);
 	if (res == -EINTR || res == -EAGAIN)
-		res = 0;	/* retry the whole piece */
+		res = 0; /* retry the whole piece */
 	if (res < 0) {
 		b->err = b->err ? b->err : res;
 		tfs_io_count(&d->st_err, 1);
@@ -469,8 +468,7 @@ static void complete_piece(struct batch *b, struct piece *p, int res)
  * (overlap), or refilled only once all are back.  single_submit enters
  * the kernel once per request instead of once per batch.
  */
-int tfs_io_rw_raw(struct tfs_dev *d, int write, const struct tfs_iov *v,
-		     int n)
+int tfs_io_rw_raw(struct tfs_dev *d, int write, const struct tfs_iov *v, int n)
 {
 	struct batch b = { .d = d, .write = write };
 	struct io_uring_cqe *cqe;
@@ -508,8 +506,7 @@ int tfs_io_rw_raw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 	return b.err;
 }
 
-static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
-		  int n)
+static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v, int n)
 {
 #ifdef TFS_TEST_HOOKS
 	if (d->fault)
@@ -535,8 +532,7 @@ int tfs_dev_read(struct tfs_dev *d, void *buf, size_t len, uint64_t off)
 	return dev_rw(d, 0, &v, 1);
 }
 
-int tfs_dev_write(struct tfs_dev *d, const void *buf, size_t len,
-		  uint64_t off)
+int tfs_dev_write(struct tfs_dev *d, const void *buf, size_t len, uint64_t off)
 {
 	struct tfs_iov v = { (void *)buf, len, off };
 
@@ -606,8 +602,9 @@ int tfs_io_register(void *base, size_t len)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < n; i++) {
 		iov[i].iov_base = (uint8_t *)base + (size_t)i * REG_PIECE;
-		iov[i].iov_len = len - (size_t)i * REG_PIECE < REG_PIECE ?
-					 len - (size_t)i * REG_PIECE : REG_PIECE;
+		iov[i].iov_len = len - (size_t)i * REG_PIECE < REG_PIECE
+				     ? len - (size_t)i * REG_PIECE
+				     : REG_PIECE;
 	}
 	rc = io_uring_register_buffers(&t->ring, iov, n);
 	free(iov);
@@ -629,8 +626,8 @@ void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s)
 	s->submitted = __atomic_load_n(&d->st_submitted, __ATOMIC_RELAXED);
 	s->inflight = __atomic_load_n(&d->st_inflight, __ATOMIC_RELAXED);
 	s->latency_ns = __atomic_load_n(&d->st_lat_ns, __ATOMIC_RELAXED);
-	s->latency_max_ns = __atomic_load_n(&d->st_lat_max_ns,
-					    __ATOMIC_RELAXED);
+	s->latency_max_ns =
+	    __atomic_load_n(&d->st_lat_max_ns, __ATOMIC_RELAXED);
 }
 
 void *tfs_io_alloc(size_t len)

@@ -22,8 +22,8 @@
 
 struct tfs_dev;
 
-#define TFS_DEV_RDONLY	0x1	/* open read-only (fsck without -y) */
-#define TFS_DEV_NOLOCK	0x2	/* do not take the exclusive lock */
+#define TFS_DEV_RDONLY 0x1 /* open read-only (fsck without -y) */
+#define TFS_DEV_NOLOCK 0x2 /* do not take the exclusive lock */
 
 /*
  * Open the device at path.  Unless TFS_DEV_NOLOCK, takes an exclusive
@@ -33,7 +33,7 @@ struct tfs_dev;
  * with tfs_dev_close()), or -errno.
  */
 int tfs_dev_open(const char *path, int flags, struct tfs_dev **out);
-void tfs_dev_close(struct tfs_dev *d);	/* accepts NULL */
+void tfs_dev_close(struct tfs_dev *d); /* accepts NULL */
 
 /* Size in bytes, rounded down to whole blocks. */
 uint64_t tfs_dev_size(const struct tfs_dev *d);
@@ -58,8 +58,7 @@ struct tfs_iov {
 int tfs_dev_readv(struct tfs_dev *d, const struct tfs_iov *v, int n);
 int tfs_dev_writev(struct tfs_dev *d, const struct tfs_iov *v, int n);
 int tfs_dev_read(struct tfs_dev *d, void *buf, size_t len, uint64_t off);
-int tfs_dev_write(struct tfs_dev *d, const void *buf, size_t len,
-		  uint64_t off);
+int tfs_dev_write(struct tfs_dev *d, const void *buf, size_t len, uint64_t off);
 
 /* Make everything written so far durable (fdatasync through the ring). */
 int tfs_dev_flush(struct tfs_dev *d);
@@ -189,8 +188,8 @@ void tfs_dev_fail_flushes(struct tfs_dev *d, uint64_t skip, uint64_t n);
  * .fail_nth = 1, .fail_err = EIO }).
  */
 #define TFS_FAULT_READ	0x1u
-#define TFS_FAULT_WRITE	0x2u
-#define TFS_FAULT_FLUSH	0x4u
+#define TFS_FAULT_WRITE 0x2u
+#define TFS_FAULT_FLUSH 0x4u
 #define TFS_FAULT_ANY	0x7u
 
 /* The exit status of a process whose device lost power (cut_exit). */
@@ -199,21 +198,21 @@ void tfs_dev_fail_flushes(struct tfs_dev *d, uint64_t skip, uint64_t n);
 /* Operations counted since the last tfs_dev_fault_set() or open. */
 struct tfs_fault_ops {
 	uint64_t reads, writes, flushes, total;
-	uint64_t failed;		/* injected failures so far */
-	unsigned int hit_kind;		/* of the first one failed or cut */
-	uint64_t unflushed;		/* blocks in the undo log now */
-	int cut;			/* the power is off */
+	uint64_t failed;       /* injected failures so far */
+	unsigned int hit_kind; /* of the first one failed or cut */
+	uint64_t unflushed;    /* blocks in the undo log now */
+	int cut;	       /* the power is off */
 };
 
 struct tfs_fault {
-	int volatile_cache;		/* keep an undo log of unflushed writes */
-	unsigned int fail_kinds;	/* kinds counted for fail_nth; 0: none */
-	uint64_t fail_nth;		/* 1-based; 0: no failure */
-	int fail_err;			/* positive errno; 0 means EIO */
-	int fail_persist;		/* and every later one of fail_kinds */
-	unsigned int cut_kinds;		/* kinds counted for cut_nth; 0: any */
-	uint64_t cut_nth;		/* power cut instead of this op; 0: no */
-	uint64_t cut_after_ms;		/* cut at the first op this long after
+	int volatile_cache;	 /* keep an undo log of unflushed writes */
+	unsigned int fail_kinds; /* kinds counted for fail_nth; 0: none */
+	uint64_t fail_nth;	 /* 1-based; 0: no failure */
+	int fail_err;		 /* positive errno; 0 means EIO */
+	int fail_persist;	 /* and every later one of fail_kinds */
+	unsigned int cut_kinds;	 /* kinds counted for cut_nth; 0: any */
+	uint64_t cut_nth;	 /* power cut instead of this op; 0: no */
+	uint64_t cut_after_ms;	 /* cut at the first op this long after
 					   tfs_dev_fault_set(); 0: no */
 	uint64_t cut_flush_after_fail;	/* cut instead of the kth flush after
 					   the injected failure; 0: no */
@@ -222,10 +221,9 @@ struct tfs_fault {
 	unsigned int slow_kinds;	/* each operation of these kinds */
 	uint64_t slow_ms;		/* waits this long first (a slow
 					   device); 0: no wait */
-	struct tfs_fault_ops *at_close;	/* borrowed: gets the counters when
+	struct tfs_fault_ops *at_close; /* borrowed: gets the counters when
 					   the device is closed (may be NULL) */
 };
-
 
 /*
  * Replace the fault settings of d (NULL: none) and zero the operation

@@ -112,39 +112,38 @@ int tfs_io_take_short(struct tfs_dev *d)
 {
 	uint64_t n = __atomic_load_n(&d->short_left, __ATOMIC_RELAXED);
 
-	while (n && !__atomic_compare_exchange_n(&d->short_left, &n, n - 1, 1,
-						 __ATOMIC_RELAXED,
-						 __ATOMIC_RELAXED))
+	while (n &&
+	       !__atomic_compare_exchange_n(&d->short_left, &n, n - 1, 1,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 	return n != 0;
 }
 
-
 /* One 4 KiB block written since the last flush, with its old contents. */
 struct undo {
 	uint64_t blk;
-	uint64_t failed;	/* injected failures before it was written */
-	uint8_t *old;		/* TFS_BLOCK_SIZE bytes, in a slab */
+	uint64_t failed; /* injected failures before it was written */
+	uint8_t *old;	 /* TFS_BLOCK_SIZE bytes, in a slab */
 };
 
 struct fault_state {
-	pthread_mutex_t mu;	/* everything below */
-	pthread_rwlock_t rw;	/* writes shared; flush and cut exclusive */
+	pthread_mutex_t mu;  /* everything below */
+	pthread_rwlock_t rw; /* writes shared; flush and cut exclusive */
 	struct tfs_fault f;
-	uint64_t n[3];		/* operations of each kind since set */
+	uint64_t n[3]; /* operations of each kind since set */
 	uint64_t failed;
-	unsigned int hit_kind;	/* of the first failed or cut operation */
-	int fail_hit;		/* the fail_nth operation has failed */
+	unsigned int hit_kind; /* of the first failed or cut operation */
+	int fail_hit;	       /* the fail_nth operation has failed */
 	uint64_t flushes_after_fail;
-	int dead;		/* the power is off */
-	uint64_t t0_ns;		/* when the settings were made */
-	struct undo *log;	/* the undo log */
+	int dead;	  /* the power is off */
+	uint64_t t0_ns;	  /* when the settings were made */
+	struct undo *log; /* the undo log */
 	size_t nlog, caplog;
-	uint8_t **slab;		/* the old contents, UNDO_SLAB blocks each, */
-	size_t nslab, capslab;	/* kept for reuse until closed */
-	size_t slab_cur, slab_used;	/* the slab in use, its blocks used */
-	size_t *idx;		/* hash of blk: index into log + 1, 0 empty */
-	size_t capidx;		/* a power of two, at least twice nlog */
+	uint8_t **slab;	       /* the old contents, UNDO_SLAB blocks each, */
+	size_t nslab, capslab; /* kept for reuse until closed */
+	size_t slab_cur, slab_used; /* the slab in use, its blocks used */
+	size_t *idx;   /* hash of blk: index into log + 1, 0 empty */
+	size_t capidx; /* a power of two, at least twice nlog */
 };
 
 static unsigned int kind_index(unsigned int kind)
@@ -233,7 +232,7 @@ static int undo_add(struct fault_state *s, uint64_t blk, uint8_t *old)
 	return 0;
 }
 
-#define UNDO_SLAB 64u	/* blocks per allocation */
+#define UNDO_SLAB 64u /* blocks per allocation */
 
 /* Room for one block's old contents: NULL when out of memory. */
 static uint8_t *undo_block(struct fault_state *s)
@@ -293,7 +292,7 @@ static int undo_read(struct tfs_dev *d, uint8_t *buf, uint64_t b, size_t n)
 	return 0;
 }
 
-#define UNDO_RUN 256u	/* blocks read at once */
+#define UNDO_RUN 256u /* blocks read at once */
 
 /*
  * Save the old contents of every block of the batch not yet in the undo
@@ -312,8 +311,8 @@ static int undo_capture(struct tfs_dev *d, struct fault_state *s,
 		if (v[i].len > d->size || v[i].off > d->size - v[i].len)
 			continue;
 		b = v[i].off / TFS_BLOCK_SIZE;
-		end = (v[i].off + v[i].len + TFS_BLOCK_SIZE - 1) /
-		      TFS_BLOCK_SIZE;
+		end =
+		    (v[i].off + v[i].len + TFS_BLOCK_SIZE - 1) / TFS_BLOCK_SIZE;
 		while (b < end && !rc) {
 			size_t k = 0;
 
@@ -389,7 +388,7 @@ int tfs_dev_fault_set(struct tfs_dev *d, const struct tfs_fault *f)
 		 * writes, so a steady stream of them cannot starve it */
 		pthread_rwlockattr_init(&a);
 		pthread_rwlockattr_setkind_np(
-			&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		    &a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 		pthread_rwlock_init(&s->rw, &a);
 		pthread_rwlockattr_destroy(&a);
 	}
@@ -448,9 +447,11 @@ static int cut_locked(struct tfs_dev *d, struct fault_state *s, uint64_t seed)
 		rc = -ENOMEM;
 	for (size_t i = 0; i < s->nlog && bounce; i++) {
 		struct undo *u = &s->log[i];
-		int lost = mix == 0 ? 1 : mix == 1 ? 0 :
-			   mix == 3 && u->failed < s->failed ? 1 :
-			   (int)(splitmix(&x) & 1);
+		int lost = mix == 0   ? 1
+			   : mix == 1 ? 0
+			   : mix == 3 && u->failed < s->failed
+			       ? 1
+			       : (int)(splitmix(&x) & 1);
 
 		if (!lost)
 			continue;
@@ -512,7 +513,8 @@ static int fault_op(struct tfs_dev *d, unsigned int kind)
 	if (f->cut_nth && (f->cut_kinds & kind) &&
 	    ops_of(s, f->cut_kinds) == f->cut_nth)
 		cut = 1;
-	if (f->cut_after_ms && tfs_io_now_ns() - s->t0_ns >= f->cut_after_ms * 1000000)
+	if (f->cut_after_ms &&
+	    tfs_io_now_ns() - s->t0_ns >= f->cut_after_ms * 1000000)
 		cut = 1;
 	if (f->cut_flush_after_fail && s->fail_hit && kind == TFS_FAULT_FLUSH &&
 	    ++s->flushes_after_fail == f->cut_flush_after_fail)
@@ -635,8 +637,10 @@ static const char *parse_kinds(const char *s, unsigned int *mask)
 	static const struct {
 		const char *name;
 		unsigned int mask;
-	} k[] = { { "read", TFS_FAULT_READ }, { "write", TFS_FAULT_WRITE },
-		  { "flush", TFS_FAULT_FLUSH }, { "any", TFS_FAULT_ANY } };
+	} k[] = { { "read", TFS_FAULT_READ },
+		  { "write", TFS_FAULT_WRITE },
+		  { "flush", TFS_FAULT_FLUSH },
+		  { "any", TFS_FAULT_ANY } };
 
 	*mask = 0;
 	for (;;) {

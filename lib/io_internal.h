@@ -22,20 +22,20 @@ struct fault_state;
 struct tfs_dev {
 	int fd;
 	int blockdev;
-	int direct;		/* opened with O_DIRECT */
+	int direct; /* opened with O_DIRECT */
 	uint64_t size;
 	size_t block_size;
 	unsigned int queue_depth;
-	int single_submit;	/* one request per submit call */
-	int overlap;		/* refill the queue as requests complete */
+	int single_submit; /* one request per submit call */
+	int overlap;	   /* refill the queue as requests complete */
 #ifdef TFS_TEST_HOOKS
-	uint64_t fail_from;	/* fault injection; UINT64_MAX = off */
+	uint64_t fail_from; /* fault injection; UINT64_MAX = off */
 	int fail_err;
-	uint64_t short_left;	/* requests still to cut short (tests) */
-	uint64_t discard_ms;	/* each discard waits this long first */
-	uint64_t flush_skip;	/* flushes to let through, then ... */
-	uint64_t flush_fail;	/* ... flushes to fail with -EIO (tests) */
-	struct fault_state *fault;	/* the fault device, or NULL */
+	uint64_t short_left;	   /* requests still to cut short (tests) */
+	uint64_t discard_ms;	   /* each discard waits this long first */
+	uint64_t flush_skip;	   /* flushes to let through, then ... */
+	uint64_t flush_fail;	   /* ... flushes to fail with -EIO (tests) */
+	struct fault_state *fault; /* the fault device, or NULL */
 #endif
 	uint64_t st_reads, st_writes, st_rbytes, st_wbytes, st_flush, st_err;
 	uint64_t st_submitted, st_inflight, st_lat_ns, st_lat_max_ns;
@@ -55,8 +55,7 @@ static inline uint64_t tfs_io_now_ns(void)
 }
 
 /* The engine itself, without faults (io.c). */
-int tfs_io_rw_raw(struct tfs_dev *d, int write, const struct tfs_iov *v,
-		  int n);
+int tfs_io_rw_raw(struct tfs_dev *d, int write, const struct tfs_iov *v, int n);
 int tfs_io_flush_raw(struct tfs_dev *d);
 int tfs_io_discard_raw(struct tfs_dev *d, uint64_t off, uint64_t len);
 

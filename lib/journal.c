@@ -159,7 +159,7 @@ static uint64_t round_up(uint64_t x)
 
 /* J7: stop writing metadata for good; rc and a sentence say why. */
 static void stop(struct tfs_journal *j, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void stop(struct tfs_journal *j, int rc, const char *fmt, ...)
 {
@@ -323,8 +323,8 @@ static int alloc_map(struct tfs_journal *j, uint64_t blocks,
 
 struct ckpt_writer {
 	struct tfs_journal *j;
-	const struct tfs_super *s;	/* the map written into */
-	uint64_t pos;		/* bytes written so far */
+	const struct tfs_super *s; /* the map written into */
+	uint64_t pos;		   /* bytes written so far */
 };
 
 /* Write the whole blocks of b to the checkpoint, keep the tail in b. */
@@ -337,7 +337,7 @@ static int ckpt_flush(struct tfs_buf *b, void *arg)
 
 	while (done < whole) {
 		size_t n = whole - done < w->j->iobuf_len ? whole - done
-							   : w->j->iobuf_len;
+							  : w->j->iobuf_len;
 
 		memcpy(w->j->iobuf, b->p + done, n);
 		rc = map_io(w->j, w->s, w->j->iobuf, n, w->pos, 1);
@@ -413,8 +413,8 @@ static int write_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	}
 	/* The CRC is computed over the final bytes, re-read in pieces. */
 	for (uint64_t off = 0; off < total; off += j->iobuf_len) {
-		size_t n = total - off < j->iobuf_len ? total - off
-						      : j->iobuf_len;
+		size_t n =
+		    total - off < j->iobuf_len ? total - off : j->iobuf_len;
 
 		rc = map_io(j, s, j->iobuf, round_up(n), off, 0);
 		if (rc)
@@ -467,7 +467,7 @@ int tfs_journal_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 
 uint64_t tfs_journal_ckpt_need(const struct tfs_journal *j, uint64_t b)
 {
-	int k = (int)((j->sb.generation + 1) & 1);	/* replaced first */
+	int k = (int)((j->sb.generation + 1) & 1); /* replaced first */
 	uint64_t p = tfs_super_map_blocks(&j->sb), q = 0, need = b;
 
 	if (j->disk_ok[k] && !tfs_super_same_ckpt(&j->disk[k], &j->sb))
@@ -498,8 +498,7 @@ uint64_t tfs_journal_held_blocks(const struct tfs_journal *j)
 static int hold_map(struct tfs_alloc *a, const struct tfs_super *s)
 {
 	for (uint32_t i = 0; i < s->npieces; i++) {
-		int rc = tfs_alloc_mark_used(a, s->map[i].start,
-					     s->map[i].len);
+		int rc = tfs_alloc_mark_used(a, s->map[i].start, s->map[i].len);
 
 		if (rc) {
 			while (i--)
@@ -525,10 +524,11 @@ int tfs_journal_hold(struct tfs_journal *j, struct tfs_alloc *a, char *err,
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc) {
-		tfs_say(err, errlen, "the checkpoint's blocks (map of "
-				 "superblock generation %llu) overlap file "
-				 "data or each other; run tensorfs-fsck",
-		    (unsigned long long)j->sb.generation);
+		tfs_say(err, errlen,
+			"the checkpoint's blocks (map of "
+			"superblock generation %llu) overlap file "
+			"data or each other; run tensorfs-fsck",
+			(unsigned long long)j->sb.generation);
 		return -EUCLEAN;
 	}
 	for (int i = 0; i < 2; i++) {
@@ -539,7 +539,7 @@ int tfs_journal_hold(struct tfs_journal *j, struct tfs_alloc *a, char *err,
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc)
-			j->disk_ok[i] = 0;	/* stale: its blocks not held */
+			j->disk_ok[i] = 0; /* stale: its blocks not held */
 	}
 	if (cur < 0) {
 		/* cannot happen: the loaded copy is one of the two */
@@ -617,7 +617,7 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 	root.parent = TFS_ROOT_INO;
 	root.atime.sec = root.mtime.sec = root.ctime.sec = ts.tv_sec;
 	root.atime.nsec = root.mtime.nsec = root.ctime.nsec =
-		(uint32_t)ts.tv_nsec;
+	    (uint32_t)ts.tv_nsec;
 	if (!tfs_meta_add(m, &root)) {
 		rc = -ENOMEM;
 		goto out;
@@ -687,42 +687,46 @@ static int read_super(struct tfs_journal *j, struct tfs_super *other,
 	io = tfs_dev_read(j->dev, b, 2 * TFS_BLOCK_SIZE, 0);
 	if (io) {
 		tfs_say(err, errlen, "cannot read the superblock: %s",
-		    strerror(-io));
+			strerror(-io));
 		return io;
 	}
 	rc[0] = tfs_super_decode(b, &s[0]);
 	rc[1] = tfs_super_decode(b + TFS_BLOCK_SIZE, &s[1]);
 	if (rc[0] && rc[1]) {
 		if (rc[0] == -EINVAL && rc[1] == -EINVAL) {
-			tfs_say(err, errlen, "not a tensorfs file system (no "
-					 "tensorfs superblock); format it "
-					 "with mkfs.tensorfs");
+			tfs_say(err, errlen,
+				"not a tensorfs file system (no "
+				"tensorfs superblock); format it "
+				"with mkfs.tensorfs");
 			return -EINVAL;
 		}
 		if (rc[0] == -EPROTO || rc[1] == -EPROTO) {
-			uint32_t v = tfs_super_version(rc[0] == -EPROTO ?
-						       b : b + TFS_BLOCK_SIZE);
+			uint32_t v = tfs_super_version(
+			    rc[0] == -EPROTO ? b : b + TFS_BLOCK_SIZE);
 
 			if (v < TFS_VERSION)
-				tfs_say(err, errlen, "this tensorfs (format "
-						 "version %u) was made by an "
-						 "older mkfs.tensorfs; this "
-						 "build reads version %u: "
-						 "copy the files out with the "
-						 "older tensorfs, then "
-						 "recreate it with "
-						 "mkfs.tensorfs",
-				    v, TFS_VERSION);
+				tfs_say(err, errlen,
+					"this tensorfs (format "
+					"version %u) was made by an "
+					"older mkfs.tensorfs; this "
+					"build reads version %u: "
+					"copy the files out with the "
+					"older tensorfs, then "
+					"recreate it with "
+					"mkfs.tensorfs",
+					v, TFS_VERSION);
 			else
-				tfs_say(err, errlen, "tensorfs format version "
-						 "%u is newer than this build "
-						 "reads (%u): use a newer "
-						 "tensorfs",
-				    v, TFS_VERSION);
+				tfs_say(err, errlen,
+					"tensorfs format version "
+					"%u is newer than this build "
+					"reads (%u): use a newer "
+					"tensorfs",
+					v, TFS_VERSION);
 			return -EPROTO;
 		}
-		tfs_say(err, errlen, "both superblock copies are corrupted "
-				 "(bad checksum or layout)");
+		tfs_say(err, errlen,
+			"both superblock copies are corrupted "
+			"(bad checksum or layout)");
 		return -EUCLEAN;
 	}
 	*has_other = 0;
@@ -744,8 +748,10 @@ static int read_super(struct tfs_journal *j, struct tfs_super *other,
 			     other->ckpt_crc != j->sb.ckpt_crc;
 	}
 	if (j->sb.dev_blocks * TFS_BLOCK_SIZE > tfs_dev_size(j->dev)) {
-		tfs_say(err, errlen, "device is %llu bytes but the file system "
-				 "needs %llu: the image was truncated",
+		tfs_say(
+		    err, errlen,
+		    "device is %llu bytes but the file system "
+		    "needs %llu: the image was truncated",
 		    (unsigned long long)tfs_dev_size(j->dev),
 		    (unsigned long long)(j->sb.dev_blocks * TFS_BLOCK_SIZE));
 		return -EUCLEAN;
@@ -774,27 +780,30 @@ static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 		return -ENOMEM;
 	rc = map_io(j, &j->sb, all, round_up(len), 0, 0);
 	if (rc) {
-		tfs_say(err, errlen, "cannot read the checkpoint of superblock "
-				 "generation %llu: %s",
-		    (unsigned long long)j->sb.generation, strerror(-rc));
+		tfs_say(err, errlen,
+			"cannot read the checkpoint of superblock "
+			"generation %llu: %s",
+			(unsigned long long)j->sb.generation, strerror(-rc));
 		*damaged = 1;
 		goto out;
 	}
 	crc = tfs_crc32c(0, all, len);
 	if (crc != j->sb.ckpt_crc || tfs_ckpt_hdr_decode(all, &h) ||
 	    h.seq != j->sb.ckpt_seq) {
-		tfs_say(err, errlen, "checkpoint of superblock generation "
-				 "%llu is corrupted (checksum mismatch)",
-		    (unsigned long long)j->sb.generation);
+		tfs_say(err, errlen,
+			"checkpoint of superblock generation "
+			"%llu is corrupted (checksum mismatch)",
+			(unsigned long long)j->sb.generation);
 		*damaged = 1;
 		rc = -EUCLEAN;
 		goto out;
 	}
 	rc = apply_all(m, all + TFS_HDR_SIZE, len - TFS_HDR_SIZE, &nrec);
 	if (rc || nrec != h.nrec) {
-		tfs_say(err, errlen, "checkpoint records do not form a valid "
-				 "tree (record %llu)",
-		    (unsigned long long)nrec);
+		tfs_say(err, errlen,
+			"checkpoint records do not form a valid "
+			"tree (record %llu)",
+			(unsigned long long)nrec);
 		rc = rc == -ENOMEM ? rc : -EUCLEAN;
 		goto out;
 	}
@@ -807,10 +816,11 @@ static int load_checkpoint(struct tfs_journal *j, struct tfs_meta *m,
 	if (h.next_ino > tfs_meta_next_ino(m))
 		tfs_meta_set_next_ino(m, h.next_ino);
 	if (h.used_blocks != tfs_meta_used_blocks(m)) {
-		tfs_say(err, errlen, "checkpoint extents add up to %llu blocks, "
-				 "its header says %llu",
-		    (unsigned long long)tfs_meta_used_blocks(m),
-		    (unsigned long long)h.used_blocks);
+		tfs_say(err, errlen,
+			"checkpoint extents add up to %llu blocks, "
+			"its header says %llu",
+			(unsigned long long)tfs_meta_used_blocks(m),
+			(unsigned long long)h.used_blocks);
 		rc = -EUCLEAN;
 	}
 out:
@@ -824,8 +834,7 @@ out:
  * or -errno.  The payload is left in j->iobuf.
  */
 static int64_t read_txn(struct tfs_journal *j, uint64_t off, uint64_t seq,
-			struct tfs_hdr *h, uint8_t **payload,
-			uint8_t **spill)
+			struct tfs_hdr *h, uint8_t **payload, uint8_t **spill)
 {
 	uint64_t jbytes = j->sb.journal_blocks * TFS_BLOCK_SIZE;
 	uint64_t base = j->sb.journal_start * TFS_BLOCK_SIZE;
@@ -865,8 +874,7 @@ static int64_t read_txn(struct tfs_journal *j, uint64_t off, uint64_t seq,
  * After a bad transaction: is there a valid one with a later seq?  The
  * journal is scanned in big reads; candidates are verified one by one.
  */
-static int later_txn_exists(struct tfs_journal *j, uint64_t off,
-			    uint64_t seq)
+static int later_txn_exists(struct tfs_journal *j, uint64_t off, uint64_t seq)
 {
 	uint64_t jbytes = j->sb.journal_blocks * TFS_BLOCK_SIZE;
 	uint64_t base = j->sb.journal_start * TFS_BLOCK_SIZE;
@@ -914,17 +922,19 @@ static int load_older(struct tfs_journal *j, struct tfs_meta *m,
 	rc = load_checkpoint(j, m, &damaged, err, errlen);
 	if (rc) {
 		if (damaged)
-			tfs_say(err, errlen, "%s, and so is the older "
-					 "superblock copy's (generation %llu)",
-			    why, (unsigned long long)other->generation);
+			tfs_say(err, errlen,
+				"%s, and so is the older "
+				"superblock copy's (generation %llu)",
+				why, (unsigned long long)other->generation);
 		return rc;
 	}
-	tfs_say(j->note, sizeof(j->note), "superblock generation %llu: %s; "
-			"using the older copy (generation %llu) and its "
-			"checkpoint: changes committed after it may be "
-			"missing",
-	    (unsigned long long)newer, why,
-	    (unsigned long long)other->generation);
+	tfs_say(j->note, sizeof(j->note),
+		"superblock generation %llu: %s; "
+		"using the older copy (generation %llu) and its "
+		"checkpoint: changes committed after it may be "
+		"missing",
+		(unsigned long long)newer, why,
+		(unsigned long long)other->generation);
 	return 0;
 }
 
@@ -940,10 +950,11 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 	if (rc)
 		return rc;
 	if (tfs_dev_size(dev) < 2 * TFS_BLOCK_SIZE) {
-		tfs_say(err, errlen, "not a tensorfs file system (under %u "
-				 "KiB, too small to hold one); format it with "
-				 "mkfs.tensorfs",
-		    2 * TFS_BLOCK_SIZE / 1024);
+		tfs_say(err, errlen,
+			"not a tensorfs file system (under %u "
+			"KiB, too small to hold one); format it with "
+			"mkfs.tensorfs",
+			2 * TFS_BLOCK_SIZE / 1024);
 		rc = -EINVAL;
 		goto fail;
 	}
@@ -963,12 +974,13 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 		struct tfs_hdr h;
 		uint8_t *payload;
 		uint64_t n = 0;
-		int64_t got = read_txn(j, j->head, j->seq, &h, &payload, &spill);
+		int64_t got =
+		    read_txn(j, j->head, j->seq, &h, &payload, &spill);
 
 		if (got < 0) {
 			rc = (int)got;
 			tfs_say(err, errlen, "cannot read the journal: %s",
-			    strerror(-rc));
+				strerror(-rc));
 			goto fail;
 		}
 		if (got == 0)
@@ -983,20 +995,22 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 		}
 		rc = apply_all(m, payload + TFS_HDR_SIZE, h.payload_len, &n);
 		if (rc || n != h.nrec) {
-			tfs_say(err, errlen, "journal transaction %llu does not "
-					 "apply to the tree",
-			    (unsigned long long)j->seq);
+			tfs_say(err, errlen,
+				"journal transaction %llu does not "
+				"apply to the tree",
+				(unsigned long long)j->seq);
 			rc = rc == -ENOMEM ? rc : -EUCLEAN;
 			goto fail;
 		}
 		if (h.next_ino > tfs_meta_next_ino(m))
 			tfs_meta_set_next_ino(m, h.next_ino);
 		if (h.used_blocks != tfs_meta_used_blocks(m)) {
-			tfs_say(err, errlen, "journal transaction %llu: extents "
-					 "add up to %llu blocks, it says %llu",
-			    (unsigned long long)j->seq,
-			    (unsigned long long)tfs_meta_used_blocks(m),
-			    (unsigned long long)h.used_blocks);
+			tfs_say(err, errlen,
+				"journal transaction %llu: extents "
+				"add up to %llu blocks, it says %llu",
+				(unsigned long long)j->seq,
+				(unsigned long long)tfs_meta_used_blocks(m),
+				(unsigned long long)h.used_blocks);
 			rc = -EUCLEAN;
 			goto fail;
 		}
@@ -1007,10 +1021,12 @@ int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 	/* J8: after a fallback, newer epochs' transactions are expected */
 	if (!(j->sb.flags & TFS_SB_CLEAN) && !fallback &&
 	    later_txn_exists(j, j->head, j->seq)) {
-		tfs_say(err, errlen, "journal is corrupted at offset %llu "
-				 "(transaction %llu is damaged but later "
-				 "ones exist)",
-		    (unsigned long long)j->head, (unsigned long long)j->seq);
+		tfs_say(err, errlen,
+			"journal is corrupted at offset %llu "
+			"(transaction %llu is damaged but later "
+			"ones exist)",
+			(unsigned long long)j->head,
+			(unsigned long long)j->seq);
 		rc = -EUCLEAN;
 		goto fail;
 	}

@@ -37,23 +37,23 @@
 
 struct tfs_journal {
 	struct tfs_dev *dev;
-	struct tfs_super sb;	/* current superblock */
-	uint64_t head;		/* next free journal byte */
-	uint64_t seq;		/* seq of the next transaction */
-	uint64_t replayed;	/* transactions replayed at load */
-	uint64_t skipped;	/* not replayed: TFS_JLOAD_NO_REPLAY */
-	int err;		/* J7: -errno once a write or flush failed so
+	struct tfs_super sb; /* current superblock */
+	uint64_t head;	     /* next free journal byte */
+	uint64_t seq;	     /* seq of the next transaction */
+	uint64_t replayed;   /* transactions replayed at load */
+	uint64_t skipped;    /* not replayed: TFS_JLOAD_NO_REPLAY */
+	int err;	     /* J7: -errno once a write or flush failed so
 				   that no more metadata may be written */
-	char why[192];		/* what failed, a sentence ("" if !err) */
-	char note[512];		/* load: a warning, e.g. J8's fallback to
+	char why[192];	     /* what failed, a sentence ("" if !err) */
+	char note[512];	     /* load: a warning, e.g. J8's fallback to
 				   the older superblock ("" if none) */
-	void *iobuf;		/* aligned scratch, iobuf_len bytes */
+	void *iobuf;	     /* aligned scratch, iobuf_len bytes */
 	size_t iobuf_len;
 	/* J10: where checkpoints get their blocks (NULL: none may be
 	 * written), and what each on-disk superblock copy names */
 	struct tfs_alloc *alloc;
 	struct tfs_super disk[2];
-	int disk_ok[2];		/* copy i is valid: its map's blocks held */
+	int disk_ok[2]; /* copy i is valid: its map's blocks held */
 };
 
 /*
@@ -79,7 +79,7 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
  * On success j is ready for tfs_journal_commit() at the end of the
  * replayed journal.  Caller releases j with tfs_journal_release().
  */
-#define TFS_JLOAD_NO_REPLAY	1
+#define TFS_JLOAD_NO_REPLAY 1
 int tfs_journal_load(struct tfs_journal *j, struct tfs_dev *dev,
 		     struct tfs_meta *m, unsigned int flags, char *err,
 		     size_t errlen);

@@ -67,8 +67,8 @@ int tfs_mem_limits(struct tfs_mem_limits *l)
 				continue;
 			line[strcspn(line, "\n")] = '\0';
 			snprintf(l->cgroup, sizeof(l->cgroup), "%s", line + 3);
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max",
-				 l->cgroup);
+			snprintf(path, sizeof(path),
+				 "/sys/fs/cgroup%s/memory.max", l->cgroup);
 			if (read_u64(path, &max) || max == UINT64_MAX)
 				continue;
 			snprintf(path, sizeof(path),
@@ -110,8 +110,8 @@ struct terms {
 };
 
 /* The check of tfs_mem_check() and tfs_mem_check_config(). */
-static int check(const struct tfs_mem_limits *l, uint64_t cache,
-		 uint64_t pool, uint64_t files, int pinned, uint64_t spare,
+static int check(const struct tfs_mem_limits *l, uint64_t cache, uint64_t pool,
+		 uint64_t files, int pinned, uint64_t spare,
 		 const struct terms *t, char *err, size_t errlen)
 {
 	char a[32], b[32], c[32], d[32], e[32];
@@ -156,12 +156,15 @@ static int check(const struct tfs_mem_limits *l, uint64_t cache,
 	return 0;
 }
 
-int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
-		  uint64_t pool, uint64_t files, int pinned, uint64_t spare,
-		  char *err, size_t errlen)
+int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache, uint64_t pool,
+		  uint64_t files, int pinned, uint64_t spare, char *err,
+		  size_t errlen)
 {
 	const struct terms t = {
-		"max_in_cpu", "buffer_count x buffer_size", "", "pin_memory",
+		"max_in_cpu",
+		"buffer_count x buffer_size",
+		"",
+		"pin_memory",
 		pool > cache ? "buffer_size or buffer_count (the pool is the "
 			       "larger part), or max_in_cpu"
 			     : "max_in_cpu (the cache is the larger part), "
@@ -172,8 +175,8 @@ int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
 }
 
 /* k of [offload_param] described, tfs_config_describe(), into buf */
-static char *describe(const struct tfs_config *c, const char *name,
-		      char *buf, size_t len)
+static char *describe(const struct tfs_config *c, const char *name, char *buf,
+		      size_t len)
 {
 	return tfs_config_describe(c, tfs_config_key("offload_param", name),
 				   buf, len);
@@ -183,7 +186,9 @@ int tfs_mem_check_config(const struct tfs_mem_limits *l,
 			 const struct tfs_config *c, uint64_t files,
 			 uint64_t spare, char *err, size_t errlen)
 {
-	enum { LEN = 2 * TFS_CFG_STR_MAX };
+	enum {
+		LEN = 2 * TFS_CFG_STR_MAX
+	};
 	uint64_t cache = tfs_config_cache_bytes(c);
 	uint64_t pool = tfs_config_pool_bytes(c);
 	int pinned = (int)c->offload_param_pin_memory;

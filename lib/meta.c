@@ -54,42 +54,42 @@
 #endif
 #ifdef META_ASAN
 #include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #else
-#define POISON(p, n) ((void)(p), (void)(n))
+#define POISON(p, n)   ((void)(p), (void)(n))
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 /* ===== the pool ===== */
 
-#define POOL_BLOCK	(64u << 10)
-#define POOL_GRAIN	8u
-#define POOL_MAX	512u	/* an entry of the longest name fits */
-#define POOL_CLASSES	(POOL_MAX / POOL_GRAIN)
+#define POOL_BLOCK   (64u << 10)
+#define POOL_GRAIN   8u
+#define POOL_MAX     512u /* an entry of the longest name fits */
+#define POOL_CLASSES (POOL_MAX / POOL_GRAIN)
 
 struct pool_block {
 	struct pool_block *next;
-	uint64_t pad;		/* objects start 16-aligned */
+	uint64_t pad; /* objects start 16-aligned */
 };
 
 struct pool {
-	void *free[POOL_CLASSES];	/* per class, linked through word 0 */
+	void *free[POOL_CLASSES]; /* per class, linked through word 0 */
 	struct pool_block *blocks;
-	char *cur;			/* bump space of the newest block */
+	char *cur; /* bump space of the newest block */
 	size_t left;
 };
 
 struct tfs_dir {
-	uint32_t *idx;		/* position in order + 1; 0 empty, TOMB */
-	uintptr_t *order;	/* entry, or (cookie << 1) | 1: removed */
-	uint32_t icap, itombs;	/* idx slots (a power of 2), tombstones */
+	uint32_t *idx;	       /* position in order + 1; 0 empty, TOMB */
+	uintptr_t *order;      /* entry, or (cookie << 1) | 1: removed */
+	uint32_t icap, itombs; /* idx slots (a power of 2), tombstones */
 	uint32_t olen, ocap, holes, count;
 	uint64_t next_cookie;
 };
 
 struct tfs_meta {
-	struct tfs_inode **tab;	/* NULL empty, TOMB_INODE removed */
+	struct tfs_inode **tab; /* NULL empty, TOMB_INODE removed */
 	size_t cap, tombs;	/* slots (a power of 2), tombstones */
 	uint64_t ninodes;
 	uint64_t next_ino;
@@ -98,7 +98,7 @@ struct tfs_meta {
 	uint64_t ram;
 	struct pool pool;
 #ifdef TFS_TEST_HOOKS
-	int fail_allocs;	/* tfs_meta_fail_allocs() */
+	int fail_allocs; /* tfs_meta_fail_allocs() */
 #endif
 };
 
@@ -109,9 +109,9 @@ struct tfs_meta {
 #endif
 
 /* The first readdir cookies are "." and "..". */
-#define FIRST_COOKIE 3
-#define TOMB_IDX UINT32_MAX
-#define MIN_TABLE 1024u
+#define FIRST_COOKIE  3
+#define TOMB_IDX      UINT32_MAX
+#define MIN_TABLE     1024u
 #define MIN_DIR_TABLE 8u
 
 static char tomb_inode;
@@ -184,7 +184,7 @@ static void *pool_alloc(struct tfs_meta *m, size_t size)
 	} else {
 		if (pl->left < n) {
 			struct pool_block *b =
-				ALLOC_FAILS(m) ? NULL : malloc(POOL_BLOCK);
+			    ALLOC_FAILS(m) ? NULL : malloc(POOL_BLOCK);
 
 			if (!b)
 				return NULL;
@@ -331,7 +331,8 @@ static size_t table_find(const struct tfs_meta *m, uint64_t ino)
 {
 	size_t mask = m->cap - 1, i = hash64(ino) & mask;
 
-	while (m->tab[i] && (m->tab[i] == TOMB_INODE || m->tab[i]->a.ino != ino))
+	while (m->tab[i] &&
+	       (m->tab[i] == TOMB_INODE || m->tab[i]->a.ino != ino))
 		i = (i + 1) & mask;
 	return i;
 }
@@ -425,14 +426,14 @@ void tfs_meta_remove(struct tfs_meta *m, struct tfs_inode *ip)
 	if (ip->symlink)
 		m->bytes -= tfs_rec_size_symlink(strlen(ip->symlink));
 	for (size_t k = 0; k < ip->nxattrs; k++)
-		m->bytes -= tfs_rec_size_xattr(ip->xattrs[k].nlen,
-					       ip->xattrs[k].vlen);
+		m->bytes -=
+		    tfs_rec_size_xattr(ip->xattrs[k].nlen, ip->xattrs[k].vlen);
 	if (ip->dir)
 		for (size_t k = 0; k < ip->dir->olen; k++)
 			if (!(ip->dir->order[k] & 1))
 				m->bytes -= tfs_rec_size_link(
-					((struct tfs_dirent *)
-						 ip->dir->order[k])->len);
+				    ((struct tfs_dirent *)ip->dir->order[k])
+					->len);
 	inode_free(m, ip);
 }
 
@@ -481,8 +482,8 @@ static size_t dir_find(const struct tfs_dir *d, const char *name, size_t len)
 	return i;
 }
 
-struct tfs_dirent *tfs_dir_lookup(const struct tfs_inode *dir,
-				  const char *name, size_t len)
+struct tfs_dirent *tfs_dir_lookup(const struct tfs_inode *dir, const char *name,
+				  size_t len)
 {
 	const struct tfs_dir *d = dir->dir;
 	size_t i;
@@ -559,7 +560,7 @@ int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
 	if (len > TFS_NAME_MAX || dirent_size(len) > POOL_MAX)
 		return -ENAMETOOLONG;
 	if (d->olen >= UINT32_MAX - 1 && (!d->holes || dir_compact(m, d)))
-		return -ENOSPC;	/* 4 billion entries in one directory */
+		return -ENOSPC; /* 4 billion entries in one directory */
 	if (d->olen == d->ocap) {
 		uint32_t nc = d->ocap ? d->ocap * 2 : 8;
 		uintptr_t *no;
@@ -601,9 +602,8 @@ int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
 	return 0;
 }
 
-int tfs_dir_rename(struct tfs_meta *m, struct tfs_inode *dir,
-		   const char *name, size_t len, const char *newname,
-		   size_t newlen)
+int tfs_dir_rename(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
+		   size_t len, const char *newname, size_t newlen)
 {
 	struct tfs_dir *d = dir->dir;
 	struct tfs_dirent *e, *ne;
@@ -629,7 +629,7 @@ int tfs_dir_rename(struct tfs_meta *m, struct tfs_inode *dir,
 	k = d->idx[i] - 1;
 	e = (struct tfs_dirent *)d->order[k];
 	ne->ino = e->ino;
-	ne->cookie = e->cookie;		/* same place in the readdir order */
+	ne->cookie = e->cookie; /* same place in the readdir order */
 	ne->len = newlen;
 	memcpy(ne->name, newname, newlen);
 	ne->name[newlen] = '\0';
@@ -665,8 +665,8 @@ static size_t slot_after(const struct tfs_dir *d, uint64_t after)
 	return lo;
 }
 
-int tfs_dir_remove(struct tfs_meta *m, struct tfs_inode *dir,
-		   const char *name, size_t len)
+int tfs_dir_remove(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
+		   size_t len)
 {
 	struct tfs_dir *d = dir->dir;
 	struct tfs_dirent *e;
@@ -889,7 +889,7 @@ int tfs_meta_apply(struct tfs_meta *m, const struct tfs_rec *r,
 		}
 	case TFS_REC_UNLINK:
 		return tfs_dir_remove(m, ip, r->name, r->name_len) ? -EUCLEAN
-								    : 0;
+								   : 0;
 	case TFS_REC_EXTENT:
 		if (!S_ISREG(ip->a.mode) || r->lblk + r->len < r->lblk)
 			return -EUCLEAN;
@@ -957,9 +957,9 @@ static int wr_inode(struct tfs_inode *ip, void *arg)
 	if (rc)
 		return rc;
 	if (ip->symlink) {
-		rc = wr_maybe_flush(w, tfs_rec_put_symlink(
-					       w->b, ip->a.ino, ip->symlink,
-					       strlen(ip->symlink)));
+		rc = wr_maybe_flush(
+		    w, tfs_rec_put_symlink(w->b, ip->a.ino, ip->symlink,
+					   strlen(ip->symlink)));
 		if (rc)
 			return rc;
 	}
@@ -984,8 +984,7 @@ static int wr_inode(struct tfs_inode *ip, void *arg)
 	return 0;
 }
 
-int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b,
-			   size_t chunk,
+int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b, size_t chunk,
 			   int (*flush)(struct tfs_buf *b, void *arg),
 			   void *arg, uint64_t *nrec)
 {

@@ -30,8 +30,8 @@ struct tfs_meta;
 struct tfs_dir;
 
 struct tfs_xattr {
-	char *name;		/* NUL-terminated, owned */
-	void *value;		/* owned */
+	char *name;  /* NUL-terminated, owned */
+	void *value; /* owned */
 	size_t nlen, vlen;
 };
 
@@ -42,25 +42,25 @@ struct tfs_xattr {
  * tfs_meta_remove() frees it.
  */
 struct tfs_inode {
-	struct tfs_attr a;		/* ino, mode, size, times, ... */
-	struct tfs_extmap map;		/* regular files */
-	struct tfs_dir *dir;		/* directories */
-	char *symlink;			/* symlinks: target, NUL-terminated */
+	struct tfs_attr a;     /* ino, mode, size, times, ... */
+	struct tfs_extmap map; /* regular files */
+	struct tfs_dir *dir;   /* directories */
+	char *symlink;	       /* symlinks: target, NUL-terminated */
 	struct tfs_xattr *xattrs;
-	void *priv;			/* the file system's, NULL when new;
+	void *priv; /* the file system's, NULL when new;
 					   meta never reads or frees it */
 	uint32_t nxattrs;
 
 	/* runtime state, never stored */
-	uint32_t opens;			/* open file handles */
-	uint32_t wb_errno : 12;		/* the last failed write-back's */
-	uint32_t wb_unseen : 1;		/* ... not yet reported to anyone */
-	uint32_t wb_seq : 19;		/* failed write-backs, counted
+	uint32_t opens;		/* open file handles */
+	uint32_t wb_errno : 12; /* the last failed write-back's */
+	uint32_t wb_unseen : 1; /* ... not yet reported to anyone */
+	uint32_t wb_seq : 19;	/* failed write-backs, counted
 					   (wrapping; file.c) */
-	uint32_t dirty : 1;		/* attrs changed since last commit */
-	uint32_t stale : 1;		/* data changed unseen by the
+	uint32_t dirty : 1;	/* attrs changed since last commit */
+	uint32_t stale : 1;	/* data changed unseen by the
 					   caller's cache (tfs_mark_stale) */
-	uint32_t nlookup : 30;		/* the kernel's lookup references
+	uint32_t nlookup : 30;	/* the kernel's lookup references
 					   (FUSE nlookup); sticky at its
 					   maximum (file.c) */
 };
@@ -71,13 +71,13 @@ struct tfs_inode {
  */
 struct tfs_dirent {
 	uint64_t ino;
-	uint64_t cookie : 48;		/* readdir offset, grows per insert */
+	uint64_t cookie : 48; /* readdir offset, grows per insert */
 	uint64_t len : 16;
-	char name[];			/* NUL-terminated */
+	char name[]; /* NUL-terminated */
 };
 
 struct tfs_meta *tfs_meta_new(void);
-void tfs_meta_free(struct tfs_meta *m);	/* accepts NULL */
+void tfs_meta_free(struct tfs_meta *m); /* accepts NULL */
 
 /* Inode numbers: next one to give out; set while loading. */
 uint64_t tfs_meta_next_ino(const struct tfs_meta *m);
@@ -114,20 +114,19 @@ int tfs_meta_each(struct tfs_meta *m,
 /* ===== directories ===== */
 
 /* The entry name[0..len) of dir, or NULL (borrowed). */
-struct tfs_dirent *tfs_dir_lookup(const struct tfs_inode *dir,
-				  const char *name, size_t len);
+struct tfs_dirent *tfs_dir_lookup(const struct tfs_inode *dir, const char *name,
+				  size_t len);
 /* Add an entry; -EEXIST if taken, -ENOMEM. */
 int tfs_dir_add(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
 		size_t len, uint64_t ino);
 /* Rename the entry name to newname, keeping its inode and its readdir
  * cookie: -ENOENT if name is absent, -EEXIST if newname is taken,
  * -ENAMETOOLONG, -ENOMEM (dir unchanged on every error). */
-int tfs_dir_rename(struct tfs_meta *m, struct tfs_inode *dir,
-		   const char *name, size_t len, const char *newname,
-		   size_t newlen);
+int tfs_dir_rename(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
+		   size_t len, const char *newname, size_t newlen);
 /* Remove an entry; -ENOENT if absent. */
-int tfs_dir_remove(struct tfs_meta *m, struct tfs_inode *dir,
-		   const char *name, size_t len);
+int tfs_dir_remove(struct tfs_meta *m, struct tfs_inode *dir, const char *name,
+		   size_t len);
 /* Number of entries. */
 uint64_t tfs_dir_count(const struct tfs_inode *dir);
 /* The first entry whose cookie is greater than 'after', in cookie order,
@@ -151,8 +150,7 @@ int tfs_meta_unmap(struct tfs_meta *m, struct tfs_inode *ip, uint64_t lblk,
 /* ===== xattrs and symlinks ===== */
 
 /* The xattr 'name' of ip, or NULL (borrowed). */
-struct tfs_xattr *tfs_xattr_find(const struct tfs_inode *ip,
-				 const char *name);
+struct tfs_xattr *tfs_xattr_find(const struct tfs_inode *ip, const char *name);
 /* Set (replace) or delete; -ENOMEM, -ENODATA (delete of a missing one). */
 int tfs_xattr_set(struct tfs_meta *m, struct tfs_inode *ip, const char *name,
 		  size_t nlen, const void *val, size_t vlen);
@@ -180,8 +178,7 @@ int tfs_meta_apply(struct tfs_meta *m, const struct tfs_rec *r,
  * the bytes (b->len = 0) or returns -errno to stop.  *nrec receives the
  * number of records.  Returns 0 or the first error.
  */
-int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b,
-			   size_t chunk,
+int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b, size_t chunk,
 			   int (*flush)(struct tfs_buf *b, void *arg),
 			   void *arg, uint64_t *nrec);
 

@@ -129,8 +129,8 @@ static int zip_is_torch(int fd, uint64_t size)
 	struct tfs_tensor_list *l = NULL;
 	enum tfs_tensor_format fmt = TFS_TENSOR_RAW;
 	char err[128];
-	int rc = tfs_tensor_read(read_at, &fd, size, 0, &l, &fmt, err,
-				 sizeof(err));
+	int rc =
+	    tfs_tensor_read(read_at, &fd, size, 0, &l, &fmt, err, sizeof(err));
 
 	tfs_tensor_list_free(l);
 	return !rc && fmt == TFS_TENSOR_TORCH;
@@ -141,8 +141,7 @@ static int zip_is_torch(int fd, uint64_t size)
  * seems to hold, as a noun phrase for a message; "a tensorfs file
  * system" for one mkfs made.
  */
-static const char *file_kind(int fd, uint64_t size, const uint8_t *b,
-			     size_t n)
+static const char *file_kind(int fd, uint64_t size, const uint8_t *b, size_t n)
 {
 	static const uint8_t gzip[] = { 0x1f, 0x8b };
 	const char *fs = fs_signature(b, n);
@@ -151,8 +150,8 @@ static const char *file_kind(int fd, uint64_t size, const uint8_t *b,
 		return fs;
 	if (fs)
 		return !strcmp(fs, "an XFS file system")
-			       ? "an XFS file system image"
-			       : "an ext2/3/4 file system image";
+			   ? "an XFS file system image"
+			   : "an ext2/3/4 file system image";
 	if (n >= 2 && !memcmp(b, gzip, 2))
 		return "gzip data";
 	if (n >= 4 && !memcmp(b, "PK\5\6", 4))
@@ -224,12 +223,16 @@ static int check_image(const char *path, char *err, size_t errlen)
 	}
 	what = file_kind(fd, (uint64_t)st.st_size, b, n);
 	if (!strcmp(what, "a tensorfs file system"))
-		snprintf(err, errlen, "'%s' already contains %s; use -f to "
-			 "overwrite it (everything on it is lost)", path, what);
+		snprintf(err, errlen,
+			 "'%s' already contains %s; use -f to "
+			 "overwrite it (everything on it is lost)",
+			 path, what);
 	else
-		snprintf(err, errlen, "%s: holds data (%s, %s); formatting it "
+		snprintf(err, errlen,
+			 "%s: holds data (%s, %s); formatting it "
 			 "would destroy it: give another path, or -f to "
-			 "overwrite it", path, what,
+			 "overwrite it",
+			 path, what,
 			 tfs_format_size((uint64_t)st.st_size, h1, sizeof(h1)));
 out:
 	if (fd >= 0)
@@ -250,8 +253,10 @@ static int prepare_path(const char *path, uint64_t size, int *created,
 	if (stat(path, &st) == 0) {
 		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 			return 0;
-		snprintf(err, errlen, "%s: neither a block device nor a "
-			 "regular file", path);
+		snprintf(err, errlen,
+			 "%s: neither a block device nor a "
+			 "regular file",
+			 path);
 		return -ENOTBLK;
 	}
 	e = errno;
@@ -279,8 +284,10 @@ static int open_device(const char *path, struct tfs_dev **d, char *err,
 	int rc = tfs_dev_open(path, 0, d);
 
 	if (rc == -EBUSY)
-		snprintf(err, errlen, "'%s' is in use (mounted by tensorfs or "
-			 "another file system); unmount it first", path);
+		snprintf(err, errlen,
+			 "'%s' is in use (mounted by tensorfs or "
+			 "another file system); unmount it first",
+			 path);
 	else if (rc)
 		snprintf(err, errlen, "cannot open '%s': %s", path,
 			 strerror(-rc));
@@ -303,7 +310,8 @@ static int fit_size(struct tfs_dev *d, const char *path, int force,
 		*size = have;
 	} else if (tfs_dev_is_blockdev(d)) {
 		if (*size > have) {
-			snprintf(err, errlen, "-s %s is larger than the device "
+			snprintf(err, errlen,
+				 "-s %s is larger than the device "
 				 "'%s' (%s)",
 				 tfs_format_size(*size, h1, sizeof(h1)), path,
 				 tfs_format_size(have, h2, sizeof(h2)));
@@ -318,16 +326,19 @@ static int fit_size(struct tfs_dev *d, const char *path, int force,
 			return rc;
 		}
 	} else if (*size < have && !force) {
-		snprintf(err, errlen, "'%s' is %s, larger than -s %s; use -f "
-			 "to format only the first %s", path,
-			 tfs_format_size(have, h1, sizeof(h1)),
+		snprintf(err, errlen,
+			 "'%s' is %s, larger than -s %s; use -f "
+			 "to format only the first %s",
+			 path, tfs_format_size(have, h1, sizeof(h1)),
 			 tfs_format_size(*size, h2, sizeof(h2)),
 			 tfs_format_size(*size, h3, sizeof(h3)));
 		return -EEXIST;
 	}
 	if (*size < TFS_MIN_DEVICE_BYTES) {
-		snprintf(err, errlen, "'%s' is too small (%s); the minimum is "
-			 "%s", path, tfs_format_size(*size, h1, sizeof(h1)),
+		snprintf(err, errlen,
+			 "'%s' is too small (%s); the minimum is "
+			 "%s",
+			 path, tfs_format_size(*size, h1, sizeof(h1)),
 			 tfs_format_size(TFS_MIN_DEVICE_BYTES, h2, sizeof(h2)));
 		return -ENOSPC;
 	}
@@ -346,8 +357,10 @@ int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 
 	/* o->size, not size: -s 1K rounds down to 0, "no size given" */
 	if (o->size && size < TFS_MIN_DEVICE_BYTES) {
-		snprintf(err, errlen, "%s: %s is too small; the minimum is "
-			 "%s", path, tfs_format_size(o->size, h1, sizeof(h1)),
+		snprintf(err, errlen,
+			 "%s: %s is too small; the minimum is "
+			 "%s",
+			 path, tfs_format_size(o->size, h1, sizeof(h1)),
 			 tfs_format_size(TFS_MIN_DEVICE_BYTES, h2, sizeof(h2)));
 		return -ENOSPC;
 	}
@@ -359,8 +372,10 @@ int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 		goto out_unlink;
 	if (!created && !o->force && tfs_dev_is_blockdev(d) &&
 	    (what = signature(d))) {
-		snprintf(err, errlen, "'%s' already contains %s; use -f to "
-			 "overwrite it (everything on it is lost)", path, what);
+		snprintf(err, errlen,
+			 "'%s' already contains %s; use -f to "
+			 "overwrite it (everything on it is lost)",
+			 path, what);
 		rc = -EEXIST;
 		goto out_close;
 	}
@@ -391,4 +406,3 @@ out_unlink:
 		unlink(path);
 	return rc;
 }
-

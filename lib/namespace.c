@@ -33,7 +33,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 
-#define MAX_LINKS	65000u
+#define MAX_LINKS 65000u
 
 /* A name for an entry: -EEXIST for "." and "..", which always exist
  * (the kernel never sends them; the library may be called with them). */
@@ -109,8 +109,9 @@ int tfs_lookup(struct tfs_fs *fs, uint64_t parent, const char *name,
 	if (dots && len == 1) {
 		ip = dp;
 	} else if (dots) {
-		ip = tfs_meta_get(fs->m, dp->a.ino == TFS_ROOT_INO ?
-						 TFS_ROOT_INO : dp->a.parent);
+		ip = tfs_meta_get(fs->m, dp->a.ino == TFS_ROOT_INO
+					     ? TFS_ROOT_INO
+					     : dp->a.parent);
 	} else {
 		e = tfs_dir_lookup(dp, name, len);
 		ip = e ? tfs_meta_get(fs->m, e->ino) : NULL;
@@ -151,14 +152,14 @@ static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
 	int rc = check_name(name, &len);
 
 	if (!rc)
-		rc = tfs_fs_may_change(fs);	/* J7 */
+		rc = tfs_fs_may_change(fs); /* J7 */
 	if (rc)
 		return rc;
 	dp = get_dir(fs, parent, &rc);
 	if (!dp)
 		return rc;
 	if (dp->a.nlink == 0)
-		return -ENOENT;		/* removed while we looked */
+		return -ENOENT; /* removed while we looked */
 	if (tfs_dir_lookup(dp, name, len))
 		return -EEXIST;
 	if (S_ISDIR(mode) && dp->a.nlink >= MAX_LINKS)
@@ -166,7 +167,7 @@ static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
 	if (target && (tlen == 0 || tlen > TFS_SYMLINK_MAX))
 		return tlen ? -ENAMETOOLONG : -ENOENT;
 	rc = tfs_txn_room(fs, TFS_REC_SIZE_INODE + tfs_rec_size_link(len) +
-				   (target ? tfs_rec_size_symlink(tlen) : 0));
+				  (target ? tfs_rec_size_symlink(tlen) : 0));
 	if (rc)
 		return rc;
 	a.ino = tfs_meta_next_ino(fs->m);
@@ -208,8 +209,8 @@ static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
 	return 0;
 }
 
-int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name,
-	      mode_t mode, dev_t rdev, uid_t uid, gid_t gid, struct stat *st)
+int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+	      dev_t rdev, uid_t uid, gid_t gid, struct stat *st)
 {
 	int rc;
 
@@ -218,7 +219,7 @@ int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name,
 	if (S_ISDIR(mode) || S_ISLNK(mode))
 		return -EINVAL;
 	if (!S_ISREG(mode))
-		;			/* fifos, sockets, devices: metadata */
+		; /* fifos, sockets, devices: metadata */
 	else
 		rdev = 0;
 	pthread_mutex_lock(&fs->lock);
@@ -227,14 +228,14 @@ int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name,
 	return rc;
 }
 
-int tfs_mkdir(struct tfs_fs *fs, uint64_t parent, const char *name,
-	      mode_t mode, uid_t uid, gid_t gid, struct stat *st)
+int tfs_mkdir(struct tfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+	      uid_t uid, gid_t gid, struct stat *st)
 {
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = make_inode(fs, parent, name, S_IFDIR | (mode & 07777), 0, uid,
-			gid, NULL, st);
+	rc = make_inode(fs, parent, name, S_IFDIR | (mode & 07777), 0, uid, gid,
+			NULL, st);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -284,7 +285,7 @@ int tfs_link(struct tfs_fs *fs, uint64_t ino, uint64_t newparent,
 	int rc = check_name(newname, &len);
 
 	if (!rc)
-		rc = tfs_fs_may_change(fs);	/* J7 */
+		rc = tfs_fs_may_change(fs); /* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
@@ -365,7 +366,7 @@ static int remove_name(struct tfs_fs *fs, uint64_t parent, const char *name,
 	int rc = check_name(name, &len);
 
 	if (!rc)
-		rc = tfs_fs_may_change(fs);	/* J7 */
+		rc = tfs_fs_may_change(fs); /* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
@@ -443,8 +444,8 @@ struct side {
 };
 
 /* Look both sides up: the source must exist, the target may not. */
-static int rename_lookup(struct tfs_fs *fs, uint64_t parent,
-			 uint64_t newparent, struct side *s, struct side *d)
+static int rename_lookup(struct tfs_fs *fs, uint64_t parent, uint64_t newparent,
+			 struct side *s, struct side *d)
 {
 	int rc = 0;
 
@@ -453,7 +454,7 @@ static int rename_lookup(struct tfs_fs *fs, uint64_t parent,
 	if (!d->dp)
 		return rc;
 	if (d->dp->a.nlink == 0)
-		return -ENOENT;		/* removed while open */
+		return -ENOENT; /* removed while open */
 	s->e = tfs_dir_lookup(s->dp, s->name, s->len);
 	s->ip = s->e ? tfs_meta_get(fs->m, s->e->ino) : NULL;
 	if (!s->ip)
@@ -480,8 +481,8 @@ static int rename_exchange(struct tfs_fs *fs, struct side *s, struct side *d)
 	s->e->ino = d->ip->a.ino;
 	d->e->ino = s->ip->a.ino;
 	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, parent, s->name, s->len));
-	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, newparent, d->name,
-					   d->len));
+	tfs_txn_rec(fs,
+		    tfs_rec_put_unlink(&fs->txn, newparent, d->name, d->len));
 	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, parent, d->ip->a.ino,
 					 s->name, s->len));
 	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent, s->ip->a.ino,
@@ -521,8 +522,8 @@ static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
 		if (S_ISDIR(d->ip->a.mode) && tfs_dir_count(d->ip))
 			return -ENOTEMPTY;
 		d->e->ino = ino;
-		tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, newparent,
-						   d->name, d->len));
+		tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, newparent, d->name,
+						   d->len));
 		drop_link(fs, d->dp, d->ip);
 		tfs_dir_remove(fs->m, s->dp, s->name, s->len);
 	} else {
@@ -545,8 +546,8 @@ static int rename_move(struct tfs_fs *fs, struct side *s, struct side *d)
 		}
 	}
 	tfs_txn_rec(fs, tfs_rec_put_unlink(&fs->txn, parent, s->name, s->len));
-	tfs_txn_rec(fs, tfs_rec_put_link(&fs->txn, newparent, ino, d->name,
-					 d->len));
+	tfs_txn_rec(
+	    fs, tfs_rec_put_link(&fs->txn, newparent, ino, d->name, d->len));
 	reparent(fs, s->ip, s->dp, d->dp);
 	tfs_txn_touch(fs, s->ip, 0);
 	tfs_txn_touch(fs, s->dp, 1);
@@ -576,7 +577,7 @@ int tfs_rename2(struct tfs_fs *fs, uint64_t parent, const char *name,
 	if (!rc)
 		rc = check_name(newname, &d.len);
 	if (!rc)
-		rc = tfs_fs_may_change(fs);	/* J7 */
+		rc = tfs_fs_may_change(fs); /* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
@@ -592,7 +593,7 @@ int tfs_rename2(struct tfs_fs *fs, uint64_t parent, const char *name,
 		goto out;
 	}
 	if (s.ip == d.ip)
-		goto out;		/* same file: nothing to do (POSIX) */
+		goto out; /* same file: nothing to do (POSIX) */
 	if (S_ISDIR(s.ip->a.mode) && is_ancestor(fs, s.ip, d.dp)) {
 		rc = -EINVAL;
 		goto out;
@@ -600,8 +601,8 @@ int tfs_rename2(struct tfs_fs *fs, uint64_t parent, const char *name,
 	/* the whiteout must fit, or the rename would happen without it */
 	if (flags & TFS_RENAME_WHITEOUT) {
 		rc = tfs_txn_room(fs, TFS_REC_SIZE_INODE +
-					      tfs_rec_size_link(s.len) +
-					      tfs_rec_size_link(d.len));
+					  tfs_rec_size_link(s.len) +
+					  tfs_rec_size_link(d.len));
 		if (rc)
 			goto out;
 	}
@@ -681,11 +682,11 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *sv)
 	return 0;
 }
 
-int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
-		int set, struct stat *out)
+int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in, int set,
+		struct stat *out)
 {
 	struct tfs_inode *ip;
-	int rc = tfs_fs_may_change(fs);	/* J7 */
+	int rc = tfs_fs_may_change(fs); /* J7 */
 
 	if (rc)
 		return rc;

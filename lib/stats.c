@@ -114,20 +114,19 @@ char *tfs_stats_render(const struct tfs_stats *s, enum tfs_stats_format f)
 		return NULL;
 	if (f == TFS_STATS_JSON)
 		fputc('{', m);
-#define X(name, type, help)                                                  \
-	switch (f) {                                                         \
-	case TFS_STATS_TEXT:                                                 \
-		fprintf(m, "%s %llu\n", #name,                               \
-			(unsigned long long)s->name);                        \
-		break;                                                       \
-	case TFS_STATS_JSON:                                                 \
-		fprintf(m, "%s\n  \"%s\": %llu", sep, #name,                 \
-			(unsigned long long)s->name);                        \
-		sep = ",";                                                   \
-		break;                                                       \
-	case TFS_STATS_PROM:                                                 \
-		prom_metric(m, #name, #type, help, s->name);                 \
-		break;                                                       \
+#define X(name, type, help)                                                    \
+	switch (f) {                                                           \
+	case TFS_STATS_TEXT:                                                   \
+		fprintf(m, "%s %llu\n", #name, (unsigned long long)s->name);   \
+		break;                                                         \
+	case TFS_STATS_JSON:                                                   \
+		fprintf(m, "%s\n  \"%s\": %llu", sep, #name,                   \
+			(unsigned long long)s->name);                          \
+		sep = ",";                                                     \
+		break;                                                         \
+	case TFS_STATS_PROM:                                                   \
+		prom_metric(m, #name, #type, help, s->name);                   \
+		break;                                                         \
 	}
 	TFS_STATS
 #undef X

@@ -27,8 +27,8 @@
 
 #define VXATTR_EXTENTS	"user.tensorfs.extents"
 #define VXATTR_CACHED	"user.tensorfs.cached"
-#define TFS_XATTR_DTYPE	"user.tensor.dtype"
-#define TFS_XATTR_SHAPE	"user.tensor.shape"
+#define TFS_XATTR_DTYPE "user.tensor.dtype"
+#define TFS_XATTR_SHAPE "user.tensor.shape"
 
 /* ===== xattrs ===== */
 
@@ -43,8 +43,7 @@ static int vxattr(const char *name)
  * is refused (EINVAL) rather than kept to mislead them.  A trailing
  * newline (echo -n forgotten) is allowed.
  */
-static int check_tensor_xattr(const char *name, const void *value,
-			      size_t size)
+static int check_tensor_xattr(const char *name, const void *value, size_t size)
 {
 	struct tfs_tensor_shape shape;
 	char v[256];
@@ -81,7 +80,7 @@ int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		return -EPERM;
 	rc = check_tensor_xattr(name, value, size);
 	if (!rc)
-		rc = tfs_fs_may_change(fs);	/* J7 */
+		rc = tfs_fs_may_change(fs); /* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
@@ -100,9 +99,9 @@ int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		goto out;
 	}
 	if (!x || size > x->vlen) {
-		rc = tfs_txn_room(fs, tfs_rec_size_xattr(nlen, size) -
-					   (x ? tfs_rec_size_xattr(nlen, x->vlen)
-					      : 0));
+		rc = tfs_txn_room(
+		    fs, tfs_rec_size_xattr(nlen, size) -
+			    (x ? tfs_rec_size_xattr(nlen, x->vlen) : 0));
 		if (rc)
 			goto out;
 	}
@@ -158,7 +157,7 @@ static char *header_xattr(struct tfs_fs *fs, uint64_t ino, uint64_t fsize,
 	char *out = NULL, err[128];
 	size_t len = 0;
 	FILE *m;
-	struct file_ref f = {fs, ino};
+	struct file_ref f = { fs, ino };
 
 	if (tfs_tensor_read(read_file, &f, fsize, HEADER_XATTR_MAX, &l, NULL,
 			    err, sizeof(err)) ||
@@ -174,8 +173,9 @@ static char *header_xattr(struct tfs_fs *fs, uint64_t ino, uint64_t fsize,
 		if (shape)
 			tfs_tensor_shape_format(&t->shape, 0, v, sizeof(v));
 		else
-			snprintf(v, sizeof(v), "%s", t->dtype >= 0 ?
-				 tfs_tensor_dtype_name(t->dtype) : t->dtype_name);
+			snprintf(v, sizeof(v), "%s",
+				 t->dtype >= 0 ? tfs_tensor_dtype_name(t->dtype)
+					       : t->dtype_name);
 		if (l->count == 1)
 			fputs(v, m);
 		else
@@ -214,9 +214,9 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		rc = copy_out(value, size, num, (size_t)n);
 	} else if (!strcmp(name, VXATTR_CACHED) && S_ISREG(ip->a.mode)) {
 		/* lock order: fs->lock, then the cache's */
-		int n = snprintf(num, sizeof(num), "%llu",
-				 (unsigned long long)tfs_cache_bytes_of(
-					 fs->cache, ino));
+		int n = snprintf(
+		    num, sizeof(num), "%llu",
+		    (unsigned long long)tfs_cache_bytes_of(fs->cache, ino));
 
 		rc = copy_out(value, size, num, (size_t)n);
 	} else if ((x = tfs_xattr_find(ip, name))) {
@@ -229,7 +229,8 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		/* not set: read from the file's own header, without the
 		 * lock (reading takes the file's locks) */
 		pthread_mutex_unlock(&fs->lock);
-		v = header_xattr(fs, ino, fsize, !strcmp(name, TFS_XATTR_SHAPE));
+		v = header_xattr(fs, ino, fsize,
+				 !strcmp(name, TFS_XATTR_SHAPE));
 		rc = v ? copy_out(value, size, v, strlen(v)) : -ENODATA;
 		free(v);
 		return rc;
@@ -240,8 +241,7 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 	return rc;
 }
 
-ssize_t tfs_listxattr(struct tfs_fs *fs, uint64_t ino, char *list,
-		      size_t size)
+ssize_t tfs_listxattr(struct tfs_fs *fs, uint64_t ino, char *list, size_t size)
 {
 	struct tfs_inode *ip;
 	size_t need = 0, pos = 0;
@@ -283,7 +283,7 @@ int tfs_removexattr(struct tfs_fs *fs, uint64_t ino, const char *name)
 		return -EOPNOTSUPP;
 	if (vxattr(name))
 		return -EPERM;
-	rc = tfs_fs_may_change(fs);	/* J7 */
+	rc = tfs_fs_may_change(fs); /* J7 */
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->lock);

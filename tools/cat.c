@@ -64,15 +64,15 @@
 #include "tensor.h"
 #include "units.h"
 
-#define EXIT_DATA 1
+#define EXIT_DATA  1
 #define EXIT_USAGE 2
 
-#define BLOCK (1u << 20)	   /* bytes read at once */
-#define THRESHOLD 1000		   /* numpy: summarise above this many */
-#define EDGE 3			   /* numpy: items shown at each end */
-#define LINEWIDTH 75		   /* numpy's linewidth */
-#define PRECISION 8		   /* numpy's precision */
-#define MAX_SHOWN (1u << 20)	   /* elements a print may show */
+#define BLOCK	  (1u << 20) /* bytes read at once */
+#define THRESHOLD 1000	     /* numpy: summarise above this many */
+#define EDGE	  3	     /* numpy: items shown at each end */
+#define LINEWIDTH 75	     /* numpy's linewidth */
+#define PRECISION 8	     /* numpy's precision */
+#define MAX_SHOWN (1u << 20) /* elements a print may show */
 
 static const char *prog = "tensorfs-cat";
 
@@ -346,8 +346,7 @@ struct src {
 	int fd;
 	uint64_t file_size;
 	int dtype;
-	const char
-	    *dtype_from; /* "--dtype", "the user.tensor.dtype attribute" */
+	const char *dtype_from; /* "--dtype", "the user.tensor.dtype attribute" */
 	struct tfs_tensor_shape shape;
 	const char *shape_from; /* NULL: one dimension, derived */
 	int fortran, swap;
@@ -788,7 +787,7 @@ static void shown_read(struct shown *sh, const struct src *s)
 {
 	const struct tfs_tensor_shape *shape = &s->shape;
 	uint64_t fstride[TFS_TENSOR_MAX_DIMS], idx[TFS_TENSOR_MAX_DIMS];
-	struct reader r = {.s = s, .es = tfs_tensor_dtype_size(s->dtype)};
+	struct reader r = { .s = s, .es = tfs_tensor_dtype_size(s->dtype) };
 	unsigned int nd = shape->ndim;
 
 	memset(sh, 0, sizeof(*sh));
@@ -869,7 +868,7 @@ static void recurse(const struct pr *p, unsigned int axis, uint64_t base,
 	unsigned int left = sh->s->shape.ndim - axis;
 	uint64_t n = sh->dim[axis];
 	int summary = cut(sh, axis);
-	struct sb s = {0}, line = {0}, word = {0};
+	struct sb s = { 0 }, line = { 0 }, word = { 0 };
 
 	if (!left) {
 		fmt_elem(&p->f, &sh->v[base], sh->s->shape.ndim == 0, out);
@@ -928,7 +927,7 @@ static void print_repr(const struct src *s)
 {
 	struct shown sh;
 	struct pr p;
-	struct sb out = {0}, extra = {0};
+	struct sb out = { 0 }, extra = { 0 };
 	char shape[1400], buf[1500];
 	const char *nl;
 	size_t last;
@@ -1128,8 +1127,8 @@ static double *table_for(int dt)
 	if (!t[dt]) {
 		t[dt] = xmalloc(n * sizeof(double));
 		for (size_t i = 0; i < n; i++) {
-			unsigned char b[2] = {(unsigned char)i,
-					      (unsigned char)(i >> 8)};
+			unsigned char b[2] = { (unsigned char)i,
+					       (unsigned char)(i >> 8) };
 
 			t[dt][i] = tfs_tensor_to_double(dt, b);
 		}
@@ -1249,8 +1248,8 @@ static void compute_stats_strided(const struct src *s, struct stats *st)
 	size_t es = tfs_tensor_dtype_size(s->dtype), n = 0, cap = BLOCK / es;
 	unsigned char *buf = xmalloc(BLOCK);
 	double *x = xmalloc(cap * sizeof(double));
-	struct reader r = {.s = s, .es = es};
-	uint64_t idx[TFS_TENSOR_MAX_DIMS] = {0}, at = 0;
+	struct reader r = { .s = s, .es = es };
+	uint64_t idx[TFS_TENSOR_MAX_DIMS] = { 0 }, at = 0;
 
 	stats_init(st);
 	for (uint64_t k = 0; k < s->count; k++) {
@@ -1373,7 +1372,7 @@ static void stat_text(const struct src *s, const struct stats *st, int which,
 static json_t *json_stat(const struct src *s, const struct stats *st, int which)
 {
 	int kind = tfs_tensor_dtype_kind(s->dtype);
-	struct val v = {0};
+	struct val v = { 0 };
 
 	if (!st->finite)
 		return json_null();
@@ -1387,7 +1386,7 @@ static json_t *json_stat(const struct src *s, const struct stats *st, int which)
 				      : sqrt(st->m2 / (double)st->finite));
 }
 
-static const char *const stat_names[] = {"min", "max", "mean", "std"};
+static const char *const stat_names[] = { "min", "max", "mean", "std" };
 
 static json_t *json_stats(const struct src *s, const struct stats *st)
 {
@@ -1525,7 +1524,8 @@ static int use_inflated(struct src *s, const struct tfs_tensor *t)
 
 	if (!statvfs(tmp_dir(), &vs) &&
 	    (uint64_t)vs.f_bavail * vs.f_frsize < t->zip.size)
-		die(EXIT_DATA, "'%s': array '%s' inflates to %s, more than "
+		die(EXIT_DATA,
+		    "'%s': array '%s' inflates to %s, more than "
 		    "the %s free in %s; set TMPDIR to a larger file system",
 		    s->path, t->name,
 		    tfs_format_size(t->zip.size, h1, sizeof(h1)),
@@ -1534,7 +1534,8 @@ static int use_inflated(struct src *s, const struct tfs_tensor *t)
 		    tmp_dir());
 	fd = tmp_file();
 	if (fd < 0)
-		die(EXIT_DATA, "'%s': no temporary file can be made in %s to "
+		die(EXIT_DATA,
+		    "'%s': no temporary file can be made in %s to "
 		    "inflate array '%s' into: %s; set TMPDIR",
 		    s->path, tmp_dir(), t->name, strerror(errno));
 	rc = tfs_npz_inflate(t, pread_fn, s, sink_fd, &fd, err, sizeof(err));
@@ -1567,10 +1568,10 @@ static struct tfs_tensor_list *read_header(const struct src *s)
 		    "'%s': %s; is it a %s file? (--offset N reads it as raw "
 		    "elements)",
 		    s->path, err,
-		    fmt == TFS_TENSOR_NPY ? ".npy" :
-		    fmt == TFS_TENSOR_SAFETENSORS ? ".safetensors" :
-		    fmt == TFS_TENSOR_NPZ ? "np.savez" :
-					    "torch.save or np.savez");
+		    fmt == TFS_TENSOR_NPY	    ? ".npy"
+		    : fmt == TFS_TENSOR_SAFETENSORS ? ".safetensors"
+		    : fmt == TFS_TENSOR_NPZ	    ? "np.savez"
+						    : "torch.save or np.savez");
 	return l;
 }
 
@@ -1702,10 +1703,10 @@ static void column_widths(const struct tfs_tensor_list *l, size_t *wn,
 static const struct {
 	const char *json, *dtype_key, *what;
 } listed[] = {
-    [TFS_TENSOR_SAFETENSORS] = {"safetensors", "safetensors_dtype",
-				".safetensors"},
-    [TFS_TENSOR_TORCH] = {"torch", "torch_dtype", "torch.save"},
-    [TFS_TENSOR_NPZ] = {"npz", "npy_dtype", ".npz"},
+	[TFS_TENSOR_SAFETENSORS] = { "safetensors", "safetensors_dtype",
+				     ".safetensors" },
+	[TFS_TENSOR_TORCH] = { "torch", "torch_dtype", "torch.save" },
+	[TFS_TENSOR_NPZ] = { "npz", "npy_dtype", ".npz" },
 };
 
 /* The listing's JSON object, with an empty "tensors" array in *arr. */
@@ -1751,7 +1752,7 @@ static json_t *tensor_json(const struct src *s, const struct tfs_tensor *t,
 	}
 	json_object_set_new(e, "shape", json_shape(&t->shape));
 	json_object_set_new(e, "offset", json_integer((json_int_t)t->offset));
-	if (t->deflated)	/* offset is within the inflated entry */
+	if (t->deflated) /* offset is within the inflated entry */
 		json_object_set_new(e, "deflated", json_true());
 	json_object_set_new(e, "nbytes", json_integer((json_int_t)t->nbytes));
 	if (st)
@@ -1776,12 +1777,12 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 		else if (l->format == TFS_TENSOR_NPZ)
 			printf("%s: np.savez%s file, %zu array%s\n", s->path,
 			       l->count && l->tensors[0].deflated
-				       ? "_compressed"
-				       : "",
+				   ? "_compressed"
+				   : "",
 			       l->count, l->count == 1 ? "" : "s");
 		else
-			printf("%s: %zu tensor%s, data at byte %llu\n",
-			       s->path, l->count, l->count == 1 ? "" : "s",
+			printf("%s: %zu tensor%s, data at byte %llu\n", s->path,
+			       l->count, l->count == 1 ? "" : "s",
 			       (unsigned long long)l->data_offset);
 		for (size_t i = 0; i < l->nmeta; i++)
 			printf("__metadata__ %s = %s\n", l->meta[2 * i],
@@ -1802,18 +1803,17 @@ static void list_tensors(struct src *s, const struct tfs_tensor_list *l,
 			    arr, tensor_json(s, t, dostats ? &st : NULL));
 			continue;
 		}
-		if (t->deflated)	/* no offset in the file */
+		if (t->deflated) /* no offset in the file */
 			printf("%-*s  %-*s  %-*s  %12s  %12llu", (int)wn,
-			       t->name, (int)wd, t->dtype_name, (int)ws,
-			       shape, "deflated",
-			       (unsigned long long)t->nbytes);
+			       t->name, (int)wd, t->dtype_name, (int)ws, shape,
+			       "deflated", (unsigned long long)t->nbytes);
 		else
 			printf("%-*s  %-*s  %-*s  %12llu  %12llu", (int)wn,
-			       t->name, (int)wd, t->dtype_name, (int)ws,
-			       shape, (unsigned long long)t->offset,
+			       t->name, (int)wd, t->dtype_name, (int)ws, shape,
+			       (unsigned long long)t->offset,
 			       (unsigned long long)t->nbytes);
 		if (t->stride) {
-			struct tfs_tensor_shape st_ = {.ndim = t->shape.ndim};
+			struct tfs_tensor_shape st_ = { .ndim = t->shape.ndim };
 
 			memcpy(st_.dim, t->stride,
 			       t->shape.ndim * sizeof(st_.dim[0]));
@@ -1849,17 +1849,20 @@ static int lists(const struct tfs_tensor_list *l)
 }
 
 /* The long options; the short ones are the same letters and -h, -V. */
-enum { O_STATS = 256, O_JSON };
+enum {
+	O_STATS = 256,
+	O_JSON
+};
 static const struct option longopts[] = {
-    {"dtype", required_argument, NULL, 'd'},
-    {"shape", required_argument, NULL, 's'},
-    {"offset", required_argument, NULL, 'o'},
-    {"tensor", required_argument, NULL, 't'},
-    {"stats", no_argument, NULL, O_STATS},
-    {"json", no_argument, NULL, O_JSON},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
+	{ "dtype", required_argument, NULL, 'd' },
+	{ "shape", required_argument, NULL, 's' },
+	{ "offset", required_argument, NULL, 'o' },
+	{ "tensor", required_argument, NULL, 't' },
+	{ "stats", no_argument, NULL, O_STATS },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
 };
 
 /* Parse the options into o (--shape into s->shape) and set s->path;
@@ -1903,9 +1906,11 @@ static void parse_args(int argc, char **argv, struct opts *o, struct src *s)
 		case 'V':
 			printf("tensorfs-cat %s\n", TFS_VERSION_STRING);
 			exit(0);
-		default:	/* getopt said which */
-			fprintf(stderr, "Try '%s --help' for more "
-				"information.\n", prog);
+		default: /* getopt said which */
+			fprintf(stderr,
+				"Try '%s --help' for more "
+				"information.\n",
+				prog);
 			exit(EXIT_USAGE);
 		}
 	}
@@ -1929,7 +1934,8 @@ static int spool(const char *path, int fd, uint64_t *size)
 
 	t = tmp_file();
 	if (t < 0)
-		die(EXIT_DATA, "'%s' cannot seek, and no temporary file can be "
+		die(EXIT_DATA,
+		    "'%s' cannot seek, and no temporary file can be "
 		    "made in %s to copy it into: %s; set TMPDIR",
 		    path, dir, strerror(errno));
 	buf = xmalloc(cap);
@@ -1946,7 +1952,8 @@ static int spool(const char *path, int fd, uint64_t *size)
 			    strerror(errno));
 		}
 		if (write_all(t, buf, (size_t)n))
-			die(EXIT_DATA, "'%s': cannot copy it into a temporary "
+			die(EXIT_DATA,
+			    "'%s': cannot copy it into a temporary "
 			    "file in %s: %s; set TMPDIR",
 			    path, dir, strerror(errno));
 		*size += (uint64_t)n;
@@ -2072,7 +2079,8 @@ static void deepspeed_dtype(struct src *s)
 	if (dt >= 0) {
 		const char *dir = strstr(real, "/zero_stage_3/") + 14;
 
-		snprintf(from, sizeof(from), "DeepSpeed's swap directory '%.*s'",
+		snprintf(from, sizeof(from),
+			 "DeepSpeed's swap directory '%.*s'",
 			 (int)(strchr(dir, '/') - dir), dir);
 		s->dtype = dt;
 		s->dtype_from = from;
@@ -2156,7 +2164,7 @@ static void print_tensor(const struct src *s, const struct opts *o)
 
 /* The exit codes of a child that checked one file. */
 #define EXIT_NONFINITE 3 /* some tensor holds a NaN or an infinity */
-#define EXIT_SKIPPED 4	 /* no dtype known: not a tensor file */
+#define EXIT_SKIPPED   4 /* no dtype known: not a tensor file */
 
 /* One tensor's line: text or a JSON object; 1 if it holds NaN or Inf. */
 static int stats_line(const struct src *s, const struct stats *st,
@@ -2175,14 +2183,14 @@ static int stats_line(const struct src *s, const struct stats *st,
 		stat_text(s, st, 0, a, sizeof(a));
 		stat_text(s, st, 1, b, sizeof(b));
 		stat_text(s, st, 2, m, sizeof(m));
-		printf("%s%s%s  %s  %s  min %s  max %s  mean %s  nan %llu  "
-		       "inf %llu\n",
-		       s->path, name ? ":" : "", name ? name : "",
-		       tfs_tensor_dtype_name(s->dtype),
-		       tfs_tensor_shape_format(&s->shape, 1, shape,
-					       sizeof(shape)),
-		       a, b, m, (unsigned long long)st->nan,
-		       (unsigned long long)st->inf);
+		printf(
+		    "%s%s%s  %s  %s  min %s  max %s  mean %s  nan %llu  "
+		    "inf %llu\n",
+		    s->path, name ? ":" : "", name ? name : "",
+		    tfs_tensor_dtype_name(s->dtype),
+		    tfs_tensor_shape_format(&s->shape, 1, shape, sizeof(shape)),
+		    a, b, m, (unsigned long long)st->nan,
+		    (unsigned long long)st->inf);
 	}
 	return st->nan || st->inf;
 }
@@ -2191,7 +2199,7 @@ static int stats_line(const struct src *s, const struct stats *st,
  * exits 0, EXIT_NONFINITE, EXIT_SKIPPED or as die() does. */
 static void stats_file(const char *path, const struct opts *o)
 {
-	struct src s = {.path = path, .dtype = -1};
+	struct src s = { .path = path, .dtype = -1 };
 	struct tfs_tensor_list *l;
 	struct stats st;
 	int bad = 0;
@@ -2300,7 +2308,7 @@ static void tree_walk(struct tree *tr, const char *dir, unsigned int depth)
  * file could not be checked, else 0. */
 static void stats_tree(const char *dir, const struct opts *o)
 {
-	struct tree tr = {.o = o};
+	struct tree tr = { .o = o };
 
 	if (o->dtype || o->shape || o->offset_given || o->tensor)
 		die(EXIT_USAGE, "--stats DIR takes no --dtype, --shape, "
@@ -2318,8 +2326,8 @@ static void stats_tree(const char *dir, const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {0};
-	struct src s = {0};
+	struct opts o = { 0 };
+	struct src s = { 0 };
 	struct tfs_tensor_list *l;
 	struct stat sb;
 

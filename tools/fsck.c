@@ -35,11 +35,11 @@
 #include "fs.h"
 #include "units.h"
 
-#define FSCK_OK		0
-#define FSCK_REPAIRED	1
+#define FSCK_OK		 0
+#define FSCK_REPAIRED	 1
 #define FSCK_UNCORRECTED 4
-#define FSCK_OPERROR	8
-#define FSCK_USAGE	16
+#define FSCK_OPERROR	 8
+#define FSCK_USAGE	 16
 
 /* The name this was run as: tensorfs-fsck, or fsck.tensorfs as fsck(8)
  * runs it (basename of argv[0]); every message says it. */
@@ -47,37 +47,39 @@ static const char *prog = "tensorfs-fsck";
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-"Usage: %s [-y|-p|-a] [-n] [-f] [-v] [-C FD] DEVICE\n"
-"\n"
-"Check the tensorfs file system on DEVICE, which must not be mounted.\n"
-"It verifies the checksums of the superblocks, the checkpoint and the\n"
-"journal, replays the journal as a mount would after a crash, and checks\n"
-"that no two files share a block, that used and free space add up to the\n"
-"device, the directory tree, link counts and each file's extents.\n"
-"\n"
-"Options:\n"
-"  -y        repair what can be repaired (without -y nothing is written)\n"
-"  -p, -a    the same as -y (accepted for fsck(8) and boot scripts)\n"
-"  -n        check only, write nothing (the default); the last of\n"
-"            -y, -p, -a and -n given wins\n"
-"  -f        force a full check: accepted for fsck(8) and systemd-fsck\n"
-"            (fsck.mode=force), as every check is full\n"
-"  -C FD     progress for fsck(8): accepted, no progress is shown\n"
-"  -v        verbose: print a summary and every file with its extent count\n"
-"  -h, --help  print this help and exit\n"
-"  -V, --version  print the version and exit\n"
-"\n"
-"A clean file system gets one line, as e2fsck's: DEVICE: clean, N files,\n"
-"USED/TOTAL blocks (N counts directories and links too; blocks are those of\n"
-"the data area, where files and checkpoints of the metadata live).\n"
-"\n"
-"Exit status: fsck(8)'s, which fsck(8) and systemd-fsck read, rather than\n"
-"the 0 done, 1 failed, 2 usage error of the other tensorfs programs:\n"
-"0 no errors, 1 errors were found and all repaired, 4 errors left unrepaired\n"
-"(without -y: any error found), 8 operational error (cannot open, read or\n"
-"write the device, or it holds no tensorfs, or the output cannot be\n"
-"written), 16 usage error.\n", prog);
+	fprintf(
+	    f,
+	    "Usage: %s [-y|-p|-a] [-n] [-f] [-v] [-C FD] DEVICE\n"
+	    "\n"
+	    "Check the tensorfs file system on DEVICE, which must not be mounted.\n"
+	    "It verifies the checksums of the superblocks, the checkpoint and the\n"
+	    "journal, replays the journal as a mount would after a crash, and checks\n"
+	    "that no two files share a block, that used and free space add up to the\n"
+	    "device, the directory tree, link counts and each file's extents.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -y        repair what can be repaired (without -y nothing is written)\n"
+	    "  -p, -a    the same as -y (accepted for fsck(8) and boot scripts)\n"
+	    "  -n        check only, write nothing (the default); the last of\n"
+	    "            -y, -p, -a and -n given wins\n"
+	    "  -f        force a full check: accepted for fsck(8) and systemd-fsck\n"
+	    "            (fsck.mode=force), as every check is full\n"
+	    "  -C FD     progress for fsck(8): accepted, no progress is shown\n"
+	    "  -v        verbose: print a summary and every file with its extent count\n"
+	    "  -h, --help  print this help and exit\n"
+	    "  -V, --version  print the version and exit\n"
+	    "\n"
+	    "A clean file system gets one line, as e2fsck's: DEVICE: clean, N files,\n"
+	    "USED/TOTAL blocks (N counts directories and links too; blocks are those of\n"
+	    "the data area, where files and checkpoints of the metadata live).\n"
+	    "\n"
+	    "Exit status: fsck(8)'s, which fsck(8) and systemd-fsck read, rather than\n"
+	    "the 0 done, 1 failed, 2 usage error of the other tensorfs programs:\n"
+	    "0 no errors, 1 errors were found and all repaired, 4 errors left unrepaired\n"
+	    "(without -y: any error found), 8 operational error (cannot open, read or\n"
+	    "write the device, or it holds no tensorfs, or the output cannot be\n"
+	    "written), 16 usage error.\n",
+	    prog);
 }
 
 /* ===== lib's findings under our name ===== */
@@ -90,8 +92,8 @@ static void usage(FILE *f)
 #define LIB_NAME "tensorfs-fsck: "
 
 struct renamer {
-	size_t n;		/* bytes in line */
-	int mid;		/* line is the rest of a longer one */
+	size_t n; /* bytes in line */
+	int mid;  /* line is the rest of a longer one */
 	char line[4096];
 };
 
@@ -117,8 +119,7 @@ static ssize_t renamer_write(void *cookie, const char *buf, size_t len)
 
 	for (size_t i = 0; i < len; i++) {
 		r->line[r->n++] = buf[i];
-		if ((buf[i] == '\n' || r->n == sizeof(r->line)) &&
-		    pass_line(r))
+		if ((buf[i] == '\n' || r->n == sizeof(r->line)) && pass_line(r))
 			return -1;
 	}
 	return (ssize_t)len;
@@ -138,7 +139,8 @@ static int renamer_close(void *cookie)
 static FILE *findings_out(void)
 {
 	static const cookie_io_functions_t io = {
-		.write = renamer_write, .close = renamer_close,
+		.write = renamer_write,
+		.close = renamer_close,
 	};
 	struct renamer *r;
 	FILE *f;
@@ -149,7 +151,7 @@ static FILE *findings_out(void)
 	f = r ? fopencookie(r, "w", io) : NULL;
 	if (!f) {
 		free(r);
-		return stdout;	/* lib's name then, but every finding */
+		return stdout; /* lib's name then, but every finding */
 	}
 	return f;
 }
@@ -193,7 +195,8 @@ static int refused(const char *path, char *err)
 	findings_done(out);
 	fflush(stdout);
 	if (n > 0) {
-		fprintf(stderr, "%s: %s: the file system has overlapping "
+		fprintf(stderr,
+			"%s: %s: the file system has overlapping "
 			"extents (%d conflict%s, inodes listed above), which "
 			"%s cannot repair: it cannot tell which file owns the "
 			"shared blocks, and tensorfs will not mount it; "
@@ -222,11 +225,12 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "ynvhpaVfC:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ynvhpaVfC:", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'y':
-		case 'p':	/* fsck(8)'s "preen", e2fsck's -p */
-		case 'a':	/* its older spelling */
+		case 'p': /* fsck(8)'s "preen", e2fsck's -p */
+		case 'a': /* its older spelling */
 			a->repair = 1;
 			break;
 		case 'n':
@@ -235,15 +239,16 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 		case 'v':
 			a->verbose = 1;
 			break;
-		case 'f':	/* e2fsck's "even if clean": every check is */
+		case 'f': /* e2fsck's "even if clean": every check is */
 			break;
-		case 'C': {	/* e2fsck's progress descriptor */
+		case 'C': { /* e2fsck's progress descriptor */
 			char *end;
 
 			errno = 0;
 			(void)strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end) {
-				fprintf(stderr, "%s: -C takes a file "
+				fprintf(stderr,
+					"%s: -C takes a file "
 					"descriptor number, not '%s'\n",
 					prog, optarg);
 				*ret = FSCK_USAGE;
@@ -260,17 +265,22 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 			*ret = FSCK_OK;
 			return 1;
 		default:
-			fprintf(stderr, "Try '%s --help' for more "
-				"information.\n", prog);
+			fprintf(stderr,
+				"Try '%s --help' for more "
+				"information.\n",
+				prog);
 			*ret = FSCK_USAGE;
 			return 1;
 		}
 	}
 	if (argc - optind != 1) {
-		fprintf(stderr, "%s: %s\nUsage: %s [-y|-p|-a] [-n] [-f] "
-			"[-v] [-C FD] DEVICE\n", prog,
+		fprintf(stderr,
+			"%s: %s\nUsage: %s [-y|-p|-a] [-n] [-f] "
+			"[-v] [-C FD] DEVICE\n",
+			prog,
 			argc == optind ? "missing DEVICE"
-				       : "too many arguments", prog);
+				       : "too many arguments",
+			prog);
 		*ret = FSCK_USAGE;
 		return 1;
 	}
@@ -306,8 +316,8 @@ static void report_supers(const struct args *a, struct tfs_fs *fs, int bad,
 {
 	if (!bad)
 		return;
-	printf("%s: superblock %s %s damaged; the other one is in use\n",
-	       prog, copies(bad), bad == 3 ? "are" : "is");
+	printf("%s: superblock %s %s damaged; the other one is in use\n", prog,
+	       copies(bad), bad == 3 ? "are" : "is");
 	r->errors++;
 	if (a->repair)
 		tfs_fs_rewrite_superblocks(fs);
@@ -325,7 +335,8 @@ static void report_fallback(const struct args *a, struct tfs_fs *fs,
 	r->errors++;
 	if (a->repair) {
 		printf("%s: the damaged superblock copy was rewritten from "
-		       "the older one\n", prog);
+		       "the older one\n",
+		       prog);
 		r->repaired++;
 	}
 }
@@ -341,11 +352,13 @@ static void verify_supers(const struct args *a, int bad,
 		return;
 	if (tfs_check_supers(a->path, &still) == 0 && !still) {
 		printf("%s: superblock %s repaired (rewritten from the good "
-		       "one)\n", prog, copies(bad));
+		       "one)\n",
+		       prog, copies(bad));
 		r->repaired++;
 	} else {
 		printf("%s: superblock %s still damaged after the "
-		       "rewrite\n", prog, copies(bad));
+		       "rewrite\n",
+		       prog, copies(bad));
 	}
 }
 
@@ -358,27 +371,27 @@ static void print_summary(const char *path, struct tfs_fs *fs,
 
 	tfs_fs_get_info(fs, &info);
 	printf("%s: %llu files, %llu directories, %llu symlinks, "
-	       "%llu other; %llu extents\n", path,
-	       (unsigned long long)r->files, (unsigned long long)r->dirs,
-	       (unsigned long long)r->symlinks,
-	       (unsigned long long)r->others,
+	       "%llu other; %llu extents\n",
+	       path, (unsigned long long)r->files, (unsigned long long)r->dirs,
+	       (unsigned long long)r->symlinks, (unsigned long long)r->others,
 	       (unsigned long long)r->extents);
-	printf("%s: %s data, %s free in %llu pieces; metadata %s, may "
-	       "grow to %s\n", path,
-	       tfs_format_size(info.data_blocks * info.block_size, h1,
-			       sizeof(h1)),
-	       tfs_format_size(info.free_blocks * info.block_size, h2,
-			       sizeof(h2)),
-	       (unsigned long long)info.free_extents,
-	       tfs_format_size(info.meta_bytes, h3, sizeof(h3)),
-	       tfs_format_size(info.meta_capacity, h4, sizeof(h4)));
+	printf(
+	    "%s: %s data, %s free in %llu pieces; metadata %s, may "
+	    "grow to %s\n",
+	    path,
+	    tfs_format_size(info.data_blocks * info.block_size, h1, sizeof(h1)),
+	    tfs_format_size(info.free_blocks * info.block_size, h2, sizeof(h2)),
+	    (unsigned long long)info.free_extents,
+	    tfs_format_size(info.meta_bytes, h3, sizeof(h3)),
+	    tfs_format_size(info.meta_capacity, h4, sizeof(h4)));
 	if (tfs_fs_replayed(fs))
 		printf("%s: replayed %llu journal transactions (not "
-		       "unmounted cleanly)\n", path,
-		       (unsigned long long)tfs_fs_replayed(fs));
+		       "unmounted cleanly)\n",
+		       path, (unsigned long long)tfs_fs_replayed(fs));
 	if (r->orphans)
 		printf("%s: %llu unlinked inodes, freed at the next "
-		       "mount\n", path, (unsigned long long)r->orphans);
+		       "mount\n",
+		       path, (unsigned long long)r->orphans);
 }
 
 /* The last line and fsck(8)'s exit code for what was found; info is the
@@ -395,17 +408,17 @@ static int conclude(const struct args *a, const struct tfs_check_result *r,
 	else
 		ret = FSCK_UNCORRECTED;
 	if (r->errors)
-		printf("%s: %s: %llu errors, %llu repaired%s\n", prog,
-		       a->path, (unsigned long long)r->errors,
+		printf("%s: %s: %llu errors, %llu repaired%s\n", prog, a->path,
+		       (unsigned long long)r->errors,
 		       (unsigned long long)r->repaired,
 		       a->repair ? "" : " (run with -y to repair)");
 	else
-		printf("%s: clean, %llu files, %llu/%llu blocks\n", a->path,
-		       (unsigned long long)(r->files + r->dirs + r->symlinks +
-					    r->others),
-		       (unsigned long long)(info->data_blocks -
-					    info->free_blocks),
-		       (unsigned long long)info->data_blocks);
+		printf(
+		    "%s: clean, %llu files, %llu/%llu blocks\n", a->path,
+		    (unsigned long long)(r->files + r->dirs + r->symlinks +
+					 r->others),
+		    (unsigned long long)(info->data_blocks - info->free_blocks),
+		    (unsigned long long)info->data_blocks);
 	return ret;
 }
 
@@ -422,7 +435,7 @@ int main(int argc, char **argv)
 		const char *slash = strrchr(argv[0], '/');
 
 		prog = slash ? slash + 1 : argv[0];
-		argv[0] = (char *)prog;	/* getopt's messages name it too */
+		argv[0] = (char *)prog; /* getopt's messages name it too */
 	}
 	tfs_closeout(prog, 8);
 	if (parse_args(argc, argv, &a, &ret))
@@ -435,8 +448,9 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret;
 	out = findings_out();
-	rc = tfs_check(fs, (a.repair ? TFS_CHECK_REPAIR : 0) |
-				   (a.verbose ? TFS_CHECK_VERBOSE : 0),
+	rc = tfs_check(fs,
+		       (a.repair ? TFS_CHECK_REPAIR : 0) |
+			   (a.verbose ? TFS_CHECK_VERBOSE : 0),
 		       out, &r);
 	findings_done(out);
 	if (rc) {
@@ -452,8 +466,10 @@ int main(int argc, char **argv)
 	tfs_fs_get_info(fs, &info);
 	rc = tfs_fs_close(fs);
 	if (rc) {
-		fprintf(stderr, "%s: %s: writing repairs failed: %s; run "
-			"%s -y again\n", prog, a.path, strerror(-rc), prog);
+		fprintf(stderr,
+			"%s: %s: writing repairs failed: %s; run "
+			"%s -y again\n",
+			prog, a.path, strerror(-rc), prog);
 		return FSCK_OPERROR;
 	}
 	verify_supers(&a, bad, &r);

@@ -70,8 +70,8 @@ static int values(FILE *f, const char *line)
 	struct tfs_mkfs_limits l;
 	char v[5][32];
 	const char *names[5] = {
-		"@MKFS_MIN_SIZE@", "@MKFS_JOURNAL_FRACTION@",
-		"@MKFS_JOURNAL_MIN@", "@MKFS_JOURNAL_MAX@",
+		"@MKFS_MIN_SIZE@",     "@MKFS_JOURNAL_FRACTION@",
+		"@MKFS_JOURNAL_MIN@",  "@MKFS_JOURNAL_MAX@",
 		"@MKFS_JOURNAL_100G@",
 	};
 	const char *p = line, *at;
@@ -139,8 +139,9 @@ int main(int argc, char **argv)
 	}
 	fclose(in);
 	if (fclose(out) || !found) {
-		fprintf(stderr, "gen-man: %s\n", found ? "cannot write the page"
-						       : "nothing to fill in the template");
+		fprintf(stderr, "gen-man: %s\n",
+			found ? "cannot write the page"
+			      : "nothing to fill in the template");
 		return 1;
 	}
 	return 0;

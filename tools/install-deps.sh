@@ -15,7 +15,7 @@ zlib1g-dev
 attr e2fsprogs xfsprogs fio python3 python3-numpy python3-torch util-linux procps
 gnuplot-nox
 groff-base bsdextrautils systemd
-shellcheck cppcheck codespell"
+shellcheck cppcheck codespell clang-format"
 
 usage() {
 	sed -n '2,9s/^# \{0,1\}//p' "$0"

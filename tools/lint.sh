@@ -1,6 +1,12 @@
 #!/bin/sh
 # lint.sh: the fast checks tools/test.sh runs first, on the tracked files:
 #
+#   - every C file through clang-format-14 with .clang-format: a file
+#     that clang-format would change is a finding (clang-format-14 -i
+#     FILE fixes it; an exception is a "clang-format off" comment, with
+#     its reason beside it).  Another clang-format version formats some
+#     constructs differently, so without clang-format-14 the check is
+#     skipped, saying so;
 #   - every shell script through ShellCheck, warnings and errors;
 #   - lib/ and fs/ through cppcheck (--enable=warning), with the test
 #     hooks on; an exception is an inline cppcheck-suppress comment, with
@@ -33,6 +39,28 @@ done
 rc=0
 say() { echo "lint.sh: $*" >&2; }
 
+cf=
+for c in clang-format-14 clang-format; do
+	if command -v "$c" >/dev/null 2>&1 &&
+		"$c" --version | grep -q 'version 14\.'; then
+		cf=$c
+		break
+	fi
+done
+if [ -z "$cf" ]; then
+	say "clang-format 14 not found: format check skipped (tools/install-deps.sh installs it)"
+else
+	# shellcheck disable=SC2046
+	bad=$(for f in $(git ls-files '*.c' '*.h'); do
+		"$cf" --dry-run -Werror "$f" >/dev/null 2>&1 || echo "$f"
+	done)
+	if [ -n "$bad" ]; then
+		printf '%s: not in the house format\n' $bad >&2
+		say "run $cf -i on the files above"
+		rc=1
+	fi
+fi
+
 # shellcheck disable=SC2046 # file names from git have no spaces
 if ! shellcheck -x -S warning -f gcc $(git ls-files '*.sh' .ci/run); then
 	say "shellcheck found the problems above"
@@ -56,5 +84,5 @@ if ! codespell -L "$CODESPELL_NAMES" $(git ls-files '*.c' '*.h' '*.sh' \
 	rc=1
 fi
 
-[ "$rc" = 0 ] && echo "lint.sh: shellcheck, cppcheck and codespell clean"
+[ "$rc" = 0 ] && echo "lint.sh: clang-format, shellcheck, cppcheck and codespell clean"
 exit "$rc"

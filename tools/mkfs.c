@@ -25,40 +25,41 @@ static void usage(FILE *f)
 	char min[32], jmin[32], jmax[32];
 
 	tfs_mkfs_limits(&l);
-	fprintf(f,
-"Usage: mkfs.tensorfs [-s SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
-"\n"
-"Format DEVICE, an NVMe block device or an image file, as tensorfs.\n"
-"\n"
-"Options:\n"
-"  -s SIZE   size of the file system: creates the image file DEVICE if it\n"
-"            does not exist, or extends it, as a sparse file (it takes disk\n"
-"            space only as data is written).  Suffixes K, M, G, T (powers\n"
-"            of 1024; also KiB, MiB, GiB, TiB) or KB, MB, GB, TB (powers\n"
-"            of 1000).  Default: the whole device or image.\n"
-"  -f        overwrite an existing tensorfs or other file system, or an\n"
-"            image file that holds data\n"
-"  -q        quiet: print nothing on success\n"
-"  -u USER[:GROUP]  owner of the root directory (default: the user running\n"
-"            mkfs, or the one who ran sudo), so that training jobs can\n"
-"            write to the mount without being root\n"
-"  -h, --help  print this help and exit\n"
-"  -V, --version  print the version and exit\n"
-"\n"
-"The minimum size is %s.  The journal takes 1/%" PRIu64 " of the device,\n"
-"at least %s and at most %s; the rest is the data area, which\n"
-"holds the files' data and the checkpoints of the metadata.\n"
-"\n"
-"Exit status: 0 formatted, 1 refused or failed (the message says why;\n"
-"also when its output cannot be written), 2 usage error.\n"
-"\n"
-"Examples:\n"
-"  mkfs.tensorfs -s 100G /var/lib/tensorfs.img\n"
-"  mkfs.tensorfs /dev/nvme0n1\n",
-		tfs_format_size(l.min_size, min, sizeof(min)),
-		l.journal_fraction,
-		tfs_format_size(l.journal_min, jmin, sizeof(jmin)),
-		tfs_format_size(l.journal_max, jmax, sizeof(jmax)));
+	fprintf(
+	    f,
+	    "Usage: mkfs.tensorfs [-s SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
+	    "\n"
+	    "Format DEVICE, an NVMe block device or an image file, as tensorfs.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -s SIZE   size of the file system: creates the image file DEVICE if it\n"
+	    "            does not exist, or extends it, as a sparse file (it takes disk\n"
+	    "            space only as data is written).  Suffixes K, M, G, T (powers\n"
+	    "            of 1024; also KiB, MiB, GiB, TiB) or KB, MB, GB, TB (powers\n"
+	    "            of 1000).  Default: the whole device or image.\n"
+	    "  -f        overwrite an existing tensorfs or other file system, or an\n"
+	    "            image file that holds data\n"
+	    "  -q        quiet: print nothing on success\n"
+	    "  -u USER[:GROUP]  owner of the root directory (default: the user running\n"
+	    "            mkfs, or the one who ran sudo), so that training jobs can\n"
+	    "            write to the mount without being root\n"
+	    "  -h, --help  print this help and exit\n"
+	    "  -V, --version  print the version and exit\n"
+	    "\n"
+	    "The minimum size is %s.  The journal takes 1/%" PRIu64
+	    " of the device,\n"
+	    "at least %s and at most %s; the rest is the data area, which\n"
+	    "holds the files' data and the checkpoints of the metadata.\n"
+	    "\n"
+	    "Exit status: 0 formatted, 1 refused or failed (the message says why;\n"
+	    "also when its output cannot be written), 2 usage error.\n"
+	    "\n"
+	    "Examples:\n"
+	    "  mkfs.tensorfs -s 100G /var/lib/tensorfs.img\n"
+	    "  mkfs.tensorfs /dev/nvme0n1\n",
+	    tfs_format_size(l.min_size, min, sizeof(min)), l.journal_fraction,
+	    tfs_format_size(l.journal_min, jmin, sizeof(jmin)),
+	    tfs_format_size(l.journal_max, jmax, sizeof(jmax)));
 }
 
 /* The largest uid or gid: (uid_t)-1 means "no change" to chown(2). */
@@ -93,21 +94,25 @@ static int parse_id(const char *s, const char *what, unsigned long *id)
 	int r;
 
 	if (!*s) {
-		fprintf(stderr, "mkfs.tensorfs: empty %s in -u; give "
-			"USER[:GROUP] or UID[:GID]\n", what);
+		fprintf(stderr,
+			"mkfs.tensorfs: empty %s in -u; give "
+			"USER[:GROUP] or UID[:GID]\n",
+			what);
 		return -1;
 	}
 	r = parse_num(s, id);
 	if (r == -ERANGE) {
-		fprintf(stderr, "mkfs.tensorfs: %s id '%s' is out of "
-			"range; give a number from 0 to %lu\n", what,
-			s, ID_MAX);
+		fprintf(stderr,
+			"mkfs.tensorfs: %s id '%s' is out of "
+			"range; give a number from 0 to %lu\n",
+			what, s, ID_MAX);
 		return -1;
 	}
 	if (r) {
-		fprintf(stderr, "mkfs.tensorfs: unknown %s '%s'; give a %s "
-			"name or a number from 0 to %lu\n", what, s, what,
-			ID_MAX);
+		fprintf(stderr,
+			"mkfs.tensorfs: unknown %s '%s'; give a %s "
+			"name or a number from 0 to %lu\n",
+			what, s, what, ID_MAX);
 		return -1;
 	}
 	return 0;
@@ -123,8 +128,10 @@ static int owner(const char *spec, uid_t *uid, gid_t *gid)
 	unsigned long id;
 
 	if (strlen(spec) >= sizeof(buf)) {
-		fprintf(stderr, "mkfs.tensorfs: owner '%.40s...' is too "
-			"long; give USER[:GROUP] or UID[:GID]\n", spec);
+		fprintf(stderr,
+			"mkfs.tensorfs: owner '%.40s...' is too "
+			"long; give USER[:GROUP] or UID[:GID]\n",
+			spec);
 		return -1;
 	}
 	snprintf(buf, sizeof(buf), "%s", spec);
@@ -164,16 +171,20 @@ static void default_owner(uid_t *uid, gid_t *gid)
 	if (*uid != 0 || !(s = getenv("SUDO_UID")) || !*s)
 		return;
 	if (parse_num(s, &id)) {
-		fprintf(stderr, "mkfs.tensorfs: warning: ignoring SUDO_UID='%.40s', "
+		fprintf(stderr,
+			"mkfs.tensorfs: warning: ignoring SUDO_UID='%.40s', "
 			"which is not a user id; the root directory belongs to "
-			"root (give -u USER to choose)\n", s);
+			"root (give -u USER to choose)\n",
+			s);
 		return;
 	}
 	*uid = (uid_t)id;
 	if ((s = getenv("SUDO_GID")) && *s) {
 		if (parse_num(s, &id))
-			fprintf(stderr, "mkfs.tensorfs: warning: ignoring "
-				"SUDO_GID='%.40s', which is not a group id\n", s);
+			fprintf(stderr,
+				"mkfs.tensorfs: warning: ignoring "
+				"SUDO_GID='%.40s', which is not a group id\n",
+				s);
 		else
 			*gid = (gid_t)id;
 	}
@@ -193,14 +204,17 @@ static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:fqu:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:fqu:hV", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 's':
 			if (tfs_parse_size(optarg, &o->size, NULL) ||
 			    o->size == 0) {
-				fprintf(stderr, "mkfs.tensorfs: invalid size "
+				fprintf(stderr,
+					"mkfs.tensorfs: invalid size "
 					"'%s'; give bytes or a size like "
-					"100G\n", optarg);
+					"100G\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -222,12 +236,14 @@ static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
 			return 0;
 		default:
 			fputs("Try 'mkfs.tensorfs --help' for more "
-			      "information.\n", stderr);
+			      "information.\n",
+			      stderr);
 			return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		fprintf(stderr, "mkfs.tensorfs: %s\nUsage: mkfs.tensorfs [-s "
+		fprintf(stderr,
+			"mkfs.tensorfs: %s\nUsage: mkfs.tensorfs [-s "
 			"SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
 			"Try 'mkfs.tensorfs --help' for more information.\n",
 			argc == optind ? "missing DEVICE"
@@ -258,8 +274,8 @@ int main(int argc, char **argv)
 	if (!quiet)
 		printf("mkfs.tensorfs: formatted %s: %s in all, %s for data "
 		       "and checkpoints (metadata grows into it as files are "
-		       "made), %s for the journal\n", path,
-		       tfs_format_size(info.size, h1, sizeof(h1)),
+		       "made), %s for the journal\n",
+		       path, tfs_format_size(info.size, h1, sizeof(h1)),
 		       tfs_format_size(info.data_bytes, h2, sizeof(h2)),
 		       tfs_format_size(info.meta_bytes, h3, sizeof(h3)));
 	return 0;

@@ -56,93 +56,93 @@ static const char *prog = "tensorfs-plan";
 static void usage(FILE *f)
 {
 	fputs(
-"Usage: tensorfs-plan [-c FILE.ini] [--deepspeed ds_config.json]\n"
-"                     (--params N | --model config.json) [OPTIONS]\n"
-"\n"
-"Explain a DeepSpeed ZeRO offload configuration before it runs: the host\n"
-"memory DeepSpeed takes per rank and per node, pinned and pageable, item\n"
-"by item with its formula; the memory of the tensorfs mount; the NVMe\n"
-"space the swap files need; the errors DeepSpeed would stop with later\n"
-"(a parameter larger than buffer_size, fast_init with small buffers, too\n"
-"few optimizer buffers, more pinned memory than RAM) and why; and\n"
-"recommended values that fit, each with its reason.\n"
-"\n"
-"Inputs (later ones override earlier ones):\n"
-"  -c FILE.ini          a tensorfs.ini: [offload_param], [offload_optimizer],\n"
-"                       [zero_optimization] and [aio] keys, DeepSpeed's\n"
-"                       names and units (see tensorfs --print-config)\n"
-"  --deepspeed FILE     a ds_config.json: zero_optimization.stage,\n"
-"                       .offload_param, .offload_optimizer, .sub_group_size,\n"
-"                       the top-level aio and fp16/bf16.enabled; numbers may\n"
-"                       be 1e8, \"1e8\" or \"auto\" (the value Hugging Face's\n"
-"                       Trainer or DeepSpeed substitutes is shown).  Without\n"
-"                       it ZeRO stage 3 is assumed.  FILE - is standard\n"
-"                       input (for one of --deepspeed and --model)\n"
-"  --params N           the model's parameters: 7e9, 13e9, 70000000000\n"
-"  --model FILE         a Hugging Face config.json; parameters counted as\n"
-"                       V*H*(tied ? 1 : 2) + L*(H*q + 2*H*kv + q*H + 3*H*I\n"
-"                       + 2*H) + H, with H hidden_size, L num_hidden_layers,\n"
-"                       I intermediate_size, V vocab_size, q = heads*d,\n"
-"                       kv = num_key_value_heads*d, d = head_dim or H/heads\n"
-"                       (Llama, Mistral, Qwen2: gated MLP, RMSNorm); the\n"
-"                       largest parameter is max(V*H, H*I, q*H); absent\n"
-"                       tie_word_embeddings means true, as in transformers'\n"
-"                       PretrainedConfig.  --params, if given too, wins for N;\n"
-"                       FILE - is standard input\n"
-"  --largest-param N    elements of the largest parameter (e.g. the\n"
-"                       embedding, vocab_size*hidden_size), to check\n"
-"                       buffer_size; --model supplies it\n"
-"  --dtype TYPE         model dtype: bf16, fp16, fp32 (default: from the\n"
-"                       ds_config's fp16/bf16, else the INI's dtype)\n"
-"\n"
-"The machine:\n"
-"  --ranks N            ranks (GPUs) per node (default 1)\n"
-"  --nodes N            nodes; the world size is ranks x nodes (default 1)\n"
-"  --ram SIZE           host memory per node (default: this machine's\n"
-"                       MemTotal), e.g. 256G, 512GiB\n"
-"  --nvme SIZE          space under nvme_path per node (default: unknown,\n"
-"                       not checked)\n"
-"  --memlock SIZE       RLIMIT_MEMLOCK of the ranks, or 'unlimited'\n"
-"                       (default: this process's, as ulimit -l shows)\n"
-"\n"
-"Output:\n"
-"  --json               print the same as one JSON object\n"
-"  --strict             exit 1 on warnings too (for CI gates)\n"
-"  --full               print the equivalent tensorfs.ini in full, with\n"
-"                       comments, instead of only the keys that differ\n"
-"                       from the defaults\n"
-"  -h, --help           print this help and exit\n"
-"  -V, --version        print the version and exit\n"
-"\n"
-"Sizes take K, M, G, T (powers of 1024, also KiB...TiB) or KB, MB, GB, TB\n"
-"(powers of 1000).  Counts take DeepSpeed's notation: 1e9, 1.5e9.\n"
-"\n"
-"Host memory is counted per rank as DeepSpeed 0.16 allocates it: the\n"
-"parameter swap pool (buffer_count x buffer_size x dtype), parameters\n"
-"kept in RAM (min(max_in_cpu, parameters per rank) x dtype), the fp16\n"
-"buffer for NVMe sub-groups, the gradient partitions, the optimizer swap\n"
-"pool (optimizer buffer_count x sub-group x 4 B) and the fp32 gradient\n"
-"buffer, or the optimizer state itself when offloaded to cpu; the\n"
-"tensorfs mount adds its cache (max_in_cpu), its pool and 64 MiB per\n"
-"node.  NVMe holds dtype x N of parameters and 16 B x N of optimizer\n"
-"state (fp32 weights, exp_avg, exp_avg_sq, fp32 gradients) per node's\n"
-"share.  A node over 90% of its RAM is a warning, over 100% a failure.\n"
-"\n"
-"Exit status (0 success, 1 failure or refusal, 2 usage error):\n"
-"  0   the configuration fits; warnings may be printed (--strict: exit 1)\n"
-"  1   it will fail (DeepSpeed stops, or the node runs out of memory);\n"
-"      or an input cannot be read or parsed (a missing file, invalid\n"
-"      JSON with line:column, a bad INI key or value with file:line, a\n"
-"      config.json without the sizes) or holds a bad value (a negative\n"
-"      buffer_size, device \"gpu\"), named with its file and key; or the\n"
-"      output cannot be written\n"
-"  2   usage error: unknown option, missing --params/--model, bad number\n"
-"\n"
-"Examples:\n"
-"  tensorfs-plan --deepspeed ds_config.json --params 70e9 --ranks 8\n"
-"  tensorfs-plan -c /etc/tensorfs/tensorfs.ini --model config.json \\\n"
-"        --ram 512G --json\n",
-	      f);
+	    "Usage: tensorfs-plan [-c FILE.ini] [--deepspeed ds_config.json]\n"
+	    "                     (--params N | --model config.json) [OPTIONS]\n"
+	    "\n"
+	    "Explain a DeepSpeed ZeRO offload configuration before it runs: the host\n"
+	    "memory DeepSpeed takes per rank and per node, pinned and pageable, item\n"
+	    "by item with its formula; the memory of the tensorfs mount; the NVMe\n"
+	    "space the swap files need; the errors DeepSpeed would stop with later\n"
+	    "(a parameter larger than buffer_size, fast_init with small buffers, too\n"
+	    "few optimizer buffers, more pinned memory than RAM) and why; and\n"
+	    "recommended values that fit, each with its reason.\n"
+	    "\n"
+	    "Inputs (later ones override earlier ones):\n"
+	    "  -c FILE.ini          a tensorfs.ini: [offload_param], [offload_optimizer],\n"
+	    "                       [zero_optimization] and [aio] keys, DeepSpeed's\n"
+	    "                       names and units (see tensorfs --print-config)\n"
+	    "  --deepspeed FILE     a ds_config.json: zero_optimization.stage,\n"
+	    "                       .offload_param, .offload_optimizer, .sub_group_size,\n"
+	    "                       the top-level aio and fp16/bf16.enabled; numbers may\n"
+	    "                       be 1e8, \"1e8\" or \"auto\" (the value Hugging Face's\n"
+	    "                       Trainer or DeepSpeed substitutes is shown).  Without\n"
+	    "                       it ZeRO stage 3 is assumed.  FILE - is standard\n"
+	    "                       input (for one of --deepspeed and --model)\n"
+	    "  --params N           the model's parameters: 7e9, 13e9, 70000000000\n"
+	    "  --model FILE         a Hugging Face config.json; parameters counted as\n"
+	    "                       V*H*(tied ? 1 : 2) + L*(H*q + 2*H*kv + q*H + 3*H*I\n"
+	    "                       + 2*H) + H, with H hidden_size, L num_hidden_layers,\n"
+	    "                       I intermediate_size, V vocab_size, q = heads*d,\n"
+	    "                       kv = num_key_value_heads*d, d = head_dim or H/heads\n"
+	    "                       (Llama, Mistral, Qwen2: gated MLP, RMSNorm); the\n"
+	    "                       largest parameter is max(V*H, H*I, q*H); absent\n"
+	    "                       tie_word_embeddings means true, as in transformers'\n"
+	    "                       PretrainedConfig.  --params, if given too, wins for N;\n"
+	    "                       FILE - is standard input\n"
+	    "  --largest-param N    elements of the largest parameter (e.g. the\n"
+	    "                       embedding, vocab_size*hidden_size), to check\n"
+	    "                       buffer_size; --model supplies it\n"
+	    "  --dtype TYPE         model dtype: bf16, fp16, fp32 (default: from the\n"
+	    "                       ds_config's fp16/bf16, else the INI's dtype)\n"
+	    "\n"
+	    "The machine:\n"
+	    "  --ranks N            ranks (GPUs) per node (default 1)\n"
+	    "  --nodes N            nodes; the world size is ranks x nodes (default 1)\n"
+	    "  --ram SIZE           host memory per node (default: this machine's\n"
+	    "                       MemTotal), e.g. 256G, 512GiB\n"
+	    "  --nvme SIZE          space under nvme_path per node (default: unknown,\n"
+	    "                       not checked)\n"
+	    "  --memlock SIZE       RLIMIT_MEMLOCK of the ranks, or 'unlimited'\n"
+	    "                       (default: this process's, as ulimit -l shows)\n"
+	    "\n"
+	    "Output:\n"
+	    "  --json               print the same as one JSON object\n"
+	    "  --strict             exit 1 on warnings too (for CI gates)\n"
+	    "  --full               print the equivalent tensorfs.ini in full, with\n"
+	    "                       comments, instead of only the keys that differ\n"
+	    "                       from the defaults\n"
+	    "  -h, --help           print this help and exit\n"
+	    "  -V, --version        print the version and exit\n"
+	    "\n"
+	    "Sizes take K, M, G, T (powers of 1024, also KiB...TiB) or KB, MB, GB, TB\n"
+	    "(powers of 1000).  Counts take DeepSpeed's notation: 1e9, 1.5e9.\n"
+	    "\n"
+	    "Host memory is counted per rank as DeepSpeed 0.16 allocates it: the\n"
+	    "parameter swap pool (buffer_count x buffer_size x dtype), parameters\n"
+	    "kept in RAM (min(max_in_cpu, parameters per rank) x dtype), the fp16\n"
+	    "buffer for NVMe sub-groups, the gradient partitions, the optimizer swap\n"
+	    "pool (optimizer buffer_count x sub-group x 4 B) and the fp32 gradient\n"
+	    "buffer, or the optimizer state itself when offloaded to cpu; the\n"
+	    "tensorfs mount adds its cache (max_in_cpu), its pool and 64 MiB per\n"
+	    "node.  NVMe holds dtype x N of parameters and 16 B x N of optimizer\n"
+	    "state (fp32 weights, exp_avg, exp_avg_sq, fp32 gradients) per node's\n"
+	    "share.  A node over 90% of its RAM is a warning, over 100% a failure.\n"
+	    "\n"
+	    "Exit status (0 success, 1 failure or refusal, 2 usage error):\n"
+	    "  0   the configuration fits; warnings may be printed (--strict: exit 1)\n"
+	    "  1   it will fail (DeepSpeed stops, or the node runs out of memory);\n"
+	    "      or an input cannot be read or parsed (a missing file, invalid\n"
+	    "      JSON with line:column, a bad INI key or value with file:line, a\n"
+	    "      config.json without the sizes) or holds a bad value (a negative\n"
+	    "      buffer_size, device \"gpu\"), named with its file and key; or the\n"
+	    "      output cannot be written\n"
+	    "  2   usage error: unknown option, missing --params/--model, bad number\n"
+	    "\n"
+	    "Examples:\n"
+	    "  tensorfs-plan --deepspeed ds_config.json --params 70e9 --ranks 8\n"
+	    "  tensorfs-plan -c /etc/tensorfs/tensorfs.ini --model config.json \\\n"
+	    "        --ram 512G --json\n",
+	    f);
 }
 /* clang-format on */
 
@@ -174,7 +174,7 @@ struct input {
 	int dtype_given;
 	int ram_given;
 	struct tfs_deepspeed dsr; /* what --deepspeed said */
-	struct tfs_plan *p; /* problems of the inputs go here first */
+	struct tfs_plan *p;	  /* problems of the inputs go here first */
 };
 
 /* ===== numbers and files ===== */
@@ -339,7 +339,7 @@ static void read_model(struct input *in, uint64_t *params, uint64_t *largest)
 {
 	json_t *root = load_json(in->model, "Hugging Face config.json");
 	const json_t *o = root, *tied;
-	struct tfs_plan_shape s = {0};
+	struct tfs_plan_shape s = { 0 };
 	const char *at = "";
 	int rc;
 
@@ -467,7 +467,7 @@ static char *ini_text(const struct tfs_config *c, int full)
 	return buf;
 }
 
-static const char *const sev_name[] = {"note", "warning", "error"};
+static const char *const sev_name[] = { "note", "warning", "error" };
 
 /* The exit status of a plan: 1 if it will fail, or with --strict if it
  * has warnings; else 0. */
@@ -875,22 +875,22 @@ enum {
 	O_STRICT
 };
 static const struct option longopts[] = {
-    {"deepspeed", required_argument, NULL, O_DS},
-    {"params", required_argument, NULL, O_PARAMS},
-    {"model", required_argument, NULL, O_MODEL},
-    {"largest-param", required_argument, NULL, O_LARGEST},
-    {"dtype", required_argument, NULL, O_DTYPE},
-    {"ranks", required_argument, NULL, O_RANKS},
-    {"nodes", required_argument, NULL, O_NODES},
-    {"ram", required_argument, NULL, O_RAM},
-    {"nvme", required_argument, NULL, O_NVME},
-    {"memlock", required_argument, NULL, O_MEMLOCK},
-    {"json", no_argument, NULL, O_JSON},
-    {"full", no_argument, NULL, O_FULL},
-    {"strict", no_argument, NULL, O_STRICT},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
+	{ "deepspeed", required_argument, NULL, O_DS },
+	{ "params", required_argument, NULL, O_PARAMS },
+	{ "model", required_argument, NULL, O_MODEL },
+	{ "largest-param", required_argument, NULL, O_LARGEST },
+	{ "dtype", required_argument, NULL, O_DTYPE },
+	{ "ranks", required_argument, NULL, O_RANKS },
+	{ "nodes", required_argument, NULL, O_NODES },
+	{ "ram", required_argument, NULL, O_RAM },
+	{ "nvme", required_argument, NULL, O_NVME },
+	{ "memlock", required_argument, NULL, O_MEMLOCK },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "full", no_argument, NULL, O_FULL },
+	{ "strict", no_argument, NULL, O_STRICT },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
 };
 
 /* Parse the options into in and a; exits on --help, --version and
@@ -1022,7 +1022,7 @@ int main(int argc, char **argv)
 {
 	static struct input in;
 	struct tfs_mem_limits lim;
-	struct args a = {0};
+	struct args a = { 0 };
 	int rc;
 
 	tfs_closeout("tensorfs-plan", EXIT_FAILURE);

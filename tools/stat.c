@@ -25,33 +25,34 @@
 static void usage(FILE *f)
 {
 	fputs(
-"Usage: tensorfs-stat [--json] MOUNTPOINT [INTERVAL [COUNT]]\n"
-"\n"
-"Show what a tensorfs mount is doing, one line per INTERVAL seconds (default\n"
-"1; fractions allowed), COUNT lines (default: until interrupted; without\n"
-"INTERVAL, one line over one second), as vmstat does:\n"
-"\n"
-"  app r/w    MB/s applications read and wrote (10^6 bytes/s)\n"
-"  dev r/w    MB/s read from and written to the device\n"
-"  hit%       reads served from tensorfs's RAM cache, of all reads\n"
-"  cache      MiB of file data in RAM / the cache's limit (max_in_cpu)\n"
-"  dirty      MiB in RAM not yet on the device\n"
-"  pool       write-back chunks in use / in the pool\n"
-"  inflt      device requests in flight\n"
-"  waits      writes that waited for a full pool in the interval\n"
-"\n"
-"A header is printed again every screenful.  The counters come from\n"
-"MOUNTPOINT/.tensorfs/stats.  MOUNTPOINT may be any path on the mount\n"
-"(/local_nvme/zero_stage_3): as df does, the mount that holds it is used.\n"
-"\n"
-"Options:\n"
-"  --json      one JSON object per line, with the same fields, for scripts\n"
-"  -h, --help  print this help and exit\n"
-"  -V, --version  print the version and exit\n"
-"\n"
-"Exit status: 0 when done, 1 if MOUNTPOINT is not a tensorfs mount (or its\n"
-"counters cannot be read) or the output cannot be written, 2 on a usage\n"
-"error.\n", f);
+	    "Usage: tensorfs-stat [--json] MOUNTPOINT [INTERVAL [COUNT]]\n"
+	    "\n"
+	    "Show what a tensorfs mount is doing, one line per INTERVAL seconds (default\n"
+	    "1; fractions allowed), COUNT lines (default: until interrupted; without\n"
+	    "INTERVAL, one line over one second), as vmstat does:\n"
+	    "\n"
+	    "  app r/w    MB/s applications read and wrote (10^6 bytes/s)\n"
+	    "  dev r/w    MB/s read from and written to the device\n"
+	    "  hit%       reads served from tensorfs's RAM cache, of all reads\n"
+	    "  cache      MiB of file data in RAM / the cache's limit (max_in_cpu)\n"
+	    "  dirty      MiB in RAM not yet on the device\n"
+	    "  pool       write-back chunks in use / in the pool\n"
+	    "  inflt      device requests in flight\n"
+	    "  waits      writes that waited for a full pool in the interval\n"
+	    "\n"
+	    "A header is printed again every screenful.  The counters come from\n"
+	    "MOUNTPOINT/.tensorfs/stats.  MOUNTPOINT may be any path on the mount\n"
+	    "(/local_nvme/zero_stage_3): as df does, the mount that holds it is used.\n"
+	    "\n"
+	    "Options:\n"
+	    "  --json      one JSON object per line, with the same fields, for scripts\n"
+	    "  -h, --help  print this help and exit\n"
+	    "  -V, --version  print the version and exit\n"
+	    "\n"
+	    "Exit status: 0 when done, 1 if MOUNTPOINT is not a tensorfs mount (or its\n"
+	    "counters cannot be read) or the output cannot be written, 2 on a usage\n"
+	    "error.\n",
+	    f);
 }
 
 /* Read MOUNT/.tensorfs/stats into *s.  0 or -errno. */
@@ -66,11 +67,11 @@ static int read_stats(const char *path, struct tfs_stats *s)
 		return -errno;
 	memset(s, 0, sizeof(*s));
 	while (fscanf(f, "%63s %llu", name, &v) == 2) {
-#define X(field, type, help)                                                 \
-		if (!strcmp(name, #field)) {                                 \
-			s->field = v;                                        \
-			n++;                                                 \
-		}
+#define X(field, type, help)                                                   \
+	if (!strcmp(name, #field)) {                                           \
+		s->field = v;                                                  \
+		n++;                                                           \
+	}
 		TFS_STATS
 #undef X
 	}
@@ -90,8 +91,8 @@ static int screen_rows(void)
 {
 	struct winsize w;
 
-	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 &&
-	    w.ws_row > 4)
+	if (isatty(STDOUT_FILENO) &&
+	    ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_row > 4)
 		return w.ws_row - 2;
 	return 20;
 }
@@ -106,28 +107,27 @@ static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
 	double mib = 1048576.0;
 
 	if (json) {
-		char h[16] = "null";	/* no reads in the interval */
+		char h[16] = "null"; /* no reads in the interval */
 
 		if (!isnan(hit))
 			snprintf(h, sizeof(h), "%.1f", hit);
-		printf("{\"app_read_mb_s\": %.1f, \"app_write_mb_s\": %.1f, "
-		       "\"dev_read_mb_s\": %.1f, \"dev_write_mb_s\": %.1f, "
-		       "\"cache_hit_pct\": %s, \"cache_bytes\": %llu, "
-		       "\"cache_limit_bytes\": %llu, \"dirty_bytes\": %llu, "
-		       "\"pool_busy\": %llu, \"pool_total\": %llu, "
-		       "\"inflight\": %llu, \"pool_waits\": %llu, "
-		       "\"interval_s\": %.3f}\n",
-		       D(app_read_bytes) / dt / 1e6,
-		       D(app_write_bytes) / dt / 1e6,
-		       D(dev_read_bytes) / dt / 1e6,
-		       D(dev_write_bytes) / dt / 1e6, h,
-		       (unsigned long long)b->cache_bytes,
-		       (unsigned long long)b->cache_limit_bytes,
-		       (unsigned long long)b->dirty_bytes,
-		       (unsigned long long)b->pool_busy,
-		       (unsigned long long)b->pool_total,
-		       (unsigned long long)b->dev_inflight,
-		       (unsigned long long)(b->pool_waits - a->pool_waits), dt);
+		printf(
+		    "{\"app_read_mb_s\": %.1f, \"app_write_mb_s\": %.1f, "
+		    "\"dev_read_mb_s\": %.1f, \"dev_write_mb_s\": %.1f, "
+		    "\"cache_hit_pct\": %s, \"cache_bytes\": %llu, "
+		    "\"cache_limit_bytes\": %llu, \"dirty_bytes\": %llu, "
+		    "\"pool_busy\": %llu, \"pool_total\": %llu, "
+		    "\"inflight\": %llu, \"pool_waits\": %llu, "
+		    "\"interval_s\": %.3f}\n",
+		    D(app_read_bytes) / dt / 1e6, D(app_write_bytes) / dt / 1e6,
+		    D(dev_read_bytes) / dt / 1e6, D(dev_write_bytes) / dt / 1e6,
+		    h, (unsigned long long)b->cache_bytes,
+		    (unsigned long long)b->cache_limit_bytes,
+		    (unsigned long long)b->dirty_bytes,
+		    (unsigned long long)b->pool_busy,
+		    (unsigned long long)b->pool_total,
+		    (unsigned long long)b->dev_inflight,
+		    (unsigned long long)(b->pool_waits - a->pool_waits), dt);
 	} else {
 		char h[8];
 
@@ -135,19 +135,18 @@ static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
 			snprintf(h, sizeof(h), "-");
 		else
 			snprintf(h, sizeof(h), "%.0f", hit);
-		printf("%7.0f %7.0f %7.0f %7.0f %5s %7.0f/%-7.0f %7.0f "
-		       "%5llu/%-5llu %5llu %6llu\n",
-		       D(app_read_bytes) / dt / 1e6,
-		       D(app_write_bytes) / dt / 1e6,
-		       D(dev_read_bytes) / dt / 1e6,
-		       D(dev_write_bytes) / dt / 1e6, h,
-		       (double)b->cache_bytes / mib,
-		       (double)b->cache_limit_bytes / mib,
-		       (double)b->dirty_bytes / mib,
-		       (unsigned long long)b->pool_busy,
-		       (unsigned long long)b->pool_total,
-		       (unsigned long long)b->dev_inflight,
-		       (unsigned long long)(b->pool_waits - a->pool_waits));
+		printf(
+		    "%7.0f %7.0f %7.0f %7.0f %5s %7.0f/%-7.0f %7.0f "
+		    "%5llu/%-5llu %5llu %6llu\n",
+		    D(app_read_bytes) / dt / 1e6, D(app_write_bytes) / dt / 1e6,
+		    D(dev_read_bytes) / dt / 1e6, D(dev_write_bytes) / dt / 1e6,
+		    h, (double)b->cache_bytes / mib,
+		    (double)b->cache_limit_bytes / mib,
+		    (double)b->dirty_bytes / mib,
+		    (unsigned long long)b->pool_busy,
+		    (unsigned long long)b->pool_total,
+		    (unsigned long long)b->dev_inflight,
+		    (unsigned long long)(b->pool_waits - a->pool_waits));
 	}
 	fflush(stdout);
 }
@@ -179,10 +178,10 @@ static double seconds(const char *s)
 
 /* What the command line asked for. */
 struct args {
-	const char *mount;	/* MOUNTPOINT */
-	double interval;	/* seconds between lines */
-	long count;		/* lines to print; -1: until interrupted */
-	int json;		/* --json */
+	const char *mount; /* MOUNTPOINT */
+	double interval;   /* seconds between lines */
+	long count;	   /* lines to print; -1: until interrupted */
+	int json;	   /* --json */
 };
 
 static int parse_args(int argc, char **argv, struct args *o)
@@ -210,12 +209,14 @@ static int parse_args(int argc, char **argv, struct args *o)
 			return 0;
 		default:
 			fputs("Try 'tensorfs-stat --help' for more "
-			      "information.\n", stderr);
+			      "information.\n",
+			      stderr);
 			return 2;
 		}
 	}
 	if (argc - optind < 1 || argc - optind > 3) {
-		fprintf(stderr, "tensorfs-stat: %s\nUsage: tensorfs-stat "
+		fprintf(stderr,
+			"tensorfs-stat: %s\nUsage: tensorfs-stat "
 			"[--json] MOUNTPOINT [INTERVAL [COUNT]]\n",
 			argc - optind < 1 ? "missing MOUNTPOINT"
 					  : "too many arguments");
@@ -228,7 +229,8 @@ static int parse_args(int argc, char **argv, struct args *o)
 	}
 	o->interval = seconds(argv[optind + 1]);
 	if (o->interval < 0) {
-		fprintf(stderr, "tensorfs-stat: interval '%s' is not a "
+		fprintf(stderr,
+			"tensorfs-stat: interval '%s' is not a "
 			"number of seconds above 0 and at most 86400 (e.g. 1 "
 			"or 0.5)\n",
 			argv[optind + 1]);
@@ -239,8 +241,10 @@ static int parse_args(int argc, char **argv, struct args *o)
 
 		o->count = strtol(argv[optind + 2], &end, 10);
 		if (*end || end == argv[optind + 2] || o->count < 1) {
-			fprintf(stderr, "tensorfs-stat: count '%s' is not a "
-				"whole number of lines\n", argv[optind + 2]);
+			fprintf(stderr,
+				"tensorfs-stat: count '%s' is not a "
+				"whole number of lines\n",
+				argv[optind + 2]);
 			return 2;
 		}
 	}
@@ -272,8 +276,10 @@ static int watch(const char *path, struct tfs_stats *a, const struct args *o)
 		rc = read_stats(path, &b);
 		t1 = now_s();
 		if (rc) {
-			fprintf(stderr, "tensorfs-stat: cannot read %s: %s; "
-				"was it unmounted?\n", path, strerror(-rc));
+			fprintf(stderr,
+				"tensorfs-stat: cannot read %s: %s; "
+				"was it unmounted?\n",
+				path, strerror(-rc));
 			return 1;
 		}
 		if (!o->json && line++ % rows == 0)
@@ -335,8 +341,10 @@ int main(int argc, char **argv)
 		return rc;
 	rc = find_stats(o.mount, path, sizeof(path), &a);
 	if (rc) {
-		fprintf(stderr, "tensorfs-stat: '%s' is not a tensorfs mount "
-			"(cannot read %s: %s)\n", o.mount, path, strerror(-rc));
+		fprintf(stderr,
+			"tensorfs-stat: '%s' is not a tensorfs mount "
+			"(cannot read %s: %s)\n",
+			o.mount, path, strerror(-rc));
 		return 1;
 	}
 	return watch(path, &a, &o);

@@ -21,15 +21,15 @@
 #include "fs.h"
 
 struct tfs_check_result {
-	uint64_t errors;	/* problems found */
-	uint64_t repaired;	/* of those, repaired */
-	uint64_t orphans;	/* unlinked inodes, freed at next mount */
+	uint64_t errors;   /* problems found */
+	uint64_t repaired; /* of those, repaired */
+	uint64_t orphans;  /* unlinked inodes, freed at next mount */
 	uint64_t files, dirs, symlinks, others;
-	uint64_t extents;	/* in all regular files */
+	uint64_t extents; /* in all regular files */
 };
 
-#define TFS_CHECK_REPAIR	0x1	/* fix what can be fixed (fs opened rw) */
-#define TFS_CHECK_VERBOSE	0x2	/* list every file with its extents */
+#define TFS_CHECK_REPAIR  0x1 /* fix what can be fixed (fs opened rw) */
+#define TFS_CHECK_VERBOSE 0x2 /* list every file with its extents */
 
 /*
  * Check fs, which no other thread may use meanwhile.  Findings go to

@@ -38,175 +38,198 @@
 /* Where DeepSpeed offloads; ENUM keys hold the index of the word. */
 #define TFS_CFG_DEVICES "none|cpu|nvme"
 enum tfs_offload_device {
-	TFS_DEVICE_NONE, TFS_DEVICE_CPU, TFS_DEVICE_NVME
+	TFS_DEVICE_NONE,
+	TFS_DEVICE_CPU,
+	TFS_DEVICE_NVME
 };
 
 #define TFS_DS_ONLY "DeepSpeed only: tensorfs reads it for tensorfs-plan.  "
 
-#define TFS_CONFIG_KEYS                                                      \
-	X(offload_param, device, ENUM, "none", 0, 0, TFS_CFG_DEVICES, DS,      \
-	  TFS_DS_ONLY "Where DeepSpeed keeps parameter partitions between "    \
-	  "uses (ZeRO stage 3 only): none keeps them on the GPU; cpu in "      \
-	  "pinned host memory, all of them; nvme in files under nvme_path, "   \
-	  "max_in_cpu elements of them in pinned host memory, the rest "       \
-	  "read through buffer_count buffers of buffer_size.")                \
-	X(offload_param, nvme_path, STR, "", 0, 0, "path", DS,                \
-	  TFS_DS_ONLY "Directory DeepSpeed writes parameter swap files "       \
-	  "under (zero_stage_3/<dtype>params/rank<R>/, emptied at start); "    \
-	  "set it to the tensorfs mount point.  Required with device = "      \
-	  "nvme.")                                                            \
-	X(offload_param, max_in_cpu, ELEMS, "1e9", 0, UINT64_MAX >> 2,        \
-	  "elements", TFS,                                                     \
-	  "RAM cache of file data, in elements of dtype (1e9 x fp16 = 2 GB); " \
-	  "a number with a byte suffix (16GiB) is bytes.  Clean data stays "   \
-	  "in RAM up to this budget, least recently used evicted first; it "   \
-	  "is never exceeded.  0: no cache, every read goes to the device.  "  \
-	  "Costs up to this much memory, allocated as it fills.  In "          \
-	  "DeepSpeed: parameter elements per rank kept in one pinned host "    \
-	  "buffer instead of on NVMe.")                                        \
-	X(offload_param, buffer_count, UINT, "5", 1, 1u << 20, "count", TFS,   \
-	  "Write-back buffers.  Writes are copied into them, acknowledged, "   \
-	  "and written to the device in the background; when all are full "    \
-	  "writers wait, they never fail.  Pool memory = buffer_count x "      \
-	  "buffer_size, allocated at mount (and pinned with pin_memory).  In " \
-	  "DeepSpeed: pinned parameter swap buffers per rank.")               \
-	X(offload_param, buffer_size, ELEMS, "1e8", 1, UINT64_MAX >> 2,        \
-	  "elements", TFS,                                                     \
-	  "Size of one write-back buffer, in elements of dtype (1e8 x fp16 = " \
-	  "200 MB), or bytes with a suffix.  Defaults: 5 x 1e8 x 2 B = 1 GB "  \
-	  "of pool.  In DeepSpeed: one parameter swap buffer, which must be "  \
-	  "larger than the largest parameter partition.")                      \
-	X(offload_param, pin_memory, BOOL, "false", 0, 1, "bool", TFS,         \
-	  "Lock the cache and the write-back pool in RAM (mlock) and "         \
-	  "register them with io_uring, saving a page walk per I/O.  Pinned " \
-	  "memory counts against RLIMIT_MEMLOCK (ulimit -l); the mount "       \
-	  "refuses a cache plus pool larger than that limit.  In DeepSpeed: "  \
-	  "pins parameter partitions "                                         \
-	  "as zero.Init creates them in host memory; its max_in_cpu buffer "   \
-	  "is pinned either way.")                                             \
-	X(offload_param, dtype, DTYPE, "fp16", 0, 0, "type", TFS,              \
-	  "Element type that max_in_cpu and buffer_size count (tensorfs's "    \
-	  "own key; DeepSpeed takes it from its fp16/bf16 sections): fp16, "   \
-	  "bf16, fp32, fp64, fp8_e4m3, fp8_e5m2, int8, uint8, int16, int32, "  \
-	  "int64, bool.")                                                      \
-	X(offload_optimizer, device, ENUM, "none", 0, 0, TFS_CFG_DEVICES, DS,  \
-	  TFS_DS_ONLY "Where DeepSpeed keeps the optimizer state (fp32 "       \
-	  "master weights, Adam's exp_avg and exp_avg_sq, fp32 gradients: 16 " \
-	  "B per parameter per rank): none on the GPU; cpu in host memory; "   \
-	  "nvme in files under nvme_path, swapped in one sub-group at a "      \
-	  "time (ZeRO stage 3; stages 1 and 2 treat nvme as cpu).  The step "  \
-	  "runs on the CPU either way.")                                       \
-	X(offload_optimizer, nvme_path, STR, "", 0, 0, "path", DS,             \
-	  TFS_DS_ONLY "Directory DeepSpeed writes optimizer swap files "       \
-	  "under (zero_stage_3/optimizer/rank<R>/, never cleaned); set it to " \
-	  "the tensorfs mount point.  Required with device = nvme.")          \
-	X(offload_optimizer, pin_memory, BOOL, "false", 0, 1, "bool", DS,      \
-	  TFS_DS_ONLY "Pins the gradient partitions DeepSpeed keeps in host "  \
-	  "memory whenever the optimizer is offloaded (one element of dtype "  \
-	  "per parameter per rank), and with device = cpu the fp32 "           \
-	  "gradients too.  The NVMe swap buffers are pinned either way.")      \
-	X(offload_optimizer, buffer_count, UINT, "4", 0, 1u << 20, "count",    \
-	  DS,                                                                  \
-	  TFS_DS_ONLY "Pinned fp32 swap buffers, each the size of the "        \
-	  "largest sub-group: buffer_count x sub_group_size x 4 B per rank.  " \
-	  "A sub-group's step needs one per state: 4 for Adam (fp32 "          \
-	  "parameter, gradient, exp_avg, exp_avg_sq); pipeline_read and "      \
-	  "pipeline_write each hold 4 more at once.")                          \
-	X(offload_optimizer, fast_init, BOOL, "false", 0, 1, "bool", DS,       \
-	  TFS_DS_ONLY "Build the NVMe optimizer state by reading the fp16 "    \
-	  "parameter files through the parameter swap buffers in batches, "    \
-	  "instead of one sub-group at a time through an unpinned buffer.  "   \
-	  "Faster, but every offload_param buffer must hold the largest "      \
-	  "sub-group (buffer_size >= sub_group_size), else DeepSpeed stops "  \
-	  "with 'numel of fp16 buffers ... is too small'.")                    \
-	X(offload_optimizer, pipeline_read, BOOL, "false", 0, 1, "bool", DS,   \
-	  TFS_DS_ONLY "Read the next sub-group's optimizer state while the "   \
-	  "current one steps (needs 4 more buffer_count for Adam).")          \
-	X(offload_optimizer, pipeline_write, BOOL, "false", 0, 1, "bool", DS,  \
-	  TFS_DS_ONLY "Write the previous sub-group's optimizer state while "  \
-	  "the current one steps (needs 4 more buffer_count for Adam).")      \
-	X(offload_optimizer, ratio, REAL, "1", 0, 1, "fraction", DS,           \
-	  TFS_DS_ONLY "Share of the sub-groups whose optimizer step runs on "  \
-	  "the CPU (ZeRO stage 3); the rest step on the GPU.  tensorfs-plan "  \
-	  "counts every sub-group as offloaded, an upper bound.")             \
-	X(zero_optimization, sub_group_size, UINT, "1e9", 0, UINT64_MAX >> 2,  \
-	  "elements", DS,                                                      \
-	  TFS_DS_ONLY "Parameters per optimizer sub-group: the optimizer "     \
-	  "steps, and with offload_optimizer nvme swaps, one sub-group at a "  \
-	  "time, so the optimizer swap pool (x 4 B x buffer_count), the fp32 " \
-	  "gradient buffer (x 4 B) and, when parameters live on NVMe, a "      \
-	  "pinned fp16 buffer all scale with it.  Lower it (1e8) when the "    \
-	  "optimizer step runs out of host memory.")                           \
-	X(aio, block_size, SIZE, "1MiB", 4096, 64u << 20, "bytes", TFS,        \
-	  "Size of one device request, and of the unit the cache and the "     \
-	  "write-back pool work in.  A multiple of 4 KiB.  In DeepSpeed: "     \
-	  "tensors smaller than max(1 MiB, block_size) are never swapped.")    \
-	X(aio, queue_depth, UINT, "8", 1, 256, "count", TFS,                   \
-	  "Device requests in flight per I/O thread.")                         \
-	X(aio, intra_op_parallelism, UINT, "1", 1, 64, "count", TFS,           \
-	  "I/O threads writing back, each with its own io_uring.  The old "    \
-	  "name thread_count is accepted with a warning (DeepSpeed ignores "   \
-	  "it).  In DeepSpeed: threads per request; swap lengths are "         \
-	  "rounded up to 1024 x this many bytes.")                             \
-	X(aio, single_submit, BOOL, "false", 0, 1, "bool", TFS,                \
-	  "Submit each request on its own instead of in batches.")             \
-	X(aio, overlap_events, BOOL, "true", 0, 1, "bool", TFS,                \
-	  "Keep the queue topped up as requests complete, instead of "         \
-	  "submitting a batch and waiting for all of it.")                     \
-	X(aio, use_gds, BOOL, "false", 0, 1, "bool", DS,                       \
-	  TFS_DS_ONLY "GPUDirect Storage: DeepSpeed allocates the parameter "  \
-	  "swap buffers in GPU memory instead of pinned host memory and "      \
-	  "reads the files with cuFile (NVIDIA GPUs only).")                   \
-	X(mount, memory_check, BOOL, "true", 0, 1, "bool", TFS,                \
-	  "Refuse to mount when the cache and the pool do not fit in "         \
-	  "available memory (MemAvailable and the cgroup's memory.max), or "   \
-	  "with pin_memory they exceed RLIMIT_MEMLOCK.  false mounts anyway.") \
-	X(mount, commit_interval_ms, UINT, "5000", 10, 3600000, "ms", TFS,     \
-	  "How often metadata changes are committed to the journal.  A "      \
-	  "crash loses at most this much of the work that was not "           \
-	  "fsync'd; fsync() always commits at once.  Costs no memory.")       \
-	X(mount, attr_timeout_ms, UINT, "60000", 0, 3600000, "ms", TFS,       \
-	  "How long the kernel may cache names and attributes.  Only this "   \
-	  "mount changes its files, so longer is safe; 0 asks every time.")   \
-	X(mount, max_threads, UINT, "16", 1, 1024, "count", TFS,              \
-	  "FUSE worker threads, each serving one request at a time.  Each "   \
-	  "costs a 1 MiB request buffer and a 1 MiB I/O buffer.")              \
-	X(mount, read_ahead_kb, UINT, "4096", 0, 1048576, "KiB", TFS,         \
-	  "Kernel readahead for buffered reads of this mount, set in "         \
+#define TFS_CONFIG_KEYS                                                         \
+	X(offload_param, device, ENUM, "none", 0, 0, TFS_CFG_DEVICES, DS,       \
+	  TFS_DS_ONLY                                                           \
+	  "Where DeepSpeed keeps parameter partitions between "                 \
+	  "uses (ZeRO stage 3 only): none keeps them on the GPU; cpu in "       \
+	  "pinned host memory, all of them; nvme in files under nvme_path, "    \
+	  "max_in_cpu elements of them in pinned host memory, the rest "        \
+	  "read through buffer_count buffers of buffer_size.")                  \
+	X(offload_param, nvme_path, STR, "", 0, 0, "path", DS,                  \
+	  TFS_DS_ONLY                                                           \
+	  "Directory DeepSpeed writes parameter swap files "                    \
+	  "under (zero_stage_3/<dtype>params/rank<R>/, emptied at start); "     \
+	  "set it to the tensorfs mount point.  Required with device = "        \
+	  "nvme.")                                                              \
+	X(offload_param, max_in_cpu, ELEMS, "1e9", 0, UINT64_MAX >> 2,          \
+	  "elements", TFS,                                                      \
+	  "RAM cache of file data, in elements of dtype (1e9 x fp16 = 2 GB); "  \
+	  "a number with a byte suffix (16GiB) is bytes.  Clean data stays "    \
+	  "in RAM up to this budget, least recently used evicted first; it "    \
+	  "is never exceeded.  0: no cache, every read goes to the device.  "   \
+	  "Costs up to this much memory, allocated as it fills.  In "           \
+	  "DeepSpeed: parameter elements per rank kept in one pinned host "     \
+	  "buffer instead of on NVMe.")                                         \
+	X(offload_param, buffer_count, UINT, "5", 1, 1u << 20, "count", TFS,    \
+	  "Write-back buffers.  Writes are copied into them, acknowledged, "    \
+	  "and written to the device in the background; when all are full "     \
+	  "writers wait, they never fail.  Pool memory = buffer_count x "       \
+	  "buffer_size, allocated at mount (and pinned with pin_memory).  In "  \
+	  "DeepSpeed: pinned parameter swap buffers per rank.")                 \
+	X(offload_param, buffer_size, ELEMS, "1e8", 1, UINT64_MAX >> 2,         \
+	  "elements", TFS,                                                      \
+	  "Size of one write-back buffer, in elements of dtype (1e8 x fp16 = "  \
+	  "200 MB), or bytes with a suffix.  Defaults: 5 x 1e8 x 2 B = 1 GB "   \
+	  "of pool.  In DeepSpeed: one parameter swap buffer, which must be "   \
+	  "larger than the largest parameter partition.")                       \
+	X(offload_param, pin_memory, BOOL, "false", 0, 1, "bool", TFS,          \
+	  "Lock the cache and the write-back pool in RAM (mlock) and "          \
+	  "register them with io_uring, saving a page walk per I/O.  Pinned "   \
+	  "memory counts against RLIMIT_MEMLOCK (ulimit -l); the mount "        \
+	  "refuses a cache plus pool larger than that limit.  In DeepSpeed: "   \
+	  "pins parameter partitions "                                          \
+	  "as zero.Init creates them in host memory; its max_in_cpu buffer "    \
+	  "is pinned either way.")                                              \
+	X(offload_param, dtype, DTYPE, "fp16", 0, 0, "type", TFS,               \
+	  "Element type that max_in_cpu and buffer_size count (tensorfs's "     \
+	  "own key; DeepSpeed takes it from its fp16/bf16 sections): fp16, "    \
+	  "bf16, fp32, fp64, fp8_e4m3, fp8_e5m2, int8, uint8, int16, int32, "   \
+	  "int64, bool.")                                                       \
+	X(offload_optimizer, device, ENUM, "none", 0, 0, TFS_CFG_DEVICES, DS,   \
+	  TFS_DS_ONLY                                                           \
+	  "Where DeepSpeed keeps the optimizer state (fp32 "                    \
+	  "master weights, Adam's exp_avg and exp_avg_sq, fp32 gradients: 16 "  \
+	  "B per parameter per rank): none on the GPU; cpu in host memory; "    \
+	  "nvme in files under nvme_path, swapped in one sub-group at a "       \
+	  "time (ZeRO stage 3; stages 1 and 2 treat nvme as cpu).  The step "   \
+	  "runs on the CPU either way.")                                        \
+	X(offload_optimizer, nvme_path, STR, "", 0, 0, "path", DS,              \
+	  TFS_DS_ONLY                                                           \
+	  "Directory DeepSpeed writes optimizer swap files "                    \
+	  "under (zero_stage_3/optimizer/rank<R>/, never cleaned); set it to "  \
+	  "the tensorfs mount point.  Required with device = nvme.")            \
+	X(offload_optimizer, pin_memory, BOOL, "false", 0, 1, "bool", DS,       \
+	  TFS_DS_ONLY                                                           \
+	  "Pins the gradient partitions DeepSpeed keeps in host "               \
+	  "memory whenever the optimizer is offloaded (one element of dtype "   \
+	  "per parameter per rank), and with device = cpu the fp32 "            \
+	  "gradients too.  The NVMe swap buffers are pinned either way.")       \
+	X(offload_optimizer, buffer_count, UINT, "4", 0, 1u << 20, "count",     \
+	  DS,                                                                   \
+	  TFS_DS_ONLY                                                           \
+	  "Pinned fp32 swap buffers, each the size of the "                     \
+	  "largest sub-group: buffer_count x sub_group_size x 4 B per rank.  "  \
+	  "A sub-group's step needs one per state: 4 for Adam (fp32 "           \
+	  "parameter, gradient, exp_avg, exp_avg_sq); pipeline_read and "       \
+	  "pipeline_write each hold 4 more at once.")                           \
+	X(offload_optimizer, fast_init, BOOL, "false", 0, 1, "bool", DS,        \
+	  TFS_DS_ONLY                                                           \
+	  "Build the NVMe optimizer state by reading the fp16 "                 \
+	  "parameter files through the parameter swap buffers in batches, "     \
+	  "instead of one sub-group at a time through an unpinned buffer.  "    \
+	  "Faster, but every offload_param buffer must hold the largest "       \
+	  "sub-group (buffer_size >= sub_group_size), else DeepSpeed stops "    \
+	  "with 'numel of fp16 buffers ... is too small'.")                     \
+	X(offload_optimizer, pipeline_read, BOOL, "false", 0, 1, "bool", DS,    \
+	  TFS_DS_ONLY                                                           \
+	  "Read the next sub-group's optimizer state while the "                \
+	  "current one steps (needs 4 more buffer_count for Adam).")            \
+	X(offload_optimizer, pipeline_write, BOOL, "false", 0, 1, "bool", DS,   \
+	  TFS_DS_ONLY                                                           \
+	  "Write the previous sub-group's optimizer state while "               \
+	  "the current one steps (needs 4 more buffer_count for Adam).")        \
+	X(offload_optimizer, ratio, REAL, "1", 0, 1, "fraction", DS,            \
+	  TFS_DS_ONLY                                                           \
+	  "Share of the sub-groups whose optimizer step runs on "               \
+	  "the CPU (ZeRO stage 3); the rest step on the GPU.  tensorfs-plan "   \
+	  "counts every sub-group as offloaded, an upper bound.")               \
+	X(zero_optimization, sub_group_size, UINT, "1e9", 0, UINT64_MAX >> 2,   \
+	  "elements", DS,                                                       \
+	  TFS_DS_ONLY                                                           \
+	  "Parameters per optimizer sub-group: the optimizer "                  \
+	  "steps, and with offload_optimizer nvme swaps, one sub-group at a "   \
+	  "time, so the optimizer swap pool (x 4 B x buffer_count), the fp32 "  \
+	  "gradient buffer (x 4 B) and, when parameters live on NVMe, a "       \
+	  "pinned fp16 buffer all scale with it.  Lower it (1e8) when the "     \
+	  "optimizer step runs out of host memory.")                            \
+	X(aio, block_size, SIZE, "1MiB", 4096, 64u << 20, "bytes", TFS,         \
+	  "Size of one device request, and of the unit the cache and the "      \
+	  "write-back pool work in.  A multiple of 4 KiB.  In DeepSpeed: "      \
+	  "tensors smaller than max(1 MiB, block_size) are never swapped.")     \
+	X(aio, queue_depth, UINT, "8", 1, 256, "count", TFS,                    \
+	  "Device requests in flight per I/O thread.")                          \
+	X(aio, intra_op_parallelism, UINT, "1", 1, 64, "count", TFS,            \
+	  "I/O threads writing back, each with its own io_uring.  The old "     \
+	  "name thread_count is accepted with a warning (DeepSpeed ignores "    \
+	  "it).  In DeepSpeed: threads per request; swap lengths are "          \
+	  "rounded up to 1024 x this many bytes.")                              \
+	X(aio, single_submit, BOOL, "false", 0, 1, "bool", TFS,                 \
+	  "Submit each request on its own instead of in batches.")              \
+	X(aio, overlap_events, BOOL, "true", 0, 1, "bool", TFS,                 \
+	  "Keep the queue topped up as requests complete, instead of "          \
+	  "submitting a batch and waiting for all of it.")                      \
+	X(aio, use_gds, BOOL, "false", 0, 1, "bool", DS,                        \
+	  TFS_DS_ONLY                                                           \
+	  "GPUDirect Storage: DeepSpeed allocates the parameter "               \
+	  "swap buffers in GPU memory instead of pinned host memory and "       \
+	  "reads the files with cuFile (NVIDIA GPUs only).")                    \
+	X(mount, memory_check, BOOL, "true", 0, 1, "bool", TFS,                 \
+	  "Refuse to mount when the cache and the pool do not fit in "          \
+	  "available memory (MemAvailable and the cgroup's memory.max), or "    \
+	  "with pin_memory they exceed RLIMIT_MEMLOCK.  false mounts anyway.")  \
+	X(mount, commit_interval_ms, UINT, "5000", 10, 3600000, "ms", TFS,      \
+	  "How often metadata changes are committed to the journal.  A "        \
+	  "crash loses at most this much of the work that was not "             \
+	  "fsync'd; fsync() always commits at once.  Costs no memory.")         \
+	X(mount, attr_timeout_ms, UINT, "60000", 0, 3600000, "ms", TFS,         \
+	  "How long the kernel may cache names and attributes.  Only this "     \
+	  "mount changes its files, so longer is safe; 0 asks every time.")     \
+	X(mount, max_threads, UINT, "16", 1, 1024, "count", TFS,                \
+	  "FUSE worker threads, each serving one request at a time.  Each "     \
+	  "costs a 1 MiB request buffer and a 1 MiB I/O buffer.")               \
+	X(mount, read_ahead_kb, UINT, "4096", 0, 1048576, "KiB", TFS,           \
+	  "Kernel readahead for buffered reads of this mount, set in "          \
 	  "/sys/class/bdi when mounted as root (the kernel's default is 128). " \
-	  "Readahead pages are kernel page cache, not tensorfs memory.  A "    \
+	  "Readahead pages are kernel page cache, not tensorfs memory.  A "     \
 	  "cold sequential reader keeps up to this much in 1 MiB reads in "     \
-	  "flight; a page fault on a mapping reads this much around it (the "  \
-	  "first hundred faults of a random reader too).  0 leaves the "       \
-	  "kernel's value.")                                                  \
-	X(mount, bdi_max_ratio, UINT, "40", 0, 100, "percent", TFS,            \
-	  "Share of the kernel's dirty page limit that buffered writes and "   \
-	  "mmap of this mount may use before writers are throttled, set in "  \
-	  "/sys/class/bdi as root; FUSE mounts start at 1.  That page cache "  \
-	  "is kernel memory, outside tensorfs's own bound.  0 leaves the "     \
-	  "kernel's value.")                                                  \
-	X(mount, discard, BOOL, "false", 0, 1, "bool", TFS,                   \
-	  "Discard freed blocks as files are deleted: holes punched in an "   \
-	  "image file (it shrinks), BLKDISCARD on a device, within a few "    \
-	  "commit intervals, once no state a crash could load still uses "    \
-	  "them.  -o discard sets it.  fstrim MOUNTPOINT does the same on "   \
-	  "demand.")                                                          \
-	X(mount, log, STR, "", 0, 0, "path", TFS,                              \
-	  "Where the daemon logs once in the background: syslog (which must " \
-	  "accept messages at mount time), or a file.  "                      \
-	  "Empty: syslog if /dev/log accepts messages, else the file "         \
-	  "/var/log/tensorfs/DEVICE.log (root) or "                            \
-	  "$XDG_STATE_HOME/tensorfs/DEVICE.log (other users; "                 \
-	  "~/.local/state by default), DEVICE the device's base name.  With " \
+	  "flight; a page fault on a mapping reads this much around it (the "   \
+	  "first hundred faults of a random reader too).  0 leaves the "        \
+	  "kernel's value.")                                                    \
+	X(mount, bdi_max_ratio, UINT, "40", 0, 100, "percent", TFS,             \
+	  "Share of the kernel's dirty page limit that buffered writes and "    \
+	  "mmap of this mount may use before writers are throttled, set in "    \
+	  "/sys/class/bdi as root; FUSE mounts start at 1.  That page cache "   \
+	  "is kernel memory, outside tensorfs's own bound.  0 leaves the "      \
+	  "kernel's value.")                                                    \
+	X(mount, discard, BOOL, "false", 0, 1, "bool", TFS,                     \
+	  "Discard freed blocks as files are deleted: holes punched in an "     \
+	  "image file (it shrinks), BLKDISCARD on a device, within a few "      \
+	  "commit intervals, once no state a crash could load still uses "      \
+	  "them.  -o discard sets it.  fstrim MOUNTPOINT does the same on "     \
+	  "demand.")                                                            \
+	X(mount, log, STR, "", 0, 0, "path", TFS,                               \
+	  "Where the daemon logs once in the background: syslog (which must "   \
+	  "accept messages at mount time), or a file.  "                        \
+	  "Empty: syslog if /dev/log accepts messages, else the file "          \
+	  "/var/log/tensorfs/DEVICE.log (root) or "                             \
+	  "$XDG_STATE_HOME/tensorfs/DEVICE.log (other users; "                  \
+	  "~/.local/state by default), DEVICE the device's base name.  With "   \
 	  "-f messages go to the terminal (and to this, if set).")
 
 enum tfs_cfg_type {
-	TFS_CFG_BOOL, TFS_CFG_UINT, TFS_CFG_SIZE, TFS_CFG_ELEMS, TFS_CFG_DTYPE,
-	TFS_CFG_ENUM, TFS_CFG_STR, TFS_CFG_REAL
+	TFS_CFG_BOOL,
+	TFS_CFG_UINT,
+	TFS_CFG_SIZE,
+	TFS_CFG_ELEMS,
+	TFS_CFG_DTYPE,
+	TFS_CFG_ENUM,
+	TFS_CFG_STR,
+	TFS_CFG_REAL
 };
 
 /* Who reads a key: the mount, or only DeepSpeed (and tensorfs-plan). */
-enum tfs_cfg_use { TFS_CFG_TFS, TFS_CFG_DS };
+enum tfs_cfg_use {
+	TFS_CFG_TFS,
+	TFS_CFG_DS
+};
 
 /* An ELEMS value with this bit set was given in bytes. */
 #define TFS_CFG_BYTES (1ull << 63)
@@ -215,25 +238,25 @@ enum tfs_cfg_use { TFS_CFG_TFS, TFS_CFG_DS };
 #define TFS_CFG_STR_MAX 512
 
 /* The C type of each key type's field. */
-#define TFS_CFG_FIELD_BOOL(n) uint64_t n;
-#define TFS_CFG_FIELD_UINT(n) uint64_t n;
-#define TFS_CFG_FIELD_SIZE(n) uint64_t n;
+#define TFS_CFG_FIELD_BOOL(n)  uint64_t n;
+#define TFS_CFG_FIELD_UINT(n)  uint64_t n;
+#define TFS_CFG_FIELD_SIZE(n)  uint64_t n;
 #define TFS_CFG_FIELD_ELEMS(n) uint64_t n;
 #define TFS_CFG_FIELD_DTYPE(n) uint64_t n;
-#define TFS_CFG_FIELD_ENUM(n) uint64_t n;
-#define TFS_CFG_FIELD_STR(n) char n[TFS_CFG_STR_MAX];
-#define TFS_CFG_FIELD_REAL(n) double n;
+#define TFS_CFG_FIELD_ENUM(n)  uint64_t n;
+#define TFS_CFG_FIELD_STR(n)   char n[TFS_CFG_STR_MAX];
+#define TFS_CFG_FIELD_REAL(n)  double n;
 
 /* flags: what loading saw besides values */
-#define TFS_CFG_F_THREAD_COUNT 1u	/* [aio] thread_count was given */
+#define TFS_CFG_F_THREAD_COUNT 1u /* [aio] thread_count was given */
 
 /* Each key's index in table order, and their number. */
 enum {
-#define X(sec, name, type, def, min, max, unit, use, doc)                    \
+#define X(sec, name, type, def, min, max, unit, use, doc)                      \
 	TFS_CFG_KEY_##sec##_##name,
 	TFS_CONFIG_KEYS
 #undef X
-	TFS_CFG_NKEYS
+	    TFS_CFG_NKEYS
 };
 
 /* from_line[] of a key tfs_config_set() set (from_set[] holds the text) */
@@ -244,23 +267,23 @@ enum {
 #define TFS_CFG_FROM_SET_MAX 128
 
 struct tfs_config {
-#define X(sec, name, type, def, min, max, unit, use, doc)                    \
+#define X(sec, name, type, def, min, max, unit, use, doc)                      \
 	TFS_CFG_FIELD_##type(sec##_##name)
 	TFS_CONFIG_KEYS
 #undef X
-	unsigned int flags;	/* TFS_CFG_F_* */
-	char warnings[512];	/* "FILE:LINE: ..." per deprecated name, one per line */
+	unsigned int flags; /* TFS_CFG_F_* */
+	char warnings[512]; /* "FILE:LINE: ..." per deprecated name, one per line */
 	/* where each value came from, for messages (tfs_config_origin()):
 	 * 0 the default, a line of from_file, or TFS_CFG_FROM_SET */
 	uint32_t from_line[TFS_CFG_NKEYS];
-	char from_file[1024];	/* the file tfs_config_load() read last */
+	char from_file[1024]; /* the file tfs_config_load() read last */
 	char from_set[TFS_CFG_NKEYS][TFS_CFG_FROM_SET_MAX]; /* "KEY=VALUE" */
 };
 
 /* Tensor types: name and element size; index is what DTYPE keys hold. */
 const char *tfs_dtype_name(unsigned int index);
-size_t tfs_dtype_size(unsigned int index);	/* 0 if unknown */
-int tfs_dtype_lookup(const char *name);		/* index, or -EINVAL */
+size_t tfs_dtype_size(unsigned int index); /* 0 if unknown */
+int tfs_dtype_lookup(const char *name);	   /* index, or -EINVAL */
 
 /* An ELEMS value in bytes, with the configured element size (saturating
  * at UINT64_MAX). */
@@ -298,15 +321,14 @@ struct tfs_cfg_key {
 const struct tfs_cfg_key *tfs_config_keys(size_t *n);
 
 /* The key "section.name", or NULL. */
-const struct tfs_cfg_key *tfs_config_key(const char *section,
-					 const char *name);
+const struct tfs_cfg_key *tfs_config_key(const char *section, const char *name);
 
 /*
  * k's value in c as the INI file would write it ("1e8", "256MiB", "nvme",
  * "true") into buf; returns buf.  Truncates to len.
  */
-char *tfs_config_format(const struct tfs_config *c,
-			const struct tfs_cfg_key *k, char *buf, size_t len);
+char *tfs_config_format(const struct tfs_config *c, const struct tfs_cfg_key *k,
+			char *buf, size_t len);
 
 /*
  * Where k's value in c came from, for a message, into buf: "FILE:LINE"
@@ -314,8 +336,8 @@ char *tfs_config_format(const struct tfs_config *c,
  * tfs_config_set() was given it (the daemon's -o), or "default".
  * Returns buf.
  */
-char *tfs_config_origin(const struct tfs_config *c,
-			const struct tfs_cfg_key *k, char *buf, size_t len);
+char *tfs_config_origin(const struct tfs_config *c, const struct tfs_cfg_key *k,
+			char *buf, size_t len);
 
 /* k's value and where it came from, for a message, into buf:
  * "offload_param.buffer_size = 1 from -o offload_param.buffer_size=1",

@@ -35,31 +35,31 @@ struct tfs_fs;
 #define TFS_FS_ROOT 1u
 
 struct tfs_fs_opts {
-	unsigned int commit_interval_ms;	/* 0: default 5000 */
-	int readonly;				/* open read-only (fsck) */
-	int no_lock;				/* do not flock the device */
-	int no_recover;				/* load only: no orphan cleanup,
+	unsigned int commit_interval_ms; /* 0: default 5000 */
+	int readonly;			 /* open read-only (fsck) */
+	int no_lock;			 /* do not flock the device */
+	int no_recover;			 /* load only: no orphan cleanup,
 						   no checkpoint (fsck -n) */
-	int no_replay;				/* readonly only: the last
+	int no_replay;			 /* readonly only: the last
 						   checkpoint as it is, the
 						   journal after it not
 						   replayed (norecovery) */
-	int atime;				/* TFS_ATIME_*: when reads
+	int atime;			 /* TFS_ATIME_*: when reads
 						   update atime */
-	int nodiratime;				/* listing a directory never
+	int nodiratime;			 /* listing a directory never
 						   updates its atime */
-	int discard;				/* discard freed blocks online
+	int discard;			 /* discard freed blocks online
 						   (-o discard) */
 
 	/* the data path (config.h's [offload_param] and [aio]) */
-	uint64_t cache_bytes;		/* clean data in RAM; 0: none */
-	uint64_t pool_bytes;		/* dirty data in RAM; 0: 16 chunks */
-	size_t block_size;		/* device request, cache chunk; 0: 1 MiB */
-	unsigned int queue_depth;	/* requests in flight per thread; 0: 8 */
-	unsigned int io_threads;	/* write-back threads; 0: 1 */
-	int pin;			/* mlock the cache and pool */
-	int single_submit;		/* one request per submit call */
-	int no_overlap;			/* submit a batch, wait for all of it */
+	uint64_t cache_bytes;	  /* clean data in RAM; 0: none */
+	uint64_t pool_bytes;	  /* dirty data in RAM; 0: 16 chunks */
+	size_t block_size;	  /* device request, cache chunk; 0: 1 MiB */
+	unsigned int queue_depth; /* requests in flight per thread; 0: 8 */
+	unsigned int io_threads;  /* write-back threads; 0: 1 */
+	int pin;		  /* mlock the cache and pool */
+	int single_submit;	  /* one request per submit call */
+	int no_overlap;		  /* submit a batch, wait for all of it */
 	/* Where errors no caller sees go (failed write-backs); may be NULL.
 	 * Called from any thread. */
 	void (*log)(const char *msg);
@@ -82,9 +82,9 @@ struct tfs_fs_opts {
  *   TFS_ATIME_NOATIME   never
  *   TFS_ATIME_STRICT    on every read
  */
-#define TFS_ATIME_RELATIME	0
-#define TFS_ATIME_NOATIME	1
-#define TFS_ATIME_STRICT	2
+#define TFS_ATIME_RELATIME 0
+#define TFS_ATIME_NOATIME  1
+#define TFS_ATIME_STRICT   2
 
 /*
  * Open the file system on the device at path: load and, after a crash,
@@ -220,26 +220,26 @@ void tfs_forget_many(struct tfs_fs *fs, const struct tfs_forget_one *v,
 		     size_t n);
 int tfs_getattr(struct tfs_fs *fs, uint64_t ino, struct stat *st);
 
-#define TFS_SET_MODE		0x01
-#define TFS_SET_UID		0x02
-#define TFS_SET_GID		0x04
-#define TFS_SET_SIZE		0x08
-#define TFS_SET_ATIME		0x10
-#define TFS_SET_MTIME		0x20
-#define TFS_SET_ATIME_NOW	0x40
-#define TFS_SET_MTIME_NOW	0x80
-#define TFS_SET_CTIME		0x100
+#define TFS_SET_MODE	  0x01
+#define TFS_SET_UID	  0x02
+#define TFS_SET_GID	  0x04
+#define TFS_SET_SIZE	  0x08
+#define TFS_SET_ATIME	  0x10
+#define TFS_SET_MTIME	  0x20
+#define TFS_SET_ATIME_NOW 0x40
+#define TFS_SET_MTIME_NOW 0x80
+#define TFS_SET_CTIME	  0x100
 /* Change the attributes named by 'set' to those in *in; *out (may be NULL)
  * gets the result. */
-int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in,
-		int set, struct stat *out);
+int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in, int set,
+		struct stat *out);
 
 /* Create a regular file, fifo, socket or device node (mode has the type;
  * S_IFREG if none).  -EEXIST if the name is taken. */
-int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name,
-	      mode_t mode, dev_t rdev, uid_t uid, gid_t gid, struct stat *st);
-int tfs_mkdir(struct tfs_fs *fs, uint64_t parent, const char *name,
-	      mode_t mode, uid_t uid, gid_t gid, struct stat *st);
+int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+	      dev_t rdev, uid_t uid, gid_t gid, struct stat *st);
+int tfs_mkdir(struct tfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+	      uid_t uid, gid_t gid, struct stat *st);
 int tfs_symlink(struct tfs_fs *fs, uint64_t parent, const char *name,
 		const char *target, uid_t uid, gid_t gid, struct stat *st);
 /* Copy the target into buf (not NUL-terminated); returns its length, or
@@ -250,9 +250,9 @@ int tfs_link(struct tfs_fs *fs, uint64_t ino, uint64_t newparent,
 int tfs_unlink(struct tfs_fs *fs, uint64_t parent, const char *name);
 int tfs_rmdir(struct tfs_fs *fs, uint64_t parent, const char *name);
 
-#define TFS_RENAME_NOREPLACE	0x1	/* RENAME_NOREPLACE */
-#define TFS_RENAME_EXCHANGE	0x2	/* RENAME_EXCHANGE */
-#define TFS_RENAME_WHITEOUT	0x4	/* RENAME_WHITEOUT */
+#define TFS_RENAME_NOREPLACE 0x1 /* RENAME_NOREPLACE */
+#define TFS_RENAME_EXCHANGE  0x2 /* RENAME_EXCHANGE */
+#define TFS_RENAME_WHITEOUT  0x4 /* RENAME_WHITEOUT */
 /*
  * rename(2) with renameat2()'s flags.  A rename within one directory
  * keeps the entry's place in the readdir order.  TFS_RENAME_WHITEOUT
@@ -349,8 +349,8 @@ struct tfs_read_pin {
  * p->iov, soon and on the same thread: until then the file cannot be
  * written or truncated.  On error nothing is held.
  */
-ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len,
-		     uint64_t off, struct tfs_read_pin *p);
+ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len, uint64_t off,
+		     struct tfs_read_pin *p);
 /* Let go of what tfs_read_pin() holds; p->iov is invalid after. */
 void tfs_read_unpin(struct tfs_fs *fs, struct tfs_read_pin *p);
 /*
@@ -378,8 +378,8 @@ void tfs_fs_set_diratime(struct tfs_fs *fs, int on);
 
 /* Write len bytes at off: returns len (never a short write) or -errno
  * (-ENOSPC, -EFBIG, -EIO ...). */
-ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
-		  size_t len, uint64_t off, uint32_t *wb_seen);
+ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
+		  uint64_t off, uint32_t *wb_seen);
 /*
  * copy_file_range(2) inside the file system: copy up to len bytes of
  * ino_in from off_in to ino_out at off_out, as tfs_read() then
@@ -395,8 +395,7 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf,
 ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
 		       uint64_t ino_out, uint64_t off_out, size_t len,
 		       uint32_t *wb_seen);
-int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync,
-	      uint32_t *wb_seen);
+int tfs_fsync(struct tfs_fs *fs, uint64_t ino, int datasync, uint32_t *wb_seen);
 /* A close of a file descriptor: start writing the file back; 0 or the
  * error of an earlier write-back. */
 int tfs_flush(struct tfs_fs *fs, uint64_t ino, uint32_t *wb_seen);
@@ -420,35 +419,34 @@ int tfs_seek(struct tfs_fs *fs, uint64_t ino, uint64_t off, int hole,
 
 /* ===== xattrs ===== */
 
-#define TFS_XATTR_CREATE	0x1	/* XATTR_CREATE */
-#define TFS_XATTR_REPLACE	0x2	/* XATTR_REPLACE */
+#define TFS_XATTR_CREATE  0x1 /* XATTR_CREATE */
+#define TFS_XATTR_REPLACE 0x2 /* XATTR_REPLACE */
 int tfs_setxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		 const void *value, size_t size, int flags);
 /* size 0: return the value's size; else copy it, -ERANGE if too small. */
 ssize_t tfs_getxattr(struct tfs_fs *fs, uint64_t ino, const char *name,
 		     void *value, size_t size);
-ssize_t tfs_listxattr(struct tfs_fs *fs, uint64_t ino, char *list,
-		      size_t size);
+ssize_t tfs_listxattr(struct tfs_fs *fs, uint64_t ino, char *list, size_t size);
 int tfs_removexattr(struct tfs_fs *fs, uint64_t ino, const char *name);
 
 /* ===== inspection (fsck, tools) ===== */
 
 struct tfs_fs_info {
-	uint64_t dev_bytes;		/* size of the file system */
-	uint64_t block_size;		/* bytes of the blocks counted below */
-	uint64_t data_blocks;		/* blocks of the data area */
-	uint64_t free_blocks;		/* of those, free */
-	uint64_t free_extents;		/* pieces the free space is in */
+	uint64_t dev_bytes;    /* size of the file system */
+	uint64_t block_size;   /* bytes of the blocks counted below */
+	uint64_t data_blocks;  /* blocks of the data area */
+	uint64_t free_blocks;  /* of those, free */
+	uint64_t free_extents; /* pieces the free space is in */
 	uint64_t inodes;
-	uint64_t meta_bytes;		/* what a checkpoint takes */
-	uint64_t meta_capacity;		/* what a checkpoint may grow to: its
+	uint64_t meta_bytes;	 /* what a checkpoint takes */
+	uint64_t meta_capacity;	 /* what a checkpoint may grow to: its
 					   size plus the free blocks beyond
 					   the checkpoint reserve */
-	uint64_t ckpt_blocks;		/* data blocks the checkpoints of the
+	uint64_t ckpt_blocks;	 /* data blocks the checkpoints of the
 					   two superblock copies hold */
-	uint64_t meta_ram_bytes;	/* RAM the tree holds: tfs_meta_ram() */
+	uint64_t meta_ram_bytes; /* RAM the tree holds: tfs_meta_ram() */
 	uint64_t journal_bytes;
-	uint64_t generation;		/* superblock generation */
+	uint64_t generation; /* superblock generation */
 	uint8_t uuid[16];
 };
 void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info);
@@ -458,7 +456,7 @@ struct tfs_fs_stats {
 	struct tfs_cache_stats cache;
 	struct tfs_dev_stats dev;
 	uint64_t app_read_bytes, app_write_bytes;
-	uint64_t copy_bytes;	/* tfs_copy_range(), also in the two above */
+	uint64_t copy_bytes; /* tfs_copy_range(), also in the two above */
 };
 void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s);
 

@@ -15,7 +15,7 @@
 #include "config.h"
 
 struct tfs_mem_limits {
-	uint64_t mem_available;	/* MemAvailable, bytes */
+	uint64_t mem_available; /* MemAvailable, bytes */
 	uint64_t cgroup_free;	/* memory.max - memory.current, or UINT64_MAX */
 	uint64_t memlock;	/* RLIMIT_MEMLOCK soft limit, or UINT64_MAX */
 	char cgroup[512];	/* the cgroup's path, "" if none */
@@ -36,8 +36,8 @@ int tfs_mem_limits(struct tfs_mem_limits *l);
  * empty with 7-byte names.  Each further extent adds up to
  * TFS_META_BYTES_PER_EXTENT (32 bytes, in an array that doubles).
  */
-#define TFS_META_BYTES_PER_FILE		320u
-#define TFS_META_BYTES_PER_EXTENT	64u
+#define TFS_META_BYTES_PER_FILE	  320u
+#define TFS_META_BYTES_PER_EXTENT 64u
 
 /*
  * The metadata tree stays in RAM (lib/meta.c), TFS_META_BYTES_PER_FILE
@@ -60,9 +60,9 @@ uint64_t tfs_mem_meta_bytes(uint64_t files);
  * is not pinned).  Returns 0, or -ENOMEM / -EPERM with err giving the
  * numbers and the key to lower.
  */
-int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache,
-		  uint64_t pool, uint64_t files, int pinned, uint64_t spare,
-		  char *err, size_t errlen);
+int tfs_mem_check(const struct tfs_mem_limits *l, uint64_t cache, uint64_t pool,
+		  uint64_t files, int pinned, uint64_t spare, char *err,
+		  size_t errlen);
 
 /*
  * tfs_mem_check() of the cache, pool and pin_memory that c sets, with

@@ -11,18 +11,18 @@
 
 /* What mkfs is asked to do. */
 struct tfs_mkfs_opts {
-	uint64_t size;	/* bytes (rounded down to blocks); 0: all of it */
-	int force;	/* overwrite a file system; format part of an image */
-	uid_t uid;	/* owner of the root directory */
+	uint64_t size; /* bytes (rounded down to blocks); 0: all of it */
+	int force;     /* overwrite a file system; format part of an image */
+	uid_t uid;     /* owner of the root directory */
 	gid_t gid;
 };
 
 /* What mkfs made. */
 struct tfs_mkfs_info {
-	uint64_t size;		/* bytes formatted */
-	uint64_t data_bytes;	/* of which the data area: file data and
+	uint64_t size;	     /* bytes formatted */
+	uint64_t data_bytes; /* of which the data area: file data and
 				   the checkpoints, which grow in it */
-	uint64_t meta_bytes;	/* and the fixed metadata: superblocks and
+	uint64_t meta_bytes; /* and the fixed metadata: superblocks and
 				   journal */
 };
 

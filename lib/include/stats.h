@@ -28,37 +28,37 @@
 struct tfs_fs;
 
 /* X(name, type, help): type is counter or gauge. */
-#define TFS_STATS                                                            \
-	X(app_read_bytes, counter, "Bytes applications read")                \
-	X(app_write_bytes, counter, "Bytes applications wrote")              \
-	X(copy_bytes, counter,                                               \
-	  "Bytes copy_file_range copied inside the file system")             \
-	X(cache_hits, counter, "Reads of a chunk found in the RAM cache")    \
-	X(cache_misses, counter, "Reads of a chunk not in the RAM cache")    \
-	X(cache_evictions, counter, "Clean chunks evicted from the cache")   \
-	X(cache_bytes, gauge, "File data held in RAM, clean or dirty")       \
-	X(cache_limit_bytes, gauge, "The clean cache's budget (max_in_cpu)") \
-	X(dirty_bytes, gauge, "Data in RAM not yet on the device")           \
-	X(pool_busy, gauge, "Write-back chunks holding dirty data")          \
-	X(pool_total, gauge, "Write-back chunks in the pool")                \
-	X(pool_waits, counter, "Writes that waited for a full pool")         \
-	X(writeback_bytes, counter, "Bytes written back to the device")      \
-	X(writeback_errors, counter, "Write-backs the device failed")        \
-	X(dev_reads, counter, "Device read requests completed")              \
-	X(dev_writes, counter, "Device write requests completed")            \
-	X(dev_read_bytes, counter, "Bytes read from the device")             \
-	X(dev_write_bytes, counter, "Bytes written to the device")           \
-	X(dev_flushes, counter, "Device cache flushes")                      \
-	X(dev_errors, counter, "Device requests that failed")                \
-	X(dev_submitted, counter, "Device requests submitted")               \
-	X(dev_inflight, gauge, "Device requests in flight")                  \
-	X(dev_latency_ns, counter, "Sum of device request latencies")        \
-	X(dev_latency_max_ns, gauge, "Longest device request latency")       \
-	X(arena_bytes, gauge, "Memory reserved for the cache and the pool")  \
-	X(fs_bytes, gauge, "Size of the file system")                        \
-	X(fs_free_bytes, gauge, "Free space")                                \
-	X(inodes, gauge, "Files, directories and other inodes")              \
-	X(meta_ram_bytes, gauge,                                             \
+#define TFS_STATS                                                              \
+	X(app_read_bytes, counter, "Bytes applications read")                  \
+	X(app_write_bytes, counter, "Bytes applications wrote")                \
+	X(copy_bytes, counter,                                                 \
+	  "Bytes copy_file_range copied inside the file system")               \
+	X(cache_hits, counter, "Reads of a chunk found in the RAM cache")      \
+	X(cache_misses, counter, "Reads of a chunk not in the RAM cache")      \
+	X(cache_evictions, counter, "Clean chunks evicted from the cache")     \
+	X(cache_bytes, gauge, "File data held in RAM, clean or dirty")         \
+	X(cache_limit_bytes, gauge, "The clean cache's budget (max_in_cpu)")   \
+	X(dirty_bytes, gauge, "Data in RAM not yet on the device")             \
+	X(pool_busy, gauge, "Write-back chunks holding dirty data")            \
+	X(pool_total, gauge, "Write-back chunks in the pool")                  \
+	X(pool_waits, counter, "Writes that waited for a full pool")           \
+	X(writeback_bytes, counter, "Bytes written back to the device")        \
+	X(writeback_errors, counter, "Write-backs the device failed")          \
+	X(dev_reads, counter, "Device read requests completed")                \
+	X(dev_writes, counter, "Device write requests completed")              \
+	X(dev_read_bytes, counter, "Bytes read from the device")               \
+	X(dev_write_bytes, counter, "Bytes written to the device")             \
+	X(dev_flushes, counter, "Device cache flushes")                        \
+	X(dev_errors, counter, "Device requests that failed")                  \
+	X(dev_submitted, counter, "Device requests submitted")                 \
+	X(dev_inflight, gauge, "Device requests in flight")                    \
+	X(dev_latency_ns, counter, "Sum of device request latencies")          \
+	X(dev_latency_max_ns, gauge, "Longest device request latency")         \
+	X(arena_bytes, gauge, "Memory reserved for the cache and the pool")    \
+	X(fs_bytes, gauge, "Size of the file system")                          \
+	X(fs_free_bytes, gauge, "Free space")                                  \
+	X(inodes, gauge, "Files, directories and other inodes")                \
+	X(meta_ram_bytes, gauge,                                               \
 	  "RAM the metadata tree holds: inodes, entries, extents, tables")
 
 struct tfs_stats {
@@ -70,7 +70,11 @@ struct tfs_stats {
 /* Read every counter of fs now. */
 void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s);
 
-enum tfs_stats_format { TFS_STATS_TEXT, TFS_STATS_JSON, TFS_STATS_PROM };
+enum tfs_stats_format {
+	TFS_STATS_TEXT,
+	TFS_STATS_JSON,
+	TFS_STATS_PROM
+};
 
 /* s rendered in format f: a NUL-terminated string the caller frees with
  * free(), or NULL without memory. */

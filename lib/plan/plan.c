@@ -117,13 +117,13 @@
 #include "memcheck.h"
 #include "units.h"
 
-#define AIO_ALIGNED_BYTES 1024	   /* swap_tensor/utils.py */
-#define MIN_AIO_BYTES (1ull << 20) /* swap_tensor/utils.py */
-#define ADAM_STATES 4	  /* fp32 param, exp_avg, exp_avg_sq, gradient */
-#define OPT_NVME_BYTES 16 /* those four in fp32, per element */
-#define OPT_CPU_BYTES 12  /* fp32 param, exp_avg, exp_avg_sq */
-#define TFS_OVERHEAD (64ull << 20) /* fs/main.c MOUNT_SPARE */
-#define HEADROOM_PCT 90		   /* beyond this share of RAM: a warning */
+#define AIO_ALIGNED_BYTES 1024	       /* swap_tensor/utils.py */
+#define MIN_AIO_BYTES	  (1ull << 20) /* swap_tensor/utils.py */
+#define ADAM_STATES	  4  /* fp32 param, exp_avg, exp_avg_sq, gradient */
+#define OPT_NVME_BYTES	  16 /* those four in fp32, per element */
+#define OPT_CPU_BYTES	  12 /* fp32 param, exp_avg, exp_avg_sq */
+#define TFS_OVERHEAD	  (64ull << 20) /* fs/main.c MOUNT_SPARE */
+#define HEADROOM_PCT	  90 /* beyond this share of RAM: a warning */
 
 /* ===== arithmetic ===== */
 
@@ -427,14 +427,15 @@ static uint64_t deepspeed_files(const struct tfs_config *c,
 {
 	uint64_t tensors, per_rank = 0, S = c->zero_optimization_sub_group_size;
 
-	tensors = f->largest_param ? mul(8, ceil_div(f->params, f->largest_param))
-				   : ceil_div(f->params, 1000000);
+	tensors = f->largest_param
+		      ? mul(8, ceil_div(f->params, f->largest_param))
+		      : ceil_div(f->params, 1000000);
 	if (m->pdev == TFS_DEVICE_NVME)
 		per_rank = add(per_rank, tensors);
 	if (f->stage == 3 && m->odev == TFS_DEVICE_NVME)
-		per_rank = add(per_rank,
-			       add(mul(3, ceil_div(p->per_rank, S ? S : 1)),
-				   tensors));
+		per_rank =
+		    add(per_rank,
+			add(mul(3, ceil_div(p->per_rank, S ? S : 1)), tensors));
 	return mul(per_rank, f->ranks);
 }
 
@@ -484,8 +485,7 @@ static void mount_items(const struct tfs_config *c,
 	p->tfs[2].pageable = TFS_OVERHEAD;
 	p->files = deepspeed_files(c, f, m, p);
 	snprintf(p->tfs[3].formula, sizeof(p->tfs[3].formula),
-		 "(%s files + %s) x %u B",
-		 num(p->files, a, sizeof(a)),
+		 "(%s files + %s) x %u B", num(p->files, a, sizeof(a)),
 		 p->files / 4 > TFS_MEM_HEADROOM_FILES ? "25%" : "16384",
 		 TFS_META_BYTES_PER_FILE);
 	p->tfs[3].pinned = 0;
@@ -869,7 +869,7 @@ struct rec_state {
 
 /* Record why key changed (the last reason wins). */
 static void because(struct rec_state *s, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void because(struct rec_state *s, const char *key, const char *fmt, ...)
 {
@@ -914,8 +914,9 @@ static int fits(const struct tfs_plan_facts *f, const struct tfs_plan *t)
 /* The smallest "k x 10^e" (k in 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8) above n. */
 static uint64_t round_above(uint64_t n)
 {
-	static const unsigned steps[] = {10, 12, 15, 20, 25,
-					 30, 40, 50, 60, 80};
+	static const unsigned steps[] = {
+		10, 12, 15, 20, 25, 30, 40, 50, 60, 80
+	};
 	uint64_t scale = 1;
 
 	while (scale <= n / 100)
@@ -1104,8 +1105,8 @@ static void params_to_nvme(const struct tfs_plan_facts *f, struct rec_state *s,
 static void shrink_sub_groups(const struct tfs_plan_facts *f,
 			      struct rec_state *s, struct tfs_plan *t, int pass)
 {
-	static const uint64_t sub_groups[] = {500000000, 200000000, 100000000,
-					      50000000,	 20000000,  10000000};
+	static const uint64_t sub_groups[] = { 500000000, 200000000, 100000000,
+					       50000000,  20000000,  10000000 };
 	struct tfs_config *r = &s->r;
 	char a[48], b[48];
 	uint64_t before;
@@ -1140,7 +1141,7 @@ static void shrink_sub_groups(const struct tfs_plan_facts *f,
 static void shrink_max_in_cpu(const struct tfs_plan_facts *f,
 			      struct rec_state *s, struct tfs_plan *t)
 {
-	static const uint64_t in_cpu[] = {500000000, 200000000, 100000000, 0};
+	static const uint64_t in_cpu[] = { 500000000, 200000000, 100000000, 0 };
 	struct tfs_config *r = &s->r;
 	char a[48], b[48];
 	uint64_t before;

@@ -23,15 +23,14 @@
 
 /* The model and the machine. */
 struct tfs_plan_facts {
-	uint64_t params; /* N: the model's parameters, > 0 */
-	uint64_t
-	    largest_param;  /* elements of its largest parameter, 0 unknown */
-	unsigned int ranks; /* ranks (GPUs) per node, > 0 */
-	unsigned int nodes; /* nodes, > 0; world size = ranks x nodes */
-	unsigned int stage; /* ZeRO stage 0..3 */
-	uint64_t ram;	    /* host memory per node, bytes; 0 unknown */
-	uint64_t nvme;	    /* space under nvme_path per node; 0 unknown */
-	uint64_t memlock;   /* RLIMIT_MEMLOCK, bytes; UINT64_MAX unlimited */
+	uint64_t params;	/* N: the model's parameters, > 0 */
+	uint64_t largest_param; /* elements of its largest parameter, 0 unknown */
+	unsigned int ranks;	/* ranks (GPUs) per node, > 0 */
+	unsigned int nodes;	/* nodes, > 0; world size = ranks x nodes */
+	unsigned int stage;	/* ZeRO stage 0..3 */
+	uint64_t ram;		/* host memory per node, bytes; 0 unknown */
+	uint64_t nvme;		/* space under nvme_path per node; 0 unknown */
+	uint64_t memlock; /* RLIMIT_MEMLOCK, bytes; UINT64_MAX unlimited */
 };
 
 /* The shape of a Hugging Face decoder-only transformer (config.json). */
@@ -71,7 +70,11 @@ struct tfs_plan_item {
 	uint64_t pinned, pageable;
 };
 
-enum tfs_plan_severity { TFS_PLAN_FITS, TFS_PLAN_WARN, TFS_PLAN_FAIL };
+enum tfs_plan_severity {
+	TFS_PLAN_FITS,
+	TFS_PLAN_WARN,
+	TFS_PLAN_FAIL
+};
 
 struct tfs_plan_problem {
 	enum tfs_plan_severity severity; /* FITS: a note */
@@ -87,9 +90,9 @@ struct tfs_plan_rec {
 	char reason[320];
 };
 
-#define TFS_PLAN_MAX_ITEMS 8
+#define TFS_PLAN_MAX_ITEMS    8
 #define TFS_PLAN_MAX_PROBLEMS 24
-#define TFS_PLAN_MAX_RECS 12
+#define TFS_PLAN_MAX_RECS     12
 
 struct tfs_plan {
 	/* derived facts */
@@ -107,7 +110,7 @@ struct tfs_plan {
 	uint64_t rank_pinned, rank_pageable;
 	/* tensorfs, per node: cache, pool, overhead, metadata */
 	struct tfs_plan_item tfs[4];
-	uint64_t files;		    /* files DeepSpeed creates per node */
+	uint64_t files; /* files DeepSpeed creates per node */
 	uint64_t tfs_pinned, tfs_pageable;
 	/* per node: ranks x DeepSpeed + tensorfs */
 	uint64_t node_pinned, node_pageable;

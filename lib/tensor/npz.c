@@ -18,7 +18,7 @@
 
 #include "units.h"
 
-#define SUFFIX ".npy"
+#define SUFFIX	   ".npy"
 #define SUFFIX_LEN 4
 
 static int is_array(const struct tfs_zip_entry *e)
@@ -51,7 +51,7 @@ static int fill_sink(void *sctx, const void *buf, size_t len)
 static int entry_head(const struct tfs_zip_entry *e, tfs_zip_read_fn rd,
 		      void *ctx, void *buf, size_t n, char *err, size_t errlen)
 {
-	struct fill f = {buf, 0};
+	struct fill f = { buf, 0 };
 	int rc;
 
 	if (!e->deflated)
@@ -194,12 +194,12 @@ int tfs_npz_inflate(const struct tfs_tensor *t, tfs_zip_read_fn rd, void *ctx,
 		    tfs_zip_sink_fn sink, void *sctx, char *err, size_t errlen)
 {
 	struct tfs_zip_entry e = {
-	    .name = t->name,
-	    .offset = t->zip.at,
-	    .size = t->zip.size,
-	    .csize = t->zip.csize,
-	    .crc = t->zip.crc,
-	    .deflated = t->deflated,
+		.name = t->name,
+		.offset = t->zip.at,
+		.size = t->zip.size,
+		.csize = t->zip.csize,
+		.crc = t->zip.crc,
+		.deflated = t->deflated,
 	};
 
 	return tfs_zip_inflate(rd, ctx, &e, UINT64_MAX, sink, sctx, err,

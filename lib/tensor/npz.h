@@ -47,8 +47,7 @@ int tfs_npz_parse(const struct tfs_zip *z, tfs_zip_read_fn rd, void *ctx,
  * file whose data lies at t->offset.  Returns as tfs_zip_inflate() with
  * the whole entry (its size and CRC-32 checked), err naming the array.
  */
-int tfs_npz_inflate(const struct tfs_tensor *t, tfs_zip_read_fn rd,
-		    void *ctx, tfs_zip_sink_fn sink, void *sctx, char *err,
-		    size_t errlen);
+int tfs_npz_inflate(const struct tfs_tensor *t, tfs_zip_read_fn rd, void *ctx,
+		    tfs_zip_sink_fn sink, void *sctx, char *err, size_t errlen);
 
 #endif

@@ -745,7 +745,9 @@ static int load(struct machine *m)
 int tfs_pickle_load_part(const void *buf, size_t len, struct tfs_pickle **out,
 			 size_t *used, char *err, size_t errlen)
 {
-	struct machine m = {.b = buf, .len = len, .err = err, .errlen = errlen};
+	struct machine m = {
+		.b = buf, .len = len, .err = err, .errlen = errlen
+	};
 	int rc;
 
 	*out = NULL;

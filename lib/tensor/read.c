@@ -52,15 +52,16 @@ static int read_header(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		       uint64_t hlen, size_t max_header, int fmt,
 		       struct tfs_tensor_list **out, char *err, size_t errlen)
 {
-	uint64_t cap = max_header ? max_header :
-		       fmt == TFS_TENSOR_NPY ? TFS_TENSOR_NPY_MAX_HEADER :
-					       TFS_TENSOR_SAFETENSORS_MAX_HEADER;
+	uint64_t cap = max_header ? max_header
+		       : fmt == TFS_TENSOR_NPY
+			   ? TFS_TENSOR_NPY_MAX_HEADER
+			   : TFS_TENSOR_SAFETENSORS_MAX_HEADER;
 	const char *what = fmt == TFS_TENSOR_NPY ? ".npy" : ".safetensors";
 	unsigned char *buf;
 	int rc;
 
 	if (hlen > file_size)
-		hlen = file_size;	/* the parser says truncated */
+		hlen = file_size; /* the parser says truncated */
 	if (hlen > cap) {
 		char c[32];
 
@@ -86,8 +87,8 @@ int tfs_tensor_read(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		    size_t max_header, struct tfs_tensor_list **out,
 		    enum tfs_tensor_format *format, char *err, size_t errlen)
 {
-	static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M',
-						   'P', 'Y'};
+	static const unsigned char npy_magic[6] = { 0x93, 'N', 'U',
+						    'M',  'P', 'Y' };
 	unsigned char head[16];
 	size_t n = file_size < sizeof(head) ? (size_t)file_size : sizeof(head);
 	enum tfs_tensor_format fmt, dummy;
@@ -121,9 +122,8 @@ int tfs_tensor_read(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 				   out, err, errlen);
 	case TFS_TENSOR_TORCH:
 		if (tfs_torch_is_legacy(head, n))
-			return tfs_torch_parse_legacy(rd, ctx, file_size,
-						      max_header, out, err,
-						      errlen);
+			return tfs_torch_parse_legacy(
+			    rd, ctx, file_size, max_header, out, err, errlen);
 		return read_zip(rd, ctx, file_size, max_header, out, format,
 				err, errlen);
 	case TFS_TENSOR_NPZ:

@@ -59,26 +59,36 @@ static const struct {
 	size_t size;
 	enum tfs_tensor_kind kind;
 } dtypes[TFS_TENSOR_NDTYPES] = {
-    [TFS_TENSOR_FP64] = {"fp64", "float64", "F64", "f8", 8, TFS_TENSOR_FLOAT},
-    [TFS_TENSOR_FP32] = {"fp32", "float32", "F32", "f4", 4, TFS_TENSOR_FLOAT},
-    [TFS_TENSOR_FP16] = {"fp16", "float16", "F16", "f2", 2, TFS_TENSOR_FLOAT},
-    [TFS_TENSOR_BF16] = {"bf16", "bfloat16", "BF16", NULL, 2, TFS_TENSOR_FLOAT},
-    [TFS_TENSOR_FP8_E4M3] = {"fp8_e4m3", "float8_e4m3fn", "F8_E4M3", NULL, 1,
-			     TFS_TENSOR_FLOAT},
-    [TFS_TENSOR_FP8_E5M2] = {"fp8_e5m2", "float8_e5m2", "F8_E5M2", NULL, 1,
-			     TFS_TENSOR_FLOAT},
-    [TFS_TENSOR_INT8] = {"int8", "int8", "I8", "i1", 1, TFS_TENSOR_SIGNED},
-    [TFS_TENSOR_INT16] = {"int16", "int16", "I16", "i2", 2, TFS_TENSOR_SIGNED},
-    [TFS_TENSOR_INT32] = {"int32", "int32", "I32", "i4", 4, TFS_TENSOR_SIGNED},
-    [TFS_TENSOR_INT64] = {"int64", "int64", "I64", "i8", 8, TFS_TENSOR_SIGNED},
-    [TFS_TENSOR_UINT8] = {"uint8", "uint8", "U8", "u1", 1, TFS_TENSOR_UNSIGNED},
-    [TFS_TENSOR_UINT16] = {"uint16", "uint16", "U16", "u2", 2,
-			   TFS_TENSOR_UNSIGNED},
-    [TFS_TENSOR_UINT32] = {"uint32", "uint32", "U32", "u4", 4,
-			   TFS_TENSOR_UNSIGNED},
-    [TFS_TENSOR_UINT64] = {"uint64", "uint64", "U64", "u8", 8,
-			   TFS_TENSOR_UNSIGNED},
-    [TFS_TENSOR_BOOL] = {"bool", "bool", "BOOL", "b1", 1, TFS_TENSOR_BOOLEAN},
+	[TFS_TENSOR_FP64] = { "fp64", "float64", "F64", "f8", 8,
+			      TFS_TENSOR_FLOAT },
+	[TFS_TENSOR_FP32] = { "fp32", "float32", "F32", "f4", 4,
+			      TFS_TENSOR_FLOAT },
+	[TFS_TENSOR_FP16] = { "fp16", "float16", "F16", "f2", 2,
+			      TFS_TENSOR_FLOAT },
+	[TFS_TENSOR_BF16] = { "bf16", "bfloat16", "BF16", NULL, 2,
+			      TFS_TENSOR_FLOAT },
+	[TFS_TENSOR_FP8_E4M3] = { "fp8_e4m3", "float8_e4m3fn", "F8_E4M3", NULL,
+				  1, TFS_TENSOR_FLOAT },
+	[TFS_TENSOR_FP8_E5M2] = { "fp8_e5m2", "float8_e5m2", "F8_E5M2", NULL, 1,
+				  TFS_TENSOR_FLOAT },
+	[TFS_TENSOR_INT8] = { "int8", "int8", "I8", "i1", 1,
+			      TFS_TENSOR_SIGNED },
+	[TFS_TENSOR_INT16] = { "int16", "int16", "I16", "i2", 2,
+			       TFS_TENSOR_SIGNED },
+	[TFS_TENSOR_INT32] = { "int32", "int32", "I32", "i4", 4,
+			       TFS_TENSOR_SIGNED },
+	[TFS_TENSOR_INT64] = { "int64", "int64", "I64", "i8", 8,
+			       TFS_TENSOR_SIGNED },
+	[TFS_TENSOR_UINT8] = { "uint8", "uint8", "U8", "u1", 1,
+			       TFS_TENSOR_UNSIGNED },
+	[TFS_TENSOR_UINT16] = { "uint16", "uint16", "U16", "u2", 2,
+				TFS_TENSOR_UNSIGNED },
+	[TFS_TENSOR_UINT32] = { "uint32", "uint32", "U32", "u4", 4,
+				TFS_TENSOR_UNSIGNED },
+	[TFS_TENSOR_UINT64] = { "uint64", "uint64", "U64", "u8", 8,
+				TFS_TENSOR_UNSIGNED },
+	[TFS_TENSOR_BOOL] = { "bool", "bool", "BOOL", "b1", 1,
+			      TFS_TENSOR_BOOLEAN },
 };
 
 /* Other names people write, PyTorch's mostly. */
@@ -86,13 +96,13 @@ static const struct {
 	const char *name;
 	int dtype;
 } aliases[] = {
-    {"double", TFS_TENSOR_FP64},   {"float", TFS_TENSOR_FP32},
-    {"half", TFS_TENSOR_FP16},	   {"float8_e4m3", TFS_TENSOR_FP8_E4M3},
-    {"e4m3", TFS_TENSOR_FP8_E4M3}, {"e5m2", TFS_TENSOR_FP8_E5M2},
-    {"long", TFS_TENSOR_INT64},	   {"int", TFS_TENSOR_INT32},
-    {"short", TFS_TENSOR_INT16},   {"bool_", TFS_TENSOR_BOOL},
-    {"f16", TFS_TENSOR_FP16},	   {"f32", TFS_TENSOR_FP32},
-    {"f64", TFS_TENSOR_FP64},
+	{ "double", TFS_TENSOR_FP64 },	 { "float", TFS_TENSOR_FP32 },
+	{ "half", TFS_TENSOR_FP16 },	 { "float8_e4m3", TFS_TENSOR_FP8_E4M3 },
+	{ "e4m3", TFS_TENSOR_FP8_E4M3 }, { "e5m2", TFS_TENSOR_FP8_E5M2 },
+	{ "long", TFS_TENSOR_INT64 },	 { "int", TFS_TENSOR_INT32 },
+	{ "short", TFS_TENSOR_INT16 },	 { "bool_", TFS_TENSOR_BOOL },
+	{ "f16", TFS_TENSOR_FP16 },	 { "f32", TFS_TENSOR_FP32 },
+	{ "f64", TFS_TENSOR_FP64 },
 };
 
 static int valid(int dt)
@@ -156,17 +166,20 @@ enum tfs_tensor_kind tfs_tensor_dtype_kind(int dt)
 
 /* ===== minifloats ===== */
 
-enum style { IEEE, FN };
+enum style {
+	IEEE,
+	FN
+};
 
 struct mini {
 	int ebits, mbits, bias;
 	enum style style;
 };
 
-static const struct mini fp16 = {5, 10, 15, IEEE};
-static const struct mini bf16 = {8, 7, 127, IEEE};
-static const struct mini e4m3 = {4, 3, 7, FN};
-static const struct mini e5m2 = {5, 2, 15, IEEE};
+static const struct mini fp16 = { 5, 10, 15, IEEE };
+static const struct mini bf16 = { 8, 7, 127, IEEE };
+static const struct mini e4m3 = { 4, 3, 7, FN };
+static const struct mini e5m2 = { 5, 2, 15, IEEE };
 
 static double mini_decode(uint32_t bits, const struct mini *f)
 {
@@ -568,11 +581,12 @@ int tfs_tensor_shape_check(const struct tfs_tensor_shape *s, int dt,
 	if (tfs_tensor_shape_count(s, &count) ||
 	    __builtin_mul_overflow(count, (uint64_t)es, &need)) {
 		tfs_say(err, len, "shape %s has more bytes than fit in 64 bits",
-		    sh);
+			sh);
 		return -EINVAL;
 	}
 	if (need != bytes) {
-		tfs_say(err, len,
+		tfs_say(
+		    err, len,
 		    "shape %s of %s needs %llu bytes (%llu elements of %zu), "
 		    "but there are %llu bytes of data%s",
 		    sh, dtypes[dt].name, (unsigned long long)need,
@@ -653,7 +667,7 @@ static int by_offset(const void *a, const void *b)
 
 /* ===== probing ===== */
 
-static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+static const unsigned char npy_magic[6] = { 0x93, 'N', 'U', 'M', 'P', 'Y' };
 
 enum tfs_tensor_format tfs_tensor_probe(const void *buf, size_t len,
 					uint64_t *header_len)
@@ -821,14 +835,14 @@ static int npy_preamble(const unsigned char *b, size_t len, uint64_t *hlen,
 {
 	if (len < 10 || memcmp(b, npy_magic, 6)) {
 		tfs_say(err, errlen,
-		    "not a .npy file: it does not begin with "
-		    "\\x93NUMPY");
+			"not a .npy file: it does not begin with "
+			"\\x93NUMPY");
 		return -EINVAL;
 	}
 	if (b[6] < 1 || b[6] > 3 || b[7] != 0) {
 		tfs_say(err, errlen,
-		    ".npy format version %u.%u is not one of 1.0, 2.0, 3.0",
-		    b[6], b[7]);
+			".npy format version %u.%u is not one of 1.0, 2.0, 3.0",
+			b[6], b[7]);
 		return -EINVAL;
 	}
 	if (b[6] == 1) {
@@ -837,14 +851,15 @@ static int npy_preamble(const unsigned char *b, size_t len, uint64_t *hlen,
 	} else {
 		if (len < 12) {
 			tfs_say(err, errlen, "truncated .npy header: %zu bytes",
-			    len);
+				len);
 			return -EINVAL;
 		}
 		*hlen = le(b + 8, 4);
 		*start = 12;
 	}
 	if (*hlen > len - *start) {
-		tfs_say(err, errlen,
+		tfs_say(
+		    err, errlen,
 		    "truncated .npy header: it says %llu bytes, %llu are there",
 		    (unsigned long long)*hlen,
 		    (unsigned long long)(len - *start));
@@ -861,15 +876,15 @@ static int npy_value(struct lit *c, const char *key, struct npy_header *h,
 	if (!strcmp(key, "descr") && !h->have_descr) {
 		if (lit_peek(c) == '[') {
 			tfs_say(err, errlen,
-			    "the .npy file holds a structured "
-			    "array; only plain dtypes are "
-			    "supported");
+				"the .npy file holds a structured "
+				"array; only plain dtypes are "
+				"supported");
 			return -ENOTSUP;
 		}
 		if (lit_string(c, h->descr, sizeof(h->descr))) {
 			tfs_say(err, errlen,
-			    "the .npy header's descr is not "
-			    "a string");
+				"the .npy header's descr is not "
+				"a string");
 			return -EINVAL;
 		}
 		h->have_descr = 1;
@@ -878,8 +893,8 @@ static int npy_value(struct lit *c, const char *key, struct npy_header *h,
 			h->fortran = 1;
 		else if (!lit_word(c, "False")) {
 			tfs_say(err, errlen,
-			    "the .npy header's fortran_order "
-			    "is not True or False");
+				"the .npy header's fortran_order "
+				"is not True or False");
 			return -EINVAL;
 		}
 		h->have_fortran = 1;
@@ -889,27 +904,26 @@ static int npy_value(struct lit *c, const char *key, struct npy_header *h,
 		if (r) {
 			if (r == -E2BIG)
 				tfs_say(err, errlen,
-				    "the .npy shape has more "
-				    "than %d dimensions",
-				    TFS_TENSOR_MAX_DIMS);
+					"the .npy shape has more "
+					"than %d dimensions",
+					TFS_TENSOR_MAX_DIMS);
 			else
 				tfs_say(err, errlen,
-				    "the .npy header's shape "
-				    "is not a tuple of "
-				    "integers");
+					"the .npy header's shape "
+					"is not a tuple of "
+					"integers");
 			return -EINVAL;
 		}
 		h->have_shape = 1;
 	} else {
 		tfs_say(err, errlen,
-		    "the .npy header has key '%s' %s; "
-		    "expected descr, fortran_order, shape",
-		    key,
-		    strcmp(key, "descr") &&
-			    strcmp(key, "fortran_order") &&
-			    strcmp(key, "shape")
-			? "that numpy does not write"
-			: "twice");
+			"the .npy header has key '%s' %s; "
+			"expected descr, fortran_order, shape",
+			key,
+			strcmp(key, "descr") && strcmp(key, "fortran_order") &&
+				strcmp(key, "shape")
+			    ? "that numpy does not write"
+			    : "twice");
 		return -EINVAL;
 	}
 	return 0;
@@ -917,8 +931,8 @@ static int npy_value(struct lit *c, const char *key, struct npy_header *h,
 
 /* The header's dict, from c to its end (b for byte offsets in
  * messages), into h: 0, -EINVAL or -ENOTSUP with err. */
-static int npy_dict(struct lit *c, const unsigned char *b,
-		    struct npy_header *h, char *err, size_t errlen)
+static int npy_dict(struct lit *c, const unsigned char *b, struct npy_header *h,
+		    char *err, size_t errlen)
 {
 	char key[32];
 	int rc;
@@ -931,9 +945,9 @@ static int npy_dict(struct lit *c, const unsigned char *b,
 	while (lit_peek(c) != '}') {
 		if (lit_string(c, key, sizeof(key)) || lit_peek(c) != ':') {
 			tfs_say(err, errlen,
-			    "the .npy header dict is malformed at "
-			    "byte %td",
-			    c->p - (const char *)b);
+				"the .npy header dict is malformed at "
+				"byte %td",
+				c->p - (const char *)b);
 			return -EINVAL;
 		}
 		c->p++;
@@ -944,9 +958,9 @@ static int npy_dict(struct lit *c, const unsigned char *b,
 			c->p++;
 		else if (lit_peek(c) != '}') {
 			tfs_say(err, errlen,
-			    "the .npy header dict is malformed at "
-			    "byte %td",
-			    c->p - (const char *)b);
+				"the .npy header dict is malformed at "
+				"byte %td",
+				c->p - (const char *)b);
 			return -EINVAL;
 		}
 	}
@@ -955,14 +969,15 @@ static int npy_dict(struct lit *c, const unsigned char *b,
 	while (c->p < c->end && *c->p == '\0') /* some writers pad with NULs */
 		c->p++;
 	if (c->p != c->end) {
-		tfs_say(err, errlen, "the .npy header has bytes after its dict");
+		tfs_say(err, errlen,
+			"the .npy header has bytes after its dict");
 		return -EINVAL;
 	}
 	if (!h->have_descr || !h->have_fortran || !h->have_shape) {
 		tfs_say(err, errlen, "the .npy header lacks '%s'",
-		    !h->have_descr     ? "descr"
-		    : !h->have_fortran ? "fortran_order"
-				       : "shape");
+			!h->have_descr	   ? "descr"
+			: !h->have_fortran ? "fortran_order"
+					   : "shape");
 		return -EINVAL;
 	}
 	return 0;
@@ -976,7 +991,7 @@ static int parse_npy(const void *buf, size_t len, uint64_t file_size, int any,
 	const unsigned char *b = buf;
 	struct tfs_tensor_list *l = NULL;
 	struct tfs_tensor *t;
-	struct npy_header h = {0};
+	struct npy_header h = { 0 };
 	char sh[64];
 	int rc, dt = -1, big = 0;
 	uint64_t hlen, start, count, nbytes;
@@ -1008,9 +1023,9 @@ static int parse_npy(const void *buf, size_t len, uint64_t file_size, int any,
 	}
 	if (rc) {
 		tfs_say(err, errlen,
-		    "the .npy dtype '%s' is not supported; "
-		    "tensorfs reads bool, int, uint and float",
-		    h.descr);
+			"the .npy dtype '%s' is not supported; "
+			"tensorfs reads bool, int, uint and float",
+			h.descr);
 		goto out;
 	}
 	rc = -EINVAL;
@@ -1022,7 +1037,8 @@ static int parse_npy(const void *buf, size_t len, uint64_t file_size, int any,
 		goto out;
 	}
 	if (file_size != UINT64_MAX && start + hlen + nbytes != file_size) {
-		tfs_say(err, errlen,
+		tfs_say(
+		    err, errlen,
 		    "the .npy header's shape %s of '%s' needs %llu bytes of "
 		    "data "
 		    "after the %llu-byte header, but the file has %llu",
@@ -1097,10 +1113,10 @@ static int st_metadata(struct tfs_tensor_list *l, json_t *m, char *err,
 	{
 		if (!json_is_string(v)) {
 			tfs_say(err, errlen,
-			    "__metadata__ '%s' is not a string; "
-			    "safetensors metadata maps strings to "
-			    "strings",
-			    k);
+				"__metadata__ '%s' is not a string; "
+				"safetensors metadata maps strings to "
+				"strings",
+				k);
 			return -EINVAL;
 		}
 		l->meta[2 * l->nmeta] = strdup(k);
@@ -1125,31 +1141,31 @@ static int st_entry(const char *name, json_t *v, uint64_t data_len,
 	if (!json_is_object(v) || !json_is_string(dt) ||
 	    !json_is_array(shape) || !json_is_array(offs)) {
 		tfs_say(err, errlen,
-		    "tensor '%s' is not an object with dtype, shape "
-		    "and data_offsets",
-		    name);
+			"tensor '%s' is not an object with dtype, shape "
+			"and data_offsets",
+			name);
 		return -EINVAL;
 	}
 	if (json_array_size(offs) != 2 ||
 	    json_u64(json_array_get(offs, 0), begin) ||
 	    json_u64(json_array_get(offs, 1), end) || *begin > *end) {
 		tfs_say(err, errlen,
-		    "tensor '%s': data_offsets is not [begin, end] "
-		    "with 0 <= begin <= end",
-		    name);
+			"tensor '%s': data_offsets is not [begin, end] "
+			"with 0 <= begin <= end",
+			name);
 		return -EINVAL;
 	}
 	if (*end > data_len) {
 		tfs_say(err, errlen,
-		    "tensor '%s' ends at byte %llu of the data, "
-		    "past its end at %llu (file truncated?)",
-		    name, (unsigned long long)*end,
-		    (unsigned long long)data_len);
+			"tensor '%s' ends at byte %llu of the data, "
+			"past its end at %llu (file truncated?)",
+			name, (unsigned long long)*end,
+			(unsigned long long)data_len);
 		return -EINVAL;
 	}
 	if (json_array_size(shape) > TFS_TENSOR_MAX_DIMS) {
 		tfs_say(err, errlen, "tensor '%s' has more than %d dimensions",
-		    name, TFS_TENSOR_MAX_DIMS);
+			name, TFS_TENSOR_MAX_DIMS);
 		return -EINVAL;
 	}
 	return 0;
@@ -1157,8 +1173,8 @@ static int st_entry(const char *name, json_t *v, uint64_t data_len,
 
 /* Whether t's shape and dtype fill data_offsets [begin, end] exactly.
  * 0, or -EINVAL with err. */
-static int st_size(const struct tfs_tensor *t, const char *name,
-		   uint64_t begin, uint64_t end, char *err, size_t errlen)
+static int st_size(const struct tfs_tensor *t, const char *name, uint64_t begin,
+		   uint64_t end, char *err, size_t errlen)
 {
 	uint64_t count, need;
 	char sh[64];
@@ -1166,7 +1182,7 @@ static int st_size(const struct tfs_tensor *t, const char *name,
 	tfs_tensor_shape_format(&t->shape, 0, sh, sizeof(sh));
 	if (tfs_tensor_shape_count(&t->shape, &count)) {
 		tfs_say(err, errlen, "tensor '%s': shape %s is too large", name,
-		    sh);
+			sh);
 		return -EINVAL;
 	}
 	if (t->dtype < 0)
@@ -1174,16 +1190,16 @@ static int st_size(const struct tfs_tensor *t, const char *name,
 	if (__builtin_mul_overflow(count, (uint64_t)dtypes[t->dtype].size,
 				   &need)) {
 		tfs_say(err, errlen, "tensor '%s': shape %s is too large", name,
-		    sh);
+			sh);
 		return -EINVAL;
 	}
 	if (need != t->nbytes) {
 		tfs_say(err, errlen,
-		    "tensor '%s': shape %s of %s needs %llu bytes, but "
-		    "data_offsets [%llu, %llu] hold %llu",
-		    name, sh, dtypes[t->dtype].safetensors,
-		    (unsigned long long)need, (unsigned long long)begin,
-		    (unsigned long long)end, (unsigned long long)t->nbytes);
+			"tensor '%s': shape %s of %s needs %llu bytes, but "
+			"data_offsets [%llu, %llu] hold %llu",
+			name, sh, dtypes[t->dtype].safetensors,
+			(unsigned long long)need, (unsigned long long)begin,
+			(unsigned long long)end, (unsigned long long)t->nbytes);
 		return -EINVAL;
 	}
 	return 0;
@@ -1211,9 +1227,9 @@ static int st_tensor(struct tfs_tensor_list *l, const char *name, json_t *v,
 	{
 		if (json_u64(d, &t->shape.dim[i])) {
 			tfs_say(err, errlen,
-			    "tensor '%s': shape is not a list of "
-			    "integers >= 0",
-			    name);
+				"tensor '%s': shape is not a list of "
+				"integers >= 0",
+				name);
 			return -EINVAL;
 		}
 	}
@@ -1237,17 +1253,17 @@ static int st_preamble(const unsigned char *b, size_t len, uint64_t file_size,
 {
 	if (len < 8) {
 		tfs_say(err, errlen,
-		    "truncated .safetensors file: %zu bytes, the "
-		    "header length alone is 8",
-		    len);
+			"truncated .safetensors file: %zu bytes, the "
+			"header length alone is 8",
+			len);
 		return -EINVAL;
 	}
 	*n = le(b, 8);
 	if (*n > TFS_TENSOR_SAFETENSORS_MAX_HEADER) {
 		tfs_say(err, errlen,
-		    "the .safetensors header length %llu exceeds "
-		    "the limit of 100 MB",
-		    (unsigned long long)*n);
+			"the .safetensors header length %llu exceeds "
+			"the limit of 100 MB",
+			(unsigned long long)*n);
 		return -EINVAL;
 	}
 	if (*n > len - 8 || (file_size != UINT64_MAX && *n + 8 > file_size)) {
@@ -1256,16 +1272,16 @@ static int st_preamble(const unsigned char *b, size_t len, uint64_t file_size,
 		if (file_size < have)
 			have = file_size;
 		tfs_say(err, errlen,
-		    "truncated .safetensors header: it says %llu "
-		    "bytes, %llu are there",
-		    (unsigned long long)*n,
-		    (unsigned long long)(have > 8 ? have - 8 : 0));
+			"truncated .safetensors header: it says %llu "
+			"bytes, %llu are there",
+			(unsigned long long)*n,
+			(unsigned long long)(have > 8 ? have - 8 : 0));
 		return -EINVAL;
 	}
 	if (*n < 2 || b[8] != '{') {
 		tfs_say(err, errlen,
-		    "the .safetensors header does not begin with "
-		    "'{'");
+			"the .safetensors header does not begin with "
+			"'{'");
 		return -EINVAL;
 	}
 	return 0;
@@ -1282,9 +1298,9 @@ static int st_no_overlap(struct tfs_tensor_list *l, char *err, size_t errlen)
 
 		if (c->offset < a->offset + a->nbytes) {
 			tfs_say(err, errlen,
-			    "tensors '%s' and '%s' overlap in the "
-			    "data",
-			    a->name, c->name);
+				"tensors '%s' and '%s' overlap in the "
+				"data",
+				a->name, c->name);
 			return -EINVAL;
 		}
 	}
@@ -1313,14 +1329,14 @@ int tfs_tensor_parse_safetensors(const void *buf, size_t len,
 	root = json_loadb((const char *)b + 8, n, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
 		tfs_say(err, errlen,
-		    "the .safetensors header is not valid JSON: "
-		    "%s at byte %d",
-		    je.text, je.position);
+			"the .safetensors header is not valid JSON: "
+			"%s at byte %d",
+			je.text, je.position);
 		goto out;
 	}
 	if (!json_is_object(root)) {
 		tfs_say(err, errlen,
-		    "the .safetensors header is not a JSON object");
+			"the .safetensors header is not a JSON object");
 		goto out;
 	}
 	rc = -ENOMEM;
@@ -1363,7 +1379,8 @@ int tfs_tensor_parse(const void *buf, size_t len, uint64_t file_size,
 						    err, errlen);
 	default:
 		*out = NULL;
-		tfs_say(err, errlen, "neither a .npy nor a .safetensors header");
+		tfs_say(err, errlen,
+			"neither a .npy nor a .safetensors header");
 		return -EINVAL;
 	}
 }
@@ -1390,7 +1407,8 @@ static const char *prev_component(const char *path, const char *end,
 
 static int component_is(const char *s, const char *e, const char *word)
 {
-	return (size_t)(e - s) == strlen(word) && !strncmp(s, word, (size_t)(e - s));
+	return (size_t)(e - s) == strlen(word) &&
+	       !strncmp(s, word, (size_t)(e - s));
 }
 
 int tfs_tensor_deepspeed_dtype(const char *path)
@@ -1399,10 +1417,10 @@ int tfs_tensor_deepspeed_dtype(const char *path)
 		const char *dir;
 		int dtype;
 	} dirs[] = {
-	    {"float16params", TFS_TENSOR_FP16},
-	    {"bfloat16params", TFS_TENSOR_BF16},
-	    {"float32params", TFS_TENSOR_FP32},
-	    {"optimizer", TFS_TENSOR_FP32},
+		{ "float16params", TFS_TENSOR_FP16 },
+		{ "bfloat16params", TFS_TENSOR_BF16 },
+		{ "float32params", TFS_TENSOR_FP32 },
+		{ "optimizer", TFS_TENSOR_FP32 },
 	};
 	const char *s, *e = path + strlen(path);
 	size_t n = strlen(path);
@@ -1422,8 +1440,9 @@ int tfs_tensor_deepspeed_dtype(const char *path)
 		if (!component_is(s, e, dirs[i].dir))
 			continue;
 		pe = prev_component(path, s, &ps);
-		return pe && component_is(ps, pe, "zero_stage_3") ? dirs[i].dtype
-								  : -ENOENT;
+		return pe && component_is(ps, pe, "zero_stage_3")
+			   ? dirs[i].dtype
+			   : -ENOENT;
 	}
 	return -ENOENT;
 }

@@ -32,7 +32,7 @@
 #include "units.h"
 
 #define TFS_TORCH_MAX_DEPTH 100
-#define MAX_NAME 4096
+#define MAX_NAME	    4096
 
 /* ===== storage classes ===== */
 
@@ -42,25 +42,25 @@ static const struct {
 	int tfs;	   /* -1: listed with its size, not decoded */
 	size_t size;	   /* bytes per element, where tfs is -1 */
 } storages[] = {
-    {"DoubleStorage", "float64", TFS_TENSOR_FP64, 0},
-    {"FloatStorage", "float32", TFS_TENSOR_FP32, 0},
-    {"HalfStorage", "float16", TFS_TENSOR_FP16, 0},
-    {"BFloat16Storage", "bfloat16", TFS_TENSOR_BF16, 0},
-    {"Float8_e4m3fnStorage", "float8_e4m3fn", TFS_TENSOR_FP8_E4M3, 0},
-    {"Float8_e5m2Storage", "float8_e5m2", TFS_TENSOR_FP8_E5M2, 0},
-    {"LongStorage", "int64", TFS_TENSOR_INT64, 0},
-    {"IntStorage", "int32", TFS_TENSOR_INT32, 0},
-    {"ShortStorage", "int16", TFS_TENSOR_INT16, 0},
-    {"CharStorage", "int8", TFS_TENSOR_INT8, 0},
-    {"ByteStorage", "uint8", TFS_TENSOR_UINT8, 0},
-    {"UInt16Storage", "uint16", TFS_TENSOR_UINT16, 0},
-    {"UInt32Storage", "uint32", TFS_TENSOR_UINT32, 0},
-    {"UInt64Storage", "uint64", TFS_TENSOR_UINT64, 0},
-    {"BoolStorage", "bool", TFS_TENSOR_BOOL, 0},
-    {"UntypedStorage", "uint8", TFS_TENSOR_UINT8, 0},
-    {"ComplexFloatStorage", "complex64", -1, 8},
-    {"ComplexDoubleStorage", "complex128", -1, 16},
-    {"ComplexHalfStorage", "complex32", -1, 4},
+	{ "DoubleStorage", "float64", TFS_TENSOR_FP64, 0 },
+	{ "FloatStorage", "float32", TFS_TENSOR_FP32, 0 },
+	{ "HalfStorage", "float16", TFS_TENSOR_FP16, 0 },
+	{ "BFloat16Storage", "bfloat16", TFS_TENSOR_BF16, 0 },
+	{ "Float8_e4m3fnStorage", "float8_e4m3fn", TFS_TENSOR_FP8_E4M3, 0 },
+	{ "Float8_e5m2Storage", "float8_e5m2", TFS_TENSOR_FP8_E5M2, 0 },
+	{ "LongStorage", "int64", TFS_TENSOR_INT64, 0 },
+	{ "IntStorage", "int32", TFS_TENSOR_INT32, 0 },
+	{ "ShortStorage", "int16", TFS_TENSOR_INT16, 0 },
+	{ "CharStorage", "int8", TFS_TENSOR_INT8, 0 },
+	{ "ByteStorage", "uint8", TFS_TENSOR_UINT8, 0 },
+	{ "UInt16Storage", "uint16", TFS_TENSOR_UINT16, 0 },
+	{ "UInt32Storage", "uint32", TFS_TENSOR_UINT32, 0 },
+	{ "UInt64Storage", "uint64", TFS_TENSOR_UINT64, 0 },
+	{ "BoolStorage", "bool", TFS_TENSOR_BOOL, 0 },
+	{ "UntypedStorage", "uint8", TFS_TENSOR_UINT8, 0 },
+	{ "ComplexFloatStorage", "complex64", -1, 8 },
+	{ "ComplexDoubleStorage", "complex128", -1, 16 },
+	{ "ComplexHalfStorage", "complex32", -1, 4 },
 };
 
 /* The index in storages[] of class cls ("torch.FloatStorage"), or -1. */
@@ -225,7 +225,7 @@ static int by_key(const void *a, const void *b)
 static const struct legacy_storage *legacy_find(const struct legacy *lg,
 						const char *key)
 {
-	struct legacy_storage k = {.key = key};
+	struct legacy_storage k = { .key = key };
 
 	return lg->n ? bsearch(&k, lg->s, lg->n, sizeof(k), by_key) : NULL;
 }
@@ -417,8 +417,8 @@ static int walk(struct walk *w, const struct tfs_pickle_value *v, size_t nlen,
 	case TFS_PICKLE_LIST:
 	case TFS_PICKLE_TUPLE:
 		for (size_t i = 0; !rc && i < v->n; i++) {
-			struct tfs_pickle_value k = {.type = TFS_PICKLE_INT,
-						     .i = (int64_t)i};
+			struct tfs_pickle_value k = { .type = TFS_PICKLE_INT,
+						      .i = (int64_t)i };
 
 			rc = walk_child(w, &k, v->items[i], nlen, depth);
 		}
@@ -536,16 +536,16 @@ static int big_endian(tfs_zip_read_fn rd, void *ctx, const struct tfs_zip *z,
  * keeps no 80-bit ints, so it is matched byte by byte.
  */
 #define LEGACY_MAGIC_MAX 24
-#define LEGACY_VERSION 1001
-#define LEGACY_WINDOW (64u << 10)
+#define LEGACY_VERSION	 1001
+#define LEGACY_WINDOW	 (64u << 10)
 
 /* The magic of protocol p into m: its length, 0 for no such protocol. */
 static size_t legacy_magic(unsigned char p, unsigned char *m)
 {
-	static const unsigned char frame[9] = {0x95, 0x0d};
-	static const unsigned char value[13] = {0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
-						0x46, 0xf9, 0x20, 0x6a, 0xa8,
-						0x50, 0x19, 0x2e};
+	static const unsigned char frame[9] = { 0x95, 0x0d };
+	static const unsigned char value[13] = { 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+						 0x46, 0xf9, 0x20, 0x6a, 0xa8,
+						 0x50, 0x19, 0x2e };
 	size_t n = 0;
 
 	if (p < 2 || p > 5)
@@ -727,10 +727,10 @@ static int parse_legacy(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 			size_t max_pickle, struct tfs_tensor_list **out,
 			char *err, size_t errlen)
 {
-	static const char *const what[] = {"version", "system information",
-					   "saved object's", "storage keys'"};
-	struct tfs_pickle *p[4] = {NULL};
-	struct legacy lg = {NULL, 0};
+	static const char *const what[] = { "version", "system information",
+					    "saved object's", "storage keys'" };
+	struct tfs_pickle *p[4] = { NULL };
+	struct legacy lg = { NULL, 0 };
 	unsigned char magic[LEGACY_MAGIC_MAX];
 	uint64_t at = file_size < sizeof(magic) ? file_size : sizeof(magic);
 	int rc = 0;
@@ -774,9 +774,9 @@ out:
 
 /* ===== the zip format ===== */
 
-int tfs_torch_parse_zip(const struct tfs_zip *z, tfs_zip_read_fn rd,
-			void *ctx, size_t max_pickle,
-			struct tfs_tensor_list **out, char *err, size_t errlen)
+int tfs_torch_parse_zip(const struct tfs_zip *z, tfs_zip_read_fn rd, void *ctx,
+			size_t max_pickle, struct tfs_tensor_list **out,
+			char *err, size_t errlen)
 {
 	const struct tfs_zip_entry *e;
 	char prefix[MAX_NAME];

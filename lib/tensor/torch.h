@@ -73,9 +73,9 @@ int tfs_torch_is_legacy(const void *buf, size_t len);
  * larger than max_pickle, or too many values in it), -ENOMEM or the
  * -errno of rd.  Any bytes are safe to pass.  Thread safe.
  */
-int tfs_torch_parse_zip(const struct tfs_zip *z, tfs_zip_read_fn rd,
-			void *ctx, size_t max_pickle,
-			struct tfs_tensor_list **out, char *err, size_t errlen);
+int tfs_torch_parse_zip(const struct tfs_zip *z, tfs_zip_read_fn rd, void *ctx,
+			size_t max_pickle, struct tfs_tensor_list **out,
+			char *err, size_t errlen);
 int tfs_torch_parse_legacy(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 			   size_t max_pickle, struct tfs_tensor_list **out,
 			   char *err, size_t errlen);

@@ -27,17 +27,17 @@
 
 #include "units.h"
 
-#define SIG_LOCAL 0x04034b50u
+#define SIG_LOCAL   0x04034b50u
 #define SIG_CENTRAL 0x02014b50u
-#define SIG_EOCD 0x06054b50u
-#define SIG_EOCD64 0x06064b50u
+#define SIG_EOCD    0x06054b50u
+#define SIG_EOCD64  0x06064b50u
 #define SIG_LOCATOR 0x07064b50u
 
-#define EOCD_LEN 22
+#define EOCD_LEN    22
 #define LOCATOR_LEN 20
-#define EOCD64_LEN 56
+#define EOCD64_LEN  56
 #define CENTRAL_LEN 46
-#define LOCAL_LEN 30
+#define LOCAL_LEN   30
 #define MAX_COMMENT 65535
 
 static uint64_t le(const unsigned char *p, size_t n)
@@ -167,7 +167,7 @@ static int zip64_extra(const unsigned char *x, size_t xlen, uint64_t *size,
 {
 	while (xlen >= 4) {
 		size_t id = (size_t)le(x, 2), n = (size_t)le(x + 2, 2);
-		uint64_t *f[3] = {size, csize, lho};
+		uint64_t *f[3] = { size, csize, lho };
 		size_t at = 4;
 
 		if (n > xlen - 4)
@@ -263,7 +263,7 @@ static int by_name(const void *a, const void *b)
 int tfs_zip_open(tfs_zip_read_fn rd, void *ctx, uint64_t file_size,
 		 struct tfs_zip **out, char *err, size_t errlen)
 {
-	struct dir d = {0};
+	struct dir d = { 0 };
 	struct tfs_zip *z = NULL;
 	unsigned char *c = NULL;
 	size_t at = 0;
@@ -323,7 +323,7 @@ out_free:
 const struct tfs_zip_entry *tfs_zip_find(const struct tfs_zip *z,
 					 const char *name)
 {
-	struct tfs_zip_entry key = {.name = (char *)name};
+	struct tfs_zip_entry key = { .name = (char *)name };
 
 	if (!z || !z->count)
 		return NULL;

@@ -67,7 +67,7 @@ struct tfs_zip {
 };
 
 /* The most entries and the largest central directory accepted. */
-#define TFS_ZIP_MAX_ENTRIES (1u << 20)
+#define TFS_ZIP_MAX_ENTRIES   (1u << 20)
 #define TFS_ZIP_MAX_DIRECTORY (64u << 20)
 
 /*
@@ -110,8 +110,7 @@ typedef int (*tfs_zip_sink_fn)(void *sctx, const void *buf, size_t len);
 #define TFS_ZIP_INFLATE_CHUNK (256u << 10)
 int tfs_zip_inflate(tfs_zip_read_fn rd, void *ctx,
 		    const struct tfs_zip_entry *e, uint64_t max,
-		    tfs_zip_sink_fn sink, void *sctx, char *err,
-		    size_t errlen);
+		    tfs_zip_sink_fn sink, void *sctx, char *err, size_t errlen);
 
 /* A tfs_zip_read_fn over memory: ctx points to a struct tfs_zip_mem. */
 struct tfs_zip_mem {

@@ -50,26 +50,24 @@
 #define TFS_UNITS_MAX_EXP 1000000
 
 struct suffix {
-	const char *name;	/* lower case */
-	unsigned shift;		/* times 2^shift */
-	unsigned dec;		/* times 10^dec */
+	const char *name; /* lower case */
+	unsigned shift;	  /* times 2^shift */
+	unsigned dec;	  /* times 10^dec */
 };
 
 static const struct suffix suffixes[] = {
-	{ "b", 0, 0 },
-	{ "k", 10, 0 },	{ "kib", 10, 0 }, { "kb", 0, 3 },
-	{ "m", 20, 0 },	{ "mib", 20, 0 }, { "mb", 0, 6 },
-	{ "g", 30, 0 },	{ "gib", 30, 0 }, { "gb", 0, 9 },
-	{ "t", 40, 0 },	{ "tib", 40, 0 }, { "tb", 0, 12 },
-	{ "p", 50, 0 },	{ "pib", 50, 0 }, { "pb", 0, 15 },
+	{ "b", 0, 0 },	  { "k", 10, 0 },   { "kib", 10, 0 }, { "kb", 0, 3 },
+	{ "m", 20, 0 },	  { "mib", 20, 0 }, { "mb", 0, 6 },   { "g", 30, 0 },
+	{ "gib", 30, 0 }, { "gb", 0, 9 },   { "t", 40, 0 },   { "tib", 40, 0 },
+	{ "tb", 0, 12 },  { "p", 50, 0 },   { "pib", 50, 0 }, { "pb", 0, 15 },
 };
 
 struct decimal {
-	uint8_t d[TFS_UNITS_MAX_DIGITS];	/* D, most significant first */
+	uint8_t d[TFS_UNITS_MAX_DIGITS]; /* D, most significant first */
 	size_t n;
-	int too_long;		/* D had more digits than d[] holds */
-	int64_t exp;		/* X */
-	int64_t zeros;		/* zeros seen after D's last non-zero digit */
+	int too_long;  /* D had more digits than d[] holds */
+	int64_t exp;   /* X */
+	int64_t zeros; /* zeros seen after D's last non-zero digit */
 };
 
 static const char *skip_spaces(const char *p)
@@ -223,7 +221,7 @@ static int evaluate(struct decimal *v, unsigned shift, uint64_t *out)
 	} else {
 		n = -v->exp;
 		if (n > (int64_t)shift)
-			return -EINVAL;		/* see the top of the file */
+			return -EINVAL; /* see the top of the file */
 		if (v->too_long)
 			return -ERANGE;
 		shift -= (unsigned)n;

@@ -38,9 +38,9 @@ size_t tfs_edit_distance(const char *a, const char *b);
 /* printf into err (len bytes), for the messages lib/ hands back to
  * people; err may be NULL or len 0. */
 void tfs_say(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* tfs_say(), then return -EINVAL: for parsers, which fail with it. */
 int tfs_invalid(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tfs_tensor_list_free(l);
 	/* and through the door, as files reach the parser */
 	{
-		struct tfs_zip_mem m = {data, size};
+		struct tfs_zip_mem m = { data, size };
 
 		if (!tfs_tensor_read(tfs_zip_read_mem, &m, size, 0, &l, NULL,
 				     err, sizeof(err)))

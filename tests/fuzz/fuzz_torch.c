@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tfs_zip_mem m = {data, size};
+	struct tfs_zip_mem m = { data, size };
 	struct tfs_tensor_list *l = NULL;
 	char err[256];
 

@@ -20,7 +20,7 @@ static int discard(void *sctx, const void *buf, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tfs_zip_mem m = {data, size};
+	struct tfs_zip_mem m = { data, size };
 	struct tfs_zip *z = NULL;
 	char err[256];
 

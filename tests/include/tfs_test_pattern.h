@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#define TFS_GOLDEN64	0x9e3779b97f4a7c15ull	/* 2^64 / phi */
+#define TFS_GOLDEN64 0x9e3779b97f4a7c15ull /* 2^64 / phi */
 
 static inline uint64_t tfs_mix64(uint64_t z)
 {

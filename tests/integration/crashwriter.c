@@ -95,21 +95,20 @@
 
 #include "tfs_test_pattern.h"
 
-#define CW_BLOCK 4096u
-#define CW_MAX_LEN (8ull << 20)		/* longest new file */
-#define CW_MAX_SIZE (16ull << 20)	/* no step grows a file past this */
-#define CW_MAX_PIECE (1u << 20)		/* largest single write() */
-#define CW_BUF (CW_MAX_PIECE + CW_BLOCK)
-#define CW_BUDGET (32ull << 20)		/* bytes per thread */
-#define CW_MAX_FILES 200		/* files per thread */
-#define CW_MAX_FAILURES 50		/* --verify reports at most this many */
+#define CW_BLOCK	4096u
+#define CW_MAX_LEN	(8ull << 20)  /* longest new file */
+#define CW_MAX_SIZE	(16ull << 20) /* no step grows a file past this */
+#define CW_MAX_PIECE	(1u << 20)    /* largest single write() */
+#define CW_BUF		(CW_MAX_PIECE + CW_BLOCK)
+#define CW_BUDGET	(32ull << 20) /* bytes per thread */
+#define CW_MAX_FILES	200	      /* files per thread */
+#define CW_MAX_FAILURES 50	      /* --verify reports at most this many */
 
-#define EXIT_FAIL 1
-#define EXIT_USAGE 2
+#define EXIT_FAIL    1
+#define EXIT_USAGE   2
 #define EXIT_SYSCALL 3
 
 /* ===== pattern and checksums ===== */
-
 
 /* The pattern's key of a file name: the name up to its first '.'. */
 static uint64_t name_hash(const char *name)
@@ -255,7 +254,7 @@ static void sha256_update(struct sha256 *s, const unsigned char *p, size_t n)
 static void sha256_final(struct sha256 *s, char *hex)
 {
 	uint64_t bits = s->len * 8;
-	unsigned char pad[72] = {0x80};
+	unsigned char pad[72] = { 0x80 };
 	size_t padlen = (s->fill < 56 ? 56 : 120) - s->fill;
 	unsigned int i;
 
@@ -269,17 +268,17 @@ static void sha256_final(struct sha256 *s, char *hex)
 /* ===== the model of one file ===== */
 
 struct cw_range {
-	uint64_t start, end;	/* [start, end) holds pattern */
+	uint64_t start, end; /* [start, end) holds pattern */
 };
 
 struct cw_file {
 	char name[48];
 	uint64_t hash;
 	uint64_t size;
-	struct cw_range *r;	/* sorted, disjoint, not adjacent */
+	struct cw_range *r; /* sorted, disjoint, not adjacent */
 	size_t nr, cap;
-	unsigned int known : 1;		/* 0: left by an earlier run */
-	unsigned int recorded : 1;	/* last manifest line is a record */
+	unsigned int known : 1;	   /* 0: left by an earlier run */
+	unsigned int recorded : 1; /* last manifest line is a record */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -407,7 +406,7 @@ static int parse_name(const char *s, unsigned int *tid, uint64_t *n)
 		return 0;
 	if (*end == '.' && end[1] &&
 	    strspn(end + 1, "abcdefghijklmnopqrstuvwxyz0123456789") ==
-		    strlen(end + 1))
+		strlen(end + 1))
 		end += strlen(end);
 	if (*end)
 		return 0;
@@ -495,18 +494,18 @@ struct cw_thread {
 	unsigned int tid;
 	uint64_t rng;
 	uint64_t next_n;
-	struct cw_file **files;	/* oldest first */
+	struct cw_file **files; /* oldest first */
 	size_t nfiles, cap;
-	uint64_t live;		/* bytes in files */
-	unsigned char *buf;	/* CW_BUF bytes */
+	uint64_t live;	    /* bytes in files */
+	unsigned char *buf; /* CW_BUF bytes */
 	pthread_t th;
 };
 
 static const char *g_dir;
 static int g_dirfd = -1;
-static int g_all_ops;		/* --all-ops */
-static uint64_t g_budget = CW_BUDGET;	/* bytes per thread */
-static int g_no_direct;		/* the file system refuses O_DIRECT */
+static int g_all_ops;		      /* --all-ops */
+static uint64_t g_budget = CW_BUDGET; /* bytes per thread */
+static int g_no_direct;		      /* the file system refuses O_DIRECT */
 static int g_manifest = -1;
 static pthread_mutex_t g_manifest_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -546,7 +545,7 @@ static uint64_t rnd_log(struct cw_thread *t, uint64_t max)
 }
 
 static void manifest_append(const struct cw_thread *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void manifest_append(const struct cw_thread *t, const char *fmt, ...)
 {
@@ -707,8 +706,9 @@ static void step_record(struct cw_thread *t, int fd, struct cw_file *f)
 		die_errno(t, "fsync the directory of", f->name);
 	sha256_init(&s);
 	for (off = 0; off < f->size; off += CW_MAX_PIECE) {
-		size_t n = f->size - off < CW_MAX_PIECE ? (size_t)(f->size - off)
-							: CW_MAX_PIECE;
+		size_t n = f->size - off < CW_MAX_PIECE
+			       ? (size_t)(f->size - off)
+			       : CW_MAX_PIECE;
 
 		model_fill(f, off, t->buf, n);
 		sha256_update(&s, t->buf, n);
@@ -723,19 +723,19 @@ static void step_change(struct cw_thread *t, int fd, struct cw_file *f)
 {
 	uint64_t r = rnd_below(t, 100), a, len;
 
-	if (r < 40 && f->size) {			/* rewrite a part */
+	if (r < 40 && f->size) { /* rewrite a part */
 		a = rnd_below(t, f->size);
 		len = rnd_log(t, CW_MAX_PIECE * 2);
 		step_write(t, fd, f, a, a + len);
-	} else if (r < 55 && f->size) {			/* shorter */
+	} else if (r < 55 && f->size) { /* shorter */
 		step_truncate(t, fd, f,
 			      rnd_below(t, 8) ? rnd_below(t, f->size) : 0);
-	} else if (r < 65) {				/* longer: a hole */
+	} else if (r < 65) { /* longer: a hole */
 		step_truncate(t, fd, f, f->size + rnd_log(t, 2u << 20));
-	} else if (r < 85) {				/* append */
+	} else if (r < 85) { /* append */
 		step_write(t, fd, f, f->size,
 			   f->size + rnd_log(t, CW_MAX_PIECE * 2));
-	} else {					/* past the end */
+	} else { /* past the end */
 		a = f->size + rnd_log(t, 1u << 20);
 		step_write(t, fd, f, a, a + rnd_log(t, CW_MAX_PIECE));
 	}
@@ -763,7 +763,7 @@ static void op_create(struct cw_thread *t)
 	thread_add(t, f);
 	len = rnd_log(t, CW_MAX_LEN);
 	if (rnd_below(t, 10) == 0)
-		len = ceil_blk(len);	/* some aligned lengths too */
+		len = ceil_blk(len); /* some aligned lengths too */
 	put_pattern(t, fd, f, 0, len, 1);
 	t->live += f->size;
 	check_clean(f);
@@ -906,7 +906,7 @@ static void op_direct(struct cw_thread *t)
 		len = ceil_blk(rnd_log(t, CW_MAX_LEN));
 	}
 	if (fd < 0 && errno == EINVAL) {
-		g_no_direct = 1;	/* not supported: skip from now on */
+		g_no_direct = 1; /* not supported: skip from now on */
 		return;
 	}
 	if (fd < 0)
@@ -938,8 +938,8 @@ static void op_mmap(struct cw_thread *t)
 	fd = openat(g_dirfd, f->name, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		die_errno(t, "open", f->name);
-	p = mmap(NULL, (size_t)f->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 fd, 0);
+	p = mmap(NULL, (size_t)f->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 0);
 	if (p == MAP_FAILED)
 		die_errno(t, "mmap MAP_SHARED", f->name);
 	/* whole blocks, or up to the end of the file: blocks stay clean */
@@ -1044,8 +1044,10 @@ static void *writer(void *arg)
 		uint64_t r = rnd_below(t, 100);
 
 		if (g_all_ops && r < 28 && t->nfiles)
-			r < 8 ? op_direct(t) : r < 16 ? op_mmap(t)
-			: r < 22 ? op_rename(t) : op_replace(t);
+			r < 8	 ? op_direct(t)
+			: r < 16 ? op_mmap(t)
+			: r < 22 ? op_rename(t)
+				 : op_replace(t);
 		else if (r < 45 || t->nfiles == 0)
 			op_create(t);
 		else if (r < 70)
@@ -1100,7 +1102,7 @@ static void write_main(const char *dir, const char *manifest,
 {
 	char parent[PATH_MAX];
 	struct scan sc;
-	struct cw_thread *threads;	/* live as long as the process */
+	struct cw_thread *threads; /* live as long as the process */
 	off_t complete;
 	DIR *d;
 	struct dirent *de;
@@ -1109,8 +1111,8 @@ static void write_main(const char *dir, const char *manifest,
 
 	g_dir = dir;
 	if (getenv("CRASHWRITER_BUDGET_MIB")) {
-		uint64_t mib = strtoull(getenv("CRASHWRITER_BUDGET_MIB"), NULL,
-					10);
+		uint64_t mib =
+		    strtoull(getenv("CRASHWRITER_BUDGET_MIB"), NULL, 10);
 
 		if (mib >= 1 && mib <= 4096)
 			g_budget = mib << 20;
@@ -1141,8 +1143,8 @@ static void write_main(const char *dir, const char *manifest,
 	rc = manifest_read(manifest, scan_manifest_line, &sc, &complete);
 	if (rc)
 		setup_failed("read", manifest, -rc);
-	g_manifest = open(manifest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			  0644);
+	g_manifest =
+	    open(manifest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (g_manifest < 0 || ftruncate(g_manifest, complete))
 		setup_failed("open", manifest, errno);
 
@@ -1177,14 +1179,14 @@ static void write_main(const char *dir, const char *manifest,
 	}
 	for (i = 0; i < nthreads; i++)
 		pthread_join(threads[i].th, NULL);
-	free(threads);	/* not reached */
+	free(threads); /* not reached */
 }
 
 /* ===== verify mode ===== */
 
 struct expect {
 	char name[48];
-	int state;	/* LINE_RECORD or LINE_RETRACT */
+	int state; /* LINE_RECORD or LINE_RETRACT */
 	uint64_t size;
 	char sha[65];
 	unsigned long lineno;
@@ -1192,7 +1194,7 @@ struct expect {
 };
 
 struct verify {
-	struct expect *tab;	/* open addressing on fnv1a64(name) */
+	struct expect *tab; /* open addressing on fnv1a64(name) */
 	size_t cap, n;
 	unsigned long failures;
 	int strict;
@@ -1201,7 +1203,7 @@ struct verify {
 };
 
 static void vfail(struct verify *v, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void vfail(struct verify *v, const char *fmt, ...)
 {
@@ -1235,8 +1237,10 @@ static int verify_manifest_line(char *line, unsigned long lineno, void *arg)
 	if (kind == LINE_COMMENT)
 		return 0;
 	if (kind == LINE_BAD) {
-		fprintf(stderr, "crashwriter: verify: manifest line %lu is "
-				"malformed: '%s'\n", lineno, line);
+		fprintf(stderr,
+			"crashwriter: verify: manifest line %lu is "
+			"malformed: '%s'\n",
+			lineno, line);
 		return -EINVAL;
 	}
 	if (2 * (v->n + 1) > v->cap) {
@@ -1277,9 +1281,10 @@ static void verify_file(struct verify *v, int dfd, const char *name)
 		return;
 	}
 	if (!S_ISREG(st.st_mode) || !parse_name(name, &tid, &n)) {
-		vfail(v, "'%s': unexpected entry (mode %o): only files tT-N "
-			 "and tT-N.SUFFIX belong here", name,
-		      (unsigned int)st.st_mode);
+		vfail(v,
+		      "'%s': unexpected entry (mode %o): only files tT-N "
+		      "and tT-N.SUFFIX belong here",
+		      name, (unsigned int)st.st_mode);
 		return;
 	}
 	if (e->name[0])
@@ -1299,21 +1304,26 @@ static void verify_file(struct verify *v, int dfd, const char *name)
 		size_t b;
 
 		if (got < 0) {
-			vfail(v, "'%s': read at %" PRIu64 " (size %" PRIu64
-				 "): %s", name, off, size, strerror(errno));
+			vfail(v,
+			      "'%s': read at %" PRIu64 " (size %" PRIu64
+			      "): %s",
+			      name, off, size, strerror(errno));
 			failed = 1;
 			break;
 		}
 		if (got == 0) {
-			vfail(v, "'%s': end of file at %" PRIu64
-				 ", but st_size is %" PRIu64, name, off, size);
+			vfail(v,
+			      "'%s': end of file at %" PRIu64
+			      ", but st_size is %" PRIu64,
+			      name, off, size);
 			failed = 1;
 			break;
 		}
 		pattern_fill(hash, off, v->pat, (size_t)got);
 		for (b = 0; b < (size_t)got; b += CW_BLOCK) {
 			size_t len = (size_t)got - b < CW_BLOCK
-					     ? (size_t)got - b : CW_BLOCK;
+					 ? (size_t)got - b
+					 : CW_BLOCK;
 			const unsigned char *p = v->buf + b, *q = v->pat + b;
 			size_t i, zeros = 0, pats = 0;
 
@@ -1330,12 +1340,13 @@ static void verify_file(struct verify *v, int dfd, const char *name)
 					break;
 			}
 			if (i < len) {
-				vfail(v, "'%s': block at %" PRIu64 ": byte %"
-					 PRIu64 " is 0x%02x, neither the "
-					 "file's pattern (0x%02x) nor zero: "
-					 "data the file was never given",
-					 name, off + b, off + b + i, p[i],
-					 q[i]);
+				vfail(v,
+				      "'%s': block at %" PRIu64
+				      ": byte %" PRIu64
+				      " is 0x%02x, neither the "
+				      "file's pattern (0x%02x) nor zero: "
+				      "data the file was never given",
+				      name, off + b, off + b + i, p[i], q[i]);
 				failed = 1;
 				break;
 			}
@@ -1345,10 +1356,11 @@ static void verify_file(struct verify *v, int dfd, const char *name)
 			}
 			v->blk_mixed++;
 			if (v->strict) {
-				vfail(v, "'%s': block at %" PRIu64 " is part "
-					 "pattern, part zero (%zu zero "
-					 "bytes) (--strict)", name, off + b,
-					 zeros);
+				vfail(v,
+				      "'%s': block at %" PRIu64 " is part "
+				      "pattern, part zero (%zu zero "
+				      "bytes) (--strict)",
+				      name, off + b, zeros);
 				failed = 1;
 				break;
 			}
@@ -1366,15 +1378,18 @@ static void verify_file(struct verify *v, int dfd, const char *name)
 		return;
 	v->exact++;
 	if (size != e->size) {
-		vfail(v, "'%s': size %" PRIu64 ", but it was fsync'd with "
-			 "size %" PRIu64 " (manifest line %lu)", name, size,
-			 e->size, e->lineno);
+		vfail(v,
+		      "'%s': size %" PRIu64 ", but it was fsync'd with "
+		      "size %" PRIu64 " (manifest line %lu)",
+		      name, size, e->size, e->lineno);
 		return;
 	}
 	sha256_final(&s, hex);
 	if (strcmp(hex, e->sha))
-		vfail(v, "'%s': SHA-256 %s, but it was fsync'd with %s "
-			 "(manifest line %lu)", name, hex, e->sha, e->lineno);
+		vfail(v,
+		      "'%s': SHA-256 %s, but it was fsync'd with %s "
+		      "(manifest line %lu)",
+		      name, hex, e->sha, e->lineno);
 }
 
 static int verify_main(const char *dir, const char *manifest, int strict)
@@ -1424,8 +1439,9 @@ static int verify_main(const char *dir, const char *manifest, int strict)
 		struct expect *e = &v.tab[i];
 
 		if (e->name[0] && e->state == LINE_RECORD && !e->seen)
-			vfail(&v, "'%s': missing, but it was fsync'd with "
-				  "size %" PRIu64 " (manifest line %lu)",
+			vfail(&v,
+			      "'%s': missing, but it was fsync'd with "
+			      "size %" PRIu64 " (manifest line %lu)",
 			      e->name, e->size, e->lineno);
 	}
 	if (v.failures > CW_MAX_FAILURES)
@@ -1495,5 +1511,5 @@ int main(int argc, char **argv)
 	}
 	write_main(argv[1], argv[2], (unsigned int)nthreads,
 		   (unsigned int)seed);
-	return EXIT_SYSCALL;	/* not reached: the writers never end */
+	return EXIT_SYSCALL; /* not reached: the writers never end */
 }

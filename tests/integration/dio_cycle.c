@@ -70,8 +70,10 @@ static void check(const unsigned char *buf, size_t n, unsigned char want,
 		}
 	}
 	if (n != bytes) {
-		fprintf(stderr, "dio_cycle: loop %ld: %s read of %s: %zu "
-				"bytes, not %zu\n", loop, how, path, n, bytes);
+		fprintf(stderr,
+			"dio_cycle: loop %ld: %s read of %s: %zu "
+			"bytes, not %zu\n",
+			loop, how, path, n, bytes);
 		exit(1);
 	}
 }
@@ -238,9 +240,9 @@ int main(int argc, char **argv)
 			/* the pattern back first, buffered, then the hole */
 			if (pwrite(fd, buf[i], bytes, 0) != (ssize_t)bytes)
 				die("pwrite");
-			if (fallocate(fd, FALLOC_FL_PUNCH_HOLE |
-					  FALLOC_FL_KEEP_SIZE, 0,
-				      (off_t)bytes))
+			if (fallocate(
+				fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				0, (off_t)bytes))
 				die("fallocate");
 			want = -1;
 		} else if (flags & O_ACCMODE) {
@@ -249,31 +251,29 @@ int main(int argc, char **argv)
 				die(path);
 			if (strstr(mode, "aio"))
 				write_aio(fd, buf[i]);
-			else if (pwrite(fd, buf[i], bytes, 0) !=
-				 (ssize_t)bytes)
+			else if (pwrite(fd, buf[i], bytes, 0) != (ssize_t)bytes)
 				die("direct pwrite");
 			want = i;
 		} else {
-			fprintf(stderr, "dio_cycle: unknown MODE '%s'\n",
-				mode);
+			fprintf(stderr, "dio_cycle: unknown MODE '%s'\n", mode);
 			return 2;
 		}
 		close(fd);
 
 		/* the held descriptor first: a new open may drop the pages */
-		check(cmp, read_all(held, cmp), want < 0 ? 0 : pattern(want),
-		      l, "a held-open buffered");
+		check(cmp, read_all(held, cmp), want < 0 ? 0 : pattern(want), l,
+		      "a held-open buffered");
 		fd = open(path, O_RDONLY);
 		if (fd < 0)
 			die(path);
-		check(cmp, read_all(fd, cmp), want < 0 ? 0 : pattern(want),
-		      l, "a buffered");
+		check(cmp, read_all(fd, cmp), want < 0 ? 0 : pattern(want), l,
+		      "a buffered");
 		close(fd);
 		fd = open(path, O_RDONLY | O_DIRECT);
 		if (fd < 0)
 			die(path);
-		check(cmp, read_all(fd, cmp), want < 0 ? 0 : pattern(want),
-		      l, "an O_DIRECT");
+		check(cmp, read_all(fd, cmp), want < 0 ? 0 : pattern(want), l,
+		      "an O_DIRECT");
 		close(fd);
 	}
 	close(held);

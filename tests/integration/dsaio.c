@@ -84,16 +84,20 @@
 
 #include "tfs_test_pattern.h"
 
-#define EXIT_FAIL 1
+#define EXIT_FAIL  1
 #define EXIT_USAGE 2
 
-#define DS_ALIGN 1024u			/* AIO_ALIGNED_BYTES */
-#define DS_POISON 0xa5u			/* read buffers before the read */
-#define DS_CHUNK (1u << 20)		/* verification and read() unit */
-#define DS_MAX_FAILURES 50		/* lines printed; the rest counted */
-#define DS_SUFFIX "_param.tensor.swp"
+#define DS_ALIGN	1024u	   /* AIO_ALIGNED_BYTES */
+#define DS_POISON	0xa5u	   /* read buffers before the read */
+#define DS_CHUNK	(1u << 20) /* verification and read() unit */
+#define DS_MAX_FAILURES 50	   /* lines printed; the rest counted */
+#define DS_SUFFIX	"_param.tensor.swp"
 
-enum mode { MODE_WRITE, MODE_READ, MODE_VERIFY };
+enum mode {
+	MODE_WRITE,
+	MODE_READ,
+	MODE_VERIFY
+};
 
 struct opts {
 	enum mode mode;
@@ -125,8 +129,7 @@ static struct opts o = {
 static pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long g_failures;
 
-static void fail(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void fail(const char *fmt, ...)
 {
@@ -145,7 +148,7 @@ static void fail(const char *fmt, ...)
 
 /* an error the run cannot go on after (no memory, no aio context) */
 _Noreturn static void fatal(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+    __attribute__((format(printf, 1, 2)));
 
 _Noreturn static void fatal(const char *fmt, ...)
 {
@@ -165,7 +168,7 @@ _Noreturn static void fatal(const char *fmt, ...)
 static uint64_t file_key(uint64_t idx)
 {
 	return tfs_mix64(tfs_mix64(o.seed ^ 0x6473616966696c65ull) +
-		     (idx + 1) * 0xd1b54a32d192ed03ull);
+			 (idx + 1) * 0xd1b54a32d192ed03ull);
 }
 
 /* buf[0 .. len) = pattern of the file with this key, from offset off */
@@ -175,14 +178,14 @@ static void pattern_fill(uint64_t key, uint64_t off, unsigned char *buf,
 	size_t i = 0;
 	uint64_t w, le;
 
-	for (; i < len && (off + i) % 8; i++)		/* head */
+	for (; i < len && (off + i) % 8; i++) /* head */
 		buf[i] = (unsigned char)(tfs_pattern_word(key, (off + i) / 8) >>
 					 (8 * ((off + i) % 8)));
 	for (w = (off + i) / 8; len - i >= 8; i += 8, w++) {
 		le = htole64(tfs_pattern_word(key, w));
 		memcpy(buf + i, &le, 8);
 	}
-	for (; i < len; i++)				/* tail */
+	for (; i < len; i++) /* tail */
 		buf[i] = (unsigned char)(tfs_pattern_word(key, w) >>
 					 (8 * ((off + i) % 8)));
 }
@@ -194,8 +197,8 @@ static void pattern_fill(uint64_t key, uint64_t off, unsigned char *buf,
  */
 struct diff {
 	uint64_t bad, first, last;
-	unsigned char want, got;	/* at first */
-	int all_zero, all_poison;	/* of the differing bytes */
+	unsigned char want, got;  /* at first */
+	int all_zero, all_poison; /* of the differing bytes */
 };
 
 static void diff_init(struct diff *d)
@@ -234,17 +237,17 @@ static void compare(uint64_t key, uint64_t off, const unsigned char *got,
 	}
 }
 
-static void report_diff(const char *path, const char *how,
-			const struct diff *d)
+static void report_diff(const char *path, const char *how, const struct diff *d)
 {
 	fail("%s: %s: %" PRIu64 " bytes differ in [%" PRIu64 ", %" PRIu64
-	     "]: first at offset %" PRIu64 " (4 KiB block %" PRIu64 " + %"
-	     PRIu64 "): expected 0x%02x, got 0x%02x%s", path, how, d->bad,
-	     d->first, d->last, d->first, d->first / 4096, d->first % 4096,
-	     d->want, d->got,
-	     d->all_zero ? " (every differing byte is zero)" :
-	     d->all_poison ? " (every differing byte is the poison: not "
-			     "filled by the read)" : "");
+	     "]: first at offset %" PRIu64 " (4 KiB block %" PRIu64
+	     " + %" PRIu64 "): expected 0x%02x, got 0x%02x%s",
+	     path, how, d->bad, d->first, d->last, d->first, d->first / 4096,
+	     d->first % 4096, d->want, d->got,
+	     d->all_zero     ? " (every differing byte is zero)"
+	     : d->all_poison ? " (every differing byte is the poison: not "
+			       "filled by the read)"
+			     : "");
 }
 
 /* ===== buffers ===== */
@@ -270,17 +273,17 @@ static unsigned char *buf_alloc(size_t len, void **raw)
 struct op {
 	uint64_t idx;
 	char path[PATH_MAX];
-	int fd;			/* -1: open failed, the threads skip it */
+	int fd; /* -1: open failed, the threads skip it */
 	int read;
-	unsigned char *buf;	/* the tensor buffer */
+	unsigned char *buf; /* the tensor buffer */
 	void *raw;
-	uint64_t buf_bytes;	/* whole buffer; a slice is buf_bytes / P */
-	uint64_t eof;		/* reads: st_size, what completions must honour */
-	unsigned int done;	/* threads finished with it */
+	uint64_t buf_bytes; /* whole buffer; a slice is buf_bytes / P */
+	uint64_t eof;	    /* reads: st_size, what completions must honour */
+	unsigned int done;  /* threads finished with it */
 };
 
-static struct op *g_ops;	/* o.in_flight slots; op s is in slot s % N */
-static uint64_t g_queued;	/* ops published: 0 .. g_queued-1 */
+static struct op *g_ops;  /* o.in_flight slots; op s is in slot s % N */
+static uint64_t g_queued; /* ops published: 0 .. g_queued-1 */
 static int g_quit;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_work = PTHREAD_COND_INITIALIZER;
@@ -292,36 +295,38 @@ struct worker {
 	unsigned int tid;
 	pthread_t th;
 	io_context_t ctx;
-	struct iocb *iocbs;	/* queue_depth of them */
-	struct iocb **ptrs;	/* submission list */
+	struct iocb *iocbs; /* queue_depth of them */
+	struct iocb **ptrs; /* submission list */
 	struct io_event *events;
-	long *expect;		/* per iocb: the result it must complete with */
+	long *expect; /* per iocb: the result it must complete with */
 	unsigned int *free_slots;
 	unsigned int nfree;
 };
 
 struct slice {
 	struct op *op;
-	uint64_t start;		/* file offset, = buffer offset */
+	uint64_t start; /* file offset, = buffer offset */
 	uint64_t len;
 	uint64_t nblocks, next;
 	unsigned int pending;
-	int stop;		/* a submit failed: reap, submit no more */
+	int stop; /* a submit failed: reap, submit no more */
 };
 
 static void prep_block(struct worker *w, struct slice *s, unsigned int slot)
 {
 	struct iocb *cb = &w->iocbs[slot];
 	uint64_t off = s->next * o.block_size;
-	uint64_t len = s->len - off < o.block_size ? s->len - off
-						   : o.block_size;
+	uint64_t len =
+	    s->len - off < o.block_size ? s->len - off : o.block_size;
 	uint64_t fo = s->start + off;
 
 	if (s->op->read) {
-		io_prep_pread(cb, s->op->fd, s->op->buf + fo, len, (long long)fo);
-		w->expect[slot] = fo >= s->op->eof ? 0 :
-				  s->op->eof - fo < len ? (long)(s->op->eof - fo) :
-				  (long)len;
+		io_prep_pread(cb, s->op->fd, s->op->buf + fo, len,
+			      (long long)fo);
+		w->expect[slot] = fo >= s->op->eof ? 0
+				  : s->op->eof - fo < len
+				      ? (long)(s->op->eof - fo)
+				      : (long)len;
 	} else {
 		io_prep_pwrite(cb, s->op->fd, s->op->buf + fo, len,
 			       (long long)fo);
@@ -345,9 +350,10 @@ static unsigned int submit(struct worker *w, struct slice *s, unsigned int n)
 			struct iocb *cb = w->ptrs[in];
 
 			fail("%s: thread %u: io_submit of %s at offset %lld "
-			     "length %lu: %s", s->op->path, w->tid,
-			     s->op->read ? "pread" : "pwrite",
-			     cb->u.c.offset, cb->u.c.nbytes,
+			     "length %lu: %s",
+			     s->op->path, w->tid,
+			     s->op->read ? "pread" : "pwrite", cb->u.c.offset,
+			     cb->u.c.nbytes,
 			     rc ? strerror(-rc) : "submitted nothing");
 			s->stop = 1;
 			break;
@@ -356,7 +362,8 @@ static unsigned int submit(struct worker *w, struct slice *s, unsigned int n)
 	}
 	/* slots of the iocbs that did not go in are free again */
 	for (unsigned int i = in; i < n; i++)
-		w->free_slots[w->nfree++] = (unsigned int)(w->ptrs[i] - w->iocbs);
+		w->free_slots[w->nfree++] =
+		    (unsigned int)(w->ptrs[i] - w->iocbs);
 	return in;
 }
 
@@ -374,8 +381,8 @@ static void reap(struct worker *w, struct slice *s, long min_nr)
 		      strerror(-got));
 	if (got < min_nr)
 		fatal("%s: thread %u: %u requests in flight, %d completed in "
-		      "%u s (hang)", s->op->path, w->tid, s->pending, got,
-		      o.timeout);
+		      "%u s (hang)",
+		      s->op->path, w->tid, s->pending, got, o.timeout);
 	for (i = 0; i < got; i++) {
 		struct io_event *ev = &w->events[i];
 		struct iocb *cb = ev->obj;
@@ -384,12 +391,13 @@ static void reap(struct worker *w, struct slice *s, long min_nr)
 
 		if (cb < w->iocbs || cb >= w->iocbs + o.queue_depth)
 			fatal("%s: thread %u: completion for an iocb never "
-			      "submitted (%p)", s->op->path, w->tid,
-			      (void *)cb);
+			      "submitted (%p)",
+			      s->op->path, w->tid, (void *)cb);
 		slot = (unsigned int)(cb - w->iocbs);
 		if (res < 0)
 			fail("%s: thread %u: %s at offset %lld length %lu: %s "
-			     "(expected %ld bytes)", s->op->path, w->tid,
+			     "(expected %ld bytes)",
+			     s->op->path, w->tid,
 			     s->op->read ? "pread" : "pwrite", cb->u.c.offset,
 			     cb->u.c.nbytes, strerror((int)-res),
 			     w->expect[slot]);
@@ -402,7 +410,8 @@ static void reap(struct worker *w, struct slice *s, long min_nr)
 			     s->op->read ? "" : " (short write)");
 		if (ev->res2)
 			fail("%s: thread %u: %s at offset %lld: res2 %lu, "
-			     "expected 0", s->op->path, w->tid,
+			     "expected 0",
+			     s->op->path, w->tid,
 			     s->op->read ? "pread" : "pwrite", cb->u.c.offset,
 			     (unsigned long)ev->res2);
 		w->free_slots[w->nfree++] = slot;
@@ -594,8 +603,8 @@ static void finish_write(struct op *op)
 		fail("%s: stat after writing: %s", op->path, strerror(errno));
 	else if ((uint64_t)st.st_size != o.file_bytes)
 		fail("%s: st_size %lld right after the writes completed and "
-		     "the file was closed, expected %" PRIu64, op->path,
-		     (long long)st.st_size, o.file_bytes);
+		     "the file was closed, expected %" PRIu64,
+		     op->path, (long long)st.st_size, o.file_bytes);
 }
 
 static uint64_t read_buf_bytes(void)
@@ -666,8 +675,8 @@ static void validate_buffered(struct op *op, unsigned char *chunk,
 			    &d);
 	if (off != op->eof)
 		fail("%s: buffered read() returned %" PRIu64 " bytes in all "
-		     "before end of file, but st_size is %" PRIu64, op->path,
-		     off, op->eof);
+		     "before end of file, but st_size is %" PRIu64,
+		     op->path, off, op->eof);
 	close(fd);
 }
 
@@ -697,8 +706,9 @@ static void finish_read(struct op *op, unsigned char *chunk,
 		fail("%s: O_DIRECT aio read: %" PRIu64 " bytes of the buffer "
 		     "past end of file (%" PRIu64 ") got data, first at "
 		     "offset %" PRIu64 " (0x%02x), expected them untouched "
-		     "(0x%02x) or zero", op->path, changed, op->eof, first,
-		     op->buf[first], DS_POISON);
+		     "(0x%02x) or zero",
+		     op->path, changed, op->eof, first, op->buf[first],
+		     DS_POISON);
 	if (o.mode == MODE_VERIFY)
 		validate_buffered(op, chunk, scratch);
 }
@@ -735,7 +745,7 @@ static int run(void)
 	ws = start_workers();
 	t0 = now();
 	for (s = 0; s < o.nfiles + nops; s++) {
-		if (s >= nops) {	/* the oldest file in flight is done */
+		if (s >= nops) { /* the oldest file in flight is done */
 			struct op *old = &g_ops[(s - nops) % nops];
 
 			if (o.mode == MODE_WRITE)
@@ -767,9 +777,10 @@ static int run(void)
 			g_failures - DS_MAX_FAILURES);
 	printf("dsaio: %s %s: %" PRIu64 " files x %" PRIu64 " bytes, %u "
 	       "threads, queue depth %u, block %" PRIu64 "%s: %.2f s, %.0f "
-	       "MiB/s; %lu failures\n", names[o.mode], o.dir, o.nfiles,
-	       o.file_bytes, o.threads, o.queue_depth, o.block_size,
-	       o.sequential ? ", sequential" : "", t,
+	       "MiB/s; %lu failures\n",
+	       names[o.mode], o.dir, o.nfiles, o.file_bytes, o.threads,
+	       o.queue_depth, o.block_size, o.sequential ? ", sequential" : "",
+	       t,
 	       (double)(o.nfiles * o.file_bytes) / (1 << 20) / (t > 0 ? t : 1),
 	       g_failures);
 	return g_failures ? EXIT_FAIL : 0;
@@ -779,43 +790,44 @@ static int run(void)
 
 static void usage(FILE *fp)
 {
-	fprintf(fp,
-"usage: dsaio write|read|verify DIR NFILES FILE_BYTES [OPTIONS]\n"
-"\n"
-"Do to DIR/<i>_param.tensor.swp (i = 0 .. NFILES-1) what DeepSpeed's\n"
-"async_io op does when it swaps tensors of FILE_BYTES to NVMe (libaio,\n"
-"O_DIRECT, no O_TRUNC, P threads writing slices of one descriptor), and\n"
-"check every completion, every size and every byte.\n"
-"\n"
-"  write    create or overwrite the files with the pattern of SEED; after\n"
-"           each file is closed, its st_size must be FILE_BYTES\n"
-"  read     read them back with DeepSpeed's read pattern (stat, open\n"
-"           O_DIRECT, a buffer rounded up past end of file) and check\n"
-"           every completion length and every byte against SEED\n"
-"  verify   read, then read each file again with plain read() and check\n"
-"           it too (DeepSpeed's validate=True)\n"
-"\n"
-"FILE_BYTES must be a multiple of 1024 x P.  Sizes take a K, M or G\n"
-"suffix (powers of 1024).\n"
-"\n"
-"options:\n"
-"  --block-size N       bytes per request; a multiple of 1024 (default 1M)\n"
-"  --queue-depth N      requests in flight per thread (default 8)\n"
-"  --threads P          intra_op_parallelism: threads per file (default 1)\n"
-"  --seed S             content seed (default 1)\n"
-"  --sequential         overlap_events=false: submit queue-depth requests,\n"
-"                       reap all of them, repeat\n"
-"  --single-submit      one io_submit() per request\n"
-"  --files-in-flight N  schedule N files before waiting for the first, as\n"
-"                       async_pwrite/async_pread then wait() (default 1)\n"
-"  --read-align N       round the read buffer up to a multiple of N\n"
-"                       (default: the block size; 1024 for no overrun)\n"
-"  --timeout SEC        fail when requests do not complete in SEC seconds\n"
-"                       (default 120)\n"
-"  --help               this text\n"
-"\n"
-"Exit status: 0 all checked, 1 a failure (one line each on stderr: file,\n"
-"offset, expected against got, or the errno), 2 a usage error.\n");
+	fprintf(
+	    fp,
+	    "usage: dsaio write|read|verify DIR NFILES FILE_BYTES [OPTIONS]\n"
+	    "\n"
+	    "Do to DIR/<i>_param.tensor.swp (i = 0 .. NFILES-1) what DeepSpeed's\n"
+	    "async_io op does when it swaps tensors of FILE_BYTES to NVMe (libaio,\n"
+	    "O_DIRECT, no O_TRUNC, P threads writing slices of one descriptor), and\n"
+	    "check every completion, every size and every byte.\n"
+	    "\n"
+	    "  write    create or overwrite the files with the pattern of SEED; after\n"
+	    "           each file is closed, its st_size must be FILE_BYTES\n"
+	    "  read     read them back with DeepSpeed's read pattern (stat, open\n"
+	    "           O_DIRECT, a buffer rounded up past end of file) and check\n"
+	    "           every completion length and every byte against SEED\n"
+	    "  verify   read, then read each file again with plain read() and check\n"
+	    "           it too (DeepSpeed's validate=True)\n"
+	    "\n"
+	    "FILE_BYTES must be a multiple of 1024 x P.  Sizes take a K, M or G\n"
+	    "suffix (powers of 1024).\n"
+	    "\n"
+	    "options:\n"
+	    "  --block-size N       bytes per request; a multiple of 1024 (default 1M)\n"
+	    "  --queue-depth N      requests in flight per thread (default 8)\n"
+	    "  --threads P          intra_op_parallelism: threads per file (default 1)\n"
+	    "  --seed S             content seed (default 1)\n"
+	    "  --sequential         overlap_events=false: submit queue-depth requests,\n"
+	    "                       reap all of them, repeat\n"
+	    "  --single-submit      one io_submit() per request\n"
+	    "  --files-in-flight N  schedule N files before waiting for the first, as\n"
+	    "                       async_pwrite/async_pread then wait() (default 1)\n"
+	    "  --read-align N       round the read buffer up to a multiple of N\n"
+	    "                       (default: the block size; 1024 for no overrun)\n"
+	    "  --timeout SEC        fail when requests do not complete in SEC seconds\n"
+	    "                       (default 120)\n"
+	    "  --help               this text\n"
+	    "\n"
+	    "Exit status: 0 all checked, 1 a failure (one line each on stderr: file,\n"
+	    "offset, expected against got, or the errno), 2 a usage error.\n");
 }
 
 /* a size with an optional K/M/G suffix; 0 on error */
@@ -832,9 +844,21 @@ static int parse_size(const char *s, uint64_t *v)
 	if (errno)
 		return 0;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
 	}
 	if (*end || (shift && x > (UINT64_MAX >> shift)))
 		return 0;
@@ -874,8 +898,10 @@ int main(int argc, char **argv)
 		}
 		if (a[0] == '-' && a[1] == '-') {
 			if (!val) {
-				fprintf(stderr, "dsaio: option '%s' needs a "
-						"value; see --help\n", a);
+				fprintf(stderr,
+					"dsaio: option '%s' needs a "
+					"value; see --help\n",
+					a);
 				return EXIT_USAGE;
 			}
 			if (!parse_size(val, &v))
@@ -883,12 +909,15 @@ int main(int argc, char **argv)
 			i++;
 			if (!strcmp(a, "--block-size")) {
 				if (!v || v % DS_ALIGN || v > (1u << 30))
-					return bad_arg(a, val, "is not a "
-						"multiple of 1024 up to 1G");
+					return bad_arg(
+					    a, val,
+					    "is not a "
+					    "multiple of 1024 up to 1G");
 				o.block_size = v;
 			} else if (!strcmp(a, "--queue-depth")) {
 				if (!v || v > 4096)
-					return bad_arg(a, val, "is not 1..4096");
+					return bad_arg(a, val,
+						       "is not 1..4096");
 				o.queue_depth = (unsigned int)v;
 			} else if (!strcmp(a, "--threads")) {
 				if (!v || v > 64)
@@ -902,8 +931,10 @@ int main(int argc, char **argv)
 				o.in_flight = (unsigned int)v;
 			} else if (!strcmp(a, "--read-align")) {
 				if (!v || v % DS_ALIGN || v > (1u << 30))
-					return bad_arg(a, val, "is not a "
-						"multiple of 1024 up to 1G");
+					return bad_arg(
+					    a, val,
+					    "is not a "
+					    "multiple of 1024 up to 1G");
 				o.read_align = v;
 			} else if (!strcmp(a, "--timeout")) {
 				if (!v || v > 86400)
@@ -911,15 +942,19 @@ int main(int argc, char **argv)
 						       "is not 1..86400");
 				o.timeout = (unsigned int)v;
 			} else {
-				fprintf(stderr, "dsaio: unknown option '%s'; "
-						"see --help\n", a);
+				fprintf(stderr,
+					"dsaio: unknown option '%s'; "
+					"see --help\n",
+					a);
 				return EXIT_USAGE;
 			}
 			continue;
 		}
 		if (npos == 4) {
-			fprintf(stderr, "dsaio: unexpected argument '%s'; see "
-					"--help\n", a);
+			fprintf(stderr,
+				"dsaio: unexpected argument '%s'; see "
+				"--help\n",
+				a);
 			return EXIT_USAGE;
 		}
 		pos[npos++] = a;
@@ -938,15 +973,15 @@ int main(int argc, char **argv)
 		return bad_arg("command", pos[0],
 			       "is not write, read or verify");
 	o.dir = pos[1];
-	if (!parse_size(pos[2], &o.nfiles) || !o.nfiles ||
-	    o.nfiles > 1000000)
+	if (!parse_size(pos[2], &o.nfiles) || !o.nfiles || o.nfiles > 1000000)
 		return bad_arg("NFILES", pos[2], "is not 1..1000000");
 	if (!parse_size(pos[3], &o.file_bytes) || !o.file_bytes ||
 	    o.file_bytes > (1ull << 40))
 		return bad_arg("FILE_BYTES", pos[3], "is not 1..1T");
 	if (o.file_bytes % ((uint64_t)DS_ALIGN * o.threads)) {
-		fprintf(stderr, "dsaio: FILE_BYTES %" PRIu64 " is not a "
-				"multiple of 1024 x %u threads; see --help\n",
+		fprintf(stderr,
+			"dsaio: FILE_BYTES %" PRIu64 " is not a "
+			"multiple of 1024 x %u threads; see --help\n",
 			o.file_bytes, o.threads);
 		return EXIT_USAGE;
 	}

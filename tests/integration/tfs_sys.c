@@ -62,28 +62,34 @@
 #define FALLOC_FL_ZERO_RANGE 0x10
 #endif
 
-#define ALIGN 4096
+#define ALIGN	 4096
 #define IO_CHUNK (1 << 20)
 
 /* ===== errno names ===== */
 
-#define ERRNO_NAME(e) {e, #e},
+#define ERRNO_NAME(e) { e, #e },
 static const struct {
 	int num;
 	const char *name;
 } errno_names[] = {
-    ERRNO_NAME(EPERM) ERRNO_NAME(ENOENT) ERRNO_NAME(ESRCH) ERRNO_NAME(EINTR)
-    ERRNO_NAME(EIO) ERRNO_NAME(ENXIO) ERRNO_NAME(E2BIG) ERRNO_NAME(EBADF)
-    ERRNO_NAME(EAGAIN) ERRNO_NAME(ENOMEM) ERRNO_NAME(EACCES)
-    ERRNO_NAME(EFAULT) ERRNO_NAME(EBUSY) ERRNO_NAME(EEXIST) ERRNO_NAME(EXDEV)
-    ERRNO_NAME(ENODEV) ERRNO_NAME(ENOTDIR) ERRNO_NAME(EISDIR)
-    ERRNO_NAME(EINVAL) ERRNO_NAME(ENFILE) ERRNO_NAME(EMFILE)
-    ERRNO_NAME(ETXTBSY) ERRNO_NAME(EFBIG) ERRNO_NAME(ENOSPC)
-    ERRNO_NAME(ESPIPE) ERRNO_NAME(EROFS) ERRNO_NAME(EMLINK) ERRNO_NAME(EPIPE)
-    ERRNO_NAME(ERANGE) ERRNO_NAME(ENAMETOOLONG) ERRNO_NAME(ENOSYS)
-    ERRNO_NAME(ENOTEMPTY) ERRNO_NAME(ELOOP) ERRNO_NAME(ENODATA)
-    ERRNO_NAME(EOVERFLOW) ERRNO_NAME(EOPNOTSUPP) ERRNO_NAME(ENOTSUP)
-    ERRNO_NAME(ENOTCONN) ERRNO_NAME(ESTALE) ERRNO_NAME(EDQUOT)};
+	ERRNO_NAME(EPERM) ERRNO_NAME(ENOENT) ERRNO_NAME(ESRCH) ERRNO_NAME(
+	    EINTR) ERRNO_NAME(EIO) ERRNO_NAME(ENXIO) ERRNO_NAME(E2BIG)
+	    ERRNO_NAME(EBADF) ERRNO_NAME(EAGAIN) ERRNO_NAME(ENOMEM) ERRNO_NAME(
+		EACCES) ERRNO_NAME(EFAULT) ERRNO_NAME(EBUSY) ERRNO_NAME(EEXIST)
+		ERRNO_NAME(EXDEV) ERRNO_NAME(ENODEV) ERRNO_NAME(ENOTDIR)
+		    ERRNO_NAME(EISDIR) ERRNO_NAME(EINVAL) ERRNO_NAME(ENFILE)
+			ERRNO_NAME(EMFILE) ERRNO_NAME(ETXTBSY) ERRNO_NAME(EFBIG)
+			    ERRNO_NAME(ENOSPC) ERRNO_NAME(ESPIPE) ERRNO_NAME(
+				EROFS) ERRNO_NAME(EMLINK) ERRNO_NAME(EPIPE)
+				ERRNO_NAME(ERANGE) ERRNO_NAME(ENAMETOOLONG)
+				    ERRNO_NAME(ENOSYS) ERRNO_NAME(ENOTEMPTY)
+					ERRNO_NAME(ELOOP) ERRNO_NAME(ENODATA)
+					    ERRNO_NAME(EOVERFLOW) ERRNO_NAME(
+						EOPNOTSUPP) ERRNO_NAME(ENOTSUP)
+						ERRNO_NAME(ENOTCONN)
+						    ERRNO_NAME(ESTALE)
+							ERRNO_NAME(EDQUOT)
+};
 
 static const char *errno_name(int e)
 {
@@ -180,29 +186,35 @@ struct flag_name {
 };
 
 static const struct flag_name open_flags[] = {
-    {"rdonly", O_RDONLY},	{"wronly", O_WRONLY},
-    {"rdwr", O_RDWR},		{"creat", O_CREAT},
-    {"excl", O_EXCL},		{"trunc", O_TRUNC},
-    {"append", O_APPEND},	{"direct", O_DIRECT},
-    {"directory", O_DIRECTORY}, {"nofollow", O_NOFOLLOW},
-    {"sync", O_SYNC},		{"dsync", O_DSYNC},
-    {"noatime", O_NOATIME},	{"path", O_PATH},
-    {"tmpfile", O_TMPFILE},	{NULL, 0}};
+	{ "rdonly", O_RDONLY },	      { "wronly", O_WRONLY },
+	{ "rdwr", O_RDWR },	      { "creat", O_CREAT },
+	{ "excl", O_EXCL },	      { "trunc", O_TRUNC },
+	{ "append", O_APPEND },	      { "direct", O_DIRECT },
+	{ "directory", O_DIRECTORY }, { "nofollow", O_NOFOLLOW },
+	{ "sync", O_SYNC },	      { "dsync", O_DSYNC },
+	{ "noatime", O_NOATIME },     { "path", O_PATH },
+	{ "tmpfile", O_TMPFILE },     { NULL, 0 }
+};
 
-static const struct flag_name rename_flags[] = {{"none", 0},
-						{"noreplace", RENAME_NOREPLACE},
-						{"exchange", RENAME_EXCHANGE},
-						{NULL, 0}};
+static const struct flag_name rename_flags[] = {
+	{ "none", 0 },
+	{ "noreplace", RENAME_NOREPLACE },
+	{ "exchange", RENAME_EXCHANGE },
+	{ NULL, 0 }
+};
 
 static const struct flag_name falloc_flags[] = {
-    {"0", 0},
-    {"keep", FALLOC_FL_KEEP_SIZE},
-    {"punch", FALLOC_FL_PUNCH_HOLE},
-    {"zero", FALLOC_FL_ZERO_RANGE},
-    {NULL, 0}};
+	{ "0", 0 },
+	{ "keep", FALLOC_FL_KEEP_SIZE },
+	{ "punch", FALLOC_FL_PUNCH_HOLE },
+	{ "zero", FALLOC_FL_ZERO_RANGE },
+	{ NULL, 0 }
+};
 
-static const struct flag_name xattr_flags[] = {
-    {"0", 0}, {"create", XATTR_CREATE}, {"replace", XATTR_REPLACE}, {NULL, 0}};
+static const struct flag_name xattr_flags[] = { { "0", 0 },
+						{ "create", XATTR_CREATE },
+						{ "replace", XATTR_REPLACE },
+						{ NULL, 0 } };
 
 /* parse "a,b,c" against a table; the words OR together */
 static int parse_flags(const struct flag_name *tab, const char *s)
@@ -236,7 +248,7 @@ static int parse_flags(const struct flag_name *tab, const char *s)
 /* "SEC.NSEC", "SEC", "now" or "omit" */
 static struct timespec parse_time(const char *s)
 {
-	struct timespec ts = {0, 0};
+	struct timespec ts = { 0, 0 };
 	char *end;
 
 	if (strcmp(s, "now") == 0) {
@@ -278,9 +290,8 @@ static void fill_pattern(unsigned char *buf, uint64_t off, size_t len,
 
 	while (i < len) {
 		uint64_t o = off + i;
-		uint64_t w = tfs_pattern_word((o >> 3) ^
-						  (seed * 0x2545f4914f6cdd1dULL),
-					      0);
+		uint64_t w = tfs_pattern_word(
+		    (o >> 3) ^ (seed * 0x2545f4914f6cdd1dULL), 0);
 		unsigned k;
 
 		for (k = o & 7; k < 8 && i < len; k++, i++)
@@ -460,8 +471,7 @@ static int cmd_rename2(int argc, char **argv)
 	flags = (unsigned)parse_flags(rename_flags, argv[0]);
 	if (usage_error)
 		return 2;
-	return report(
-	    renameat2(AT_FDCWD, argv[1], AT_FDCWD, argv[2], flags));
+	return report(renameat2(AT_FDCWD, argv[1], AT_FDCWD, argv[2], flags));
 }
 
 static int cmd_link(int argc, char **argv)
@@ -763,9 +773,14 @@ static int cmd_pwrite_threads(int argc, char **argv)
 		goto out;
 	}
 	for (t = 0; t < nthreads; t++) {
-		jobs[t] = (struct pw_job){fd,	     path,  (unsigned)t,
-					  (unsigned)nthreads, (size_t)chunk,
-					  (uint64_t)nchunks, seed,  0};
+		jobs[t] = (struct pw_job){ fd,
+					   path,
+					   (unsigned)t,
+					   (unsigned)nthreads,
+					   (size_t)chunk,
+					   (uint64_t)nchunks,
+					   seed,
+					   0 };
 		if (pthread_create(&tids[t], NULL, pw_thread, &jobs[t])) {
 			rc = fail("pthread_create failed");
 			nthreads = t;
@@ -853,8 +868,8 @@ static void *ap_thread(void *arg)
 			break;
 		}
 		if ((size_t)n != j->recsize) {
-			j->failed = fail("short append %zd of %zu", n,
-					 j->recsize);
+			j->failed =
+			    fail("short append %zd of %zu", n, j->recsize);
 			break;
 		}
 	}
@@ -916,8 +931,8 @@ static int cmd_append_threads(int argc, char **argv)
 		goto out;
 	}
 	for (t = 0; t < nthreads; t++) {
-		jobs[t] = (struct ap_job){path, (unsigned)t, (size_t)recsize,
-					  nrecs, 0};
+		jobs[t] = (struct ap_job){ path, (unsigned)t, (size_t)recsize,
+					   nrecs, 0 };
 		if (pthread_create(&tids[t], NULL, ap_thread, &jobs[t])) {
 			rc = fail("pthread_create failed");
 			nthreads = t;
@@ -1021,8 +1036,8 @@ static int cmd_odirect_rw(int argc, char **argv)
 		goto out;
 	}
 	for (off = 0; off < size; off += IO_CHUNK) {
-		size_t n = (size_t)(size - off < IO_CHUNK ? size - off
-							  : IO_CHUNK);
+		size_t n =
+		    (size_t)(size - off < IO_CHUNK ? size - off : IO_CHUNK);
 		ssize_t w;
 
 		fill_pattern(buf, (uint64_t)off, n, 7);
@@ -1038,8 +1053,8 @@ static int cmd_odirect_rw(int argc, char **argv)
 		}
 	}
 	for (off = 0; off < size; off += IO_CHUNK) {
-		size_t n = (size_t)(size - off < IO_CHUNK ? size - off
-							  : IO_CHUNK);
+		size_t n =
+		    (size_t)(size - off < IO_CHUNK ? size - off : IO_CHUNK);
 		ssize_t r;
 		long long bad;
 
@@ -1227,7 +1242,8 @@ static int cmd_readpast(int argc, char **argv)
 	}
 	size = st.st_size;
 	if (size < 10 || size > (1 << 26)) {
-		rc = fail("'%s': readpast needs a file of 10 B to 64 MiB", path);
+		rc =
+		    fail("'%s': readpast needs a file of 10 B to 64 MiB", path);
 		goto out;
 	}
 	all = malloc((size_t)size + 1);
@@ -1251,14 +1267,14 @@ static int cmd_readpast(int argc, char **argv)
 	}
 	n = pread(fd, buf, sizeof(buf), size + 12345);
 	if (n != 0) {
-		rc = fail("'%s': pread past EOF returned %zd, expected 0",
-			  path, n);
+		rc = fail("'%s': pread past EOF returned %zd, expected 0", path,
+			  n);
 		goto out;
 	}
 	n = pread(fd, buf, sizeof(buf), (off_t)1 << 40);
 	if (n != 0) {
-		rc = fail("'%s': pread at 1 TiB returned %zd, expected 0",
-			  path, n);
+		rc = fail("'%s': pread at 1 TiB returned %zd, expected 0", path,
+			  n);
 		goto out;
 	}
 	n = pread(fd, buf, 100, size - 10);
@@ -1330,8 +1346,8 @@ static int cmd_mmap_rw(int argc, char **argv)
 		rc = syserr("ftruncate", path);
 		goto out;
 	}
-	map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		   0);
+	map =
+	    mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		rc = syserr("mmap MAP_SHARED", path);
 		goto out;
@@ -1408,8 +1424,8 @@ static int cmd_pattern(int argc, char **argv)
 	if (!buf)
 		return fail("out of memory");
 	for (off = 0; off < size; off += IO_CHUNK) {
-		size_t n = (size_t)(size - off < IO_CHUNK ? size - off
-							  : IO_CHUNK);
+		size_t n =
+		    (size_t)(size - off < IO_CHUNK ? size - off : IO_CHUNK);
 
 		fill_pattern(buf, (uint64_t)off, n, seed);
 		if (fwrite(buf, 1, n, stdout) != n) {
@@ -1444,7 +1460,8 @@ static int cmd_create_many(int argc, char **argv)
 	count = parse_num(argv[1]);
 	if (argc == 3)
 		prefix = argv[2];
-	if (usage_error || count < 0 || entry_name(name, sizeof(name), prefix, 0))
+	if (usage_error || count < 0 ||
+	    entry_name(name, sizeof(name), prefix, 0))
 		return 2;
 	dfd = open(argv[0], O_RDONLY | O_DIRECTORY);
 	if (dfd < 0)
@@ -1481,7 +1498,8 @@ static int cmd_unlink_many(int argc, char **argv)
 	count = parse_num(argv[1]);
 	if (argc == 3)
 		prefix = argv[2];
-	if (usage_error || count < 0 || entry_name(name, sizeof(name), prefix, 0))
+	if (usage_error || count < 0 ||
+	    entry_name(name, sizeof(name), prefix, 0))
 		return 2;
 	dfd = open(argv[0], O_RDONLY | O_DIRECTORY);
 	if (dfd < 0)
@@ -1539,8 +1557,9 @@ static int cmd_readdir_unlink(int argc, char **argv)
 		rc = syserr("readdir", argv[0]);
 	closedir(d);
 	if (again)
-		fprintf(stderr, "tfs_sys: readdir returned %lld removed names "
-				"again\n",
+		fprintf(stderr,
+			"tfs_sys: readdir returned %lld removed names "
+			"again\n",
 			again);
 	if (rc == 0)
 		printf("%lld\n", removed);
@@ -1554,37 +1573,37 @@ static const struct command {
 	int (*fn)(int argc, char **argv);
 	const char *usage;
 } commands[] = {
-    {"open", cmd_open, "PATH FLAG[,FLAG...] [MODE]"},
-    {"mkdir", cmd_mkdir, "PATH [MODE]"},
-    {"rmdir", cmd_rmdir, "PATH"},
-    {"unlink", cmd_unlink, "PATH"},
-    {"rename", cmd_rename, "OLD NEW"},
-    {"rename2", cmd_rename2, "none|noreplace|exchange OLD NEW"},
-    {"link", cmd_link, "OLD NEW"},
-    {"symlink", cmd_symlink, "TARGET LINKPATH"},
-    {"truncate", cmd_truncate, "PATH LENGTH"},
-    {"ftruncate", cmd_ftruncate, "PATH LENGTH"},
-    {"fallocate", cmd_fallocate, "PATH 0|keep,punch,zero OFFSET LENGTH"},
-    {"pwrite", cmd_pwrite, "PATH OFFSET LENGTH [BYTE]"},
-    {"setxattr", cmd_setxattr, "PATH NAME VALUE [create|replace]"},
-    {"getxattr", cmd_getxattr, "PATH NAME [BUFSIZE]"},
-    {"xattr-size", cmd_xattr_size, "PATH NAME"},
-    {"listxattr", cmd_listxattr, "PATH"},
-    {"removexattr", cmd_removexattr, "PATH NAME"},
-    {"utimens", cmd_utimens, "PATH ATIME MTIME (SEC[.NSEC]|now|omit)"},
-    {"chmod", cmd_chmod, "PATH MODE"},
-    {"chown", cmd_chown, "PATH UID GID"},
-    {"pwrite-threads", cmd_pwrite_threads,
-     "FILE NTHREADS CHUNK NCHUNKS [SEED]"},
-    {"append-threads", cmd_append_threads, "FILE NTHREADS RECSIZE NRECS"},
-    {"odirect-rw", cmd_odirect_rw, "FILE SIZE"},
-    {"unlink-open", cmd_unlink_open, "FILE [SIZE]"},
-    {"readpast", cmd_readpast, "FILE"},
-    {"mmap-rw", cmd_mmap_rw, "FILE SIZE"},
-    {"pattern", cmd_pattern, "SIZE [SEED]"},
-    {"create-many", cmd_create_many, "DIR COUNT [PREFIX]"},
-    {"unlink-many", cmd_unlink_many, "DIR COUNT [PREFIX]"},
-    {"readdir-unlink", cmd_readdir_unlink, "DIR"},
+	{ "open", cmd_open, "PATH FLAG[,FLAG...] [MODE]" },
+	{ "mkdir", cmd_mkdir, "PATH [MODE]" },
+	{ "rmdir", cmd_rmdir, "PATH" },
+	{ "unlink", cmd_unlink, "PATH" },
+	{ "rename", cmd_rename, "OLD NEW" },
+	{ "rename2", cmd_rename2, "none|noreplace|exchange OLD NEW" },
+	{ "link", cmd_link, "OLD NEW" },
+	{ "symlink", cmd_symlink, "TARGET LINKPATH" },
+	{ "truncate", cmd_truncate, "PATH LENGTH" },
+	{ "ftruncate", cmd_ftruncate, "PATH LENGTH" },
+	{ "fallocate", cmd_fallocate, "PATH 0|keep,punch,zero OFFSET LENGTH" },
+	{ "pwrite", cmd_pwrite, "PATH OFFSET LENGTH [BYTE]" },
+	{ "setxattr", cmd_setxattr, "PATH NAME VALUE [create|replace]" },
+	{ "getxattr", cmd_getxattr, "PATH NAME [BUFSIZE]" },
+	{ "xattr-size", cmd_xattr_size, "PATH NAME" },
+	{ "listxattr", cmd_listxattr, "PATH" },
+	{ "removexattr", cmd_removexattr, "PATH NAME" },
+	{ "utimens", cmd_utimens, "PATH ATIME MTIME (SEC[.NSEC]|now|omit)" },
+	{ "chmod", cmd_chmod, "PATH MODE" },
+	{ "chown", cmd_chown, "PATH UID GID" },
+	{ "pwrite-threads", cmd_pwrite_threads,
+	  "FILE NTHREADS CHUNK NCHUNKS [SEED]" },
+	{ "append-threads", cmd_append_threads, "FILE NTHREADS RECSIZE NRECS" },
+	{ "odirect-rw", cmd_odirect_rw, "FILE SIZE" },
+	{ "unlink-open", cmd_unlink_open, "FILE [SIZE]" },
+	{ "readpast", cmd_readpast, "FILE" },
+	{ "mmap-rw", cmd_mmap_rw, "FILE SIZE" },
+	{ "pattern", cmd_pattern, "SIZE [SEED]" },
+	{ "create-many", cmd_create_many, "DIR COUNT [PREFIX]" },
+	{ "unlink-many", cmd_unlink_many, "DIR COUNT [PREFIX]" },
+	{ "readdir-unlink", cmd_readdir_unlink, "DIR" },
 };
 
 static void print_usage(FILE *f)

@@ -34,14 +34,14 @@ static void *maybe_malloc(size_t n)
 #include "alloc.c"
 #undef malloc
 
-#define GAP_MAX 4096u	/* 16 MiB of 4 KiB blocks */
+#define GAP_MAX 4096u /* 16 MiB of 4 KiB blocks */
 
 /* ===== helpers ===== */
 
 struct ext_list {
 	uint64_t start[64], count[64];
 	int n;
-	int stop_after;		/* walk callback returns 1 after this many */
+	int stop_after; /* walk callback returns 1 after this many */
 };
 
 static int collect(uint64_t start, uint64_t count, void *arg)
@@ -187,8 +187,8 @@ static void test_alloc_used_goal_starts_at_cursor(void **state)
 	struct tfs_alloc *a = tfs_alloc_new(0, 100000);
 
 	(void)state;
-	get_ok(a, UINT64_MAX, 10, 0, 10);	/* cursor -> 10 + 160 */
-	get_ok(a, 5, 10, 170, 10);		/* 5 is used */
+	get_ok(a, UINT64_MAX, 10, 0, 10); /* cursor -> 10 + 160 */
+	get_ok(a, 5, 10, 170, 10);	  /* 5 is used */
 	tfs_alloc_free(a);
 }
 
@@ -259,8 +259,8 @@ static void test_alloc_cursor_wraps_around(void **state)
 	struct tfs_alloc *a = tfs_alloc_new(0, 1000);
 
 	(void)state;
-	get_ok(a, UINT64_MAX, 50, 0, 50);	/* cursor 850 */
-	get_ok(a, UINT64_MAX, 50, 850, 50);	/* past the end: cursor 0 */
+	get_ok(a, UINT64_MAX, 50, 0, 50);   /* cursor 850 */
+	get_ok(a, UINT64_MAX, 50, 850, 50); /* past the end: cursor 0 */
 	get_ok(a, UINT64_MAX, 50, 50, 50);
 	tfs_alloc_free(a);
 }
@@ -271,7 +271,7 @@ static void test_alloc_wraps_to_fit_before_cursor(void **state)
 	const uint64_t left[] = { 10, 160 };
 
 	(void)state;
-	get_ok(a, UINT64_MAX, 10, 0, 10);	/* cursor 170 */
+	get_ok(a, UINT64_MAX, 10, 0, 10); /* cursor 170 */
 	assert_int_equal(tfs_alloc_mark_used(a, 170, 830), 0);
 	assert_extents(a, 1, left);
 	get_ok(a, UINT64_MAX, 10, 10, 10);
@@ -287,10 +287,10 @@ static void test_alloc_skips_extents_too_small_after_cursor(void **state)
 	assert_int_equal(tfs_alloc_mark_used(a, 100, 5), 0);
 	assert_int_equal(tfs_alloc_mark_used(a, 110, 10), 0);
 	assert_int_equal(tfs_alloc_mark_used(a, 140, 10), 0);
-	get_ok(a, UINT64_MAX, 10, 0, 10);	/* cursor 170 */
-	get_ok(a, UINT64_MAX, 90, 170, 90);	/* cursor 1000 -> 0 */
+	get_ok(a, UINT64_MAX, 10, 0, 10);   /* cursor 170 */
+	get_ok(a, UINT64_MAX, 90, 170, 90); /* cursor 1000 -> 0 */
 	/* From 0: [10,100) fits 10, the first fit wins over later ones. */
-	get_ok(a, UINT64_MAX, 10, 10, 10);	/* cursor 180 */
+	get_ok(a, UINT64_MAX, 10, 10, 10); /* cursor 180 */
 	assert_int_equal(tfs_alloc_mark_used(a, 20, 80), 0);
 	/* Free: [105,110) [120,140) [150,170) [260,1000); from cursor 180
 	 * to the end, then [105,110) is too small and [120,140) fits. */
@@ -368,11 +368,11 @@ static void test_alloc_double_free_is_rejected(void **state)
 	assert_int_equal(tfs_alloc_mark_used(a, 10, 10), 0);
 	assert_int_equal(tfs_alloc_mark_used(a, 30, 20), 0);
 	assert_extents(a, 3, before);
-	assert_int_equal(tfs_alloc_put(a, 20, 10), -EINVAL);	/* all free */
-	assert_int_equal(tfs_alloc_put(a, 25, 10), -EINVAL);	/* tail used */
-	assert_int_equal(tfs_alloc_put(a, 5, 10), -EINVAL);	/* head used */
-	assert_int_equal(tfs_alloc_put(a, 10, 40), -EINVAL);	/* spans one */
-	assert_int_equal(tfs_alloc_put(a, 45, 6), -EINVAL);	/* last free */
+	assert_int_equal(tfs_alloc_put(a, 20, 10), -EINVAL); /* all free */
+	assert_int_equal(tfs_alloc_put(a, 25, 10), -EINVAL); /* tail used */
+	assert_int_equal(tfs_alloc_put(a, 5, 10), -EINVAL);  /* head used */
+	assert_int_equal(tfs_alloc_put(a, 10, 40), -EINVAL); /* spans one */
+	assert_int_equal(tfs_alloc_put(a, 45, 6), -EINVAL);  /* last free */
 	assert_extents(a, 3, before);
 	tfs_alloc_free(a);
 }
@@ -508,7 +508,9 @@ static void test_alloc_check_detects_broken_invariants(void **state)
 
 static void test_alloc_many_extents_stay_balanced(void **state)
 {
-	enum { N = 1 << 13 };
+	enum {
+		N = 1 << 13
+	};
 	struct tfs_alloc *a = tfs_alloc_new(0, 2 * N);
 	uint64_t i, s, n;
 
@@ -588,7 +590,7 @@ static void test_alloc_get_without_memory_avoids_splitting(void **state)
 	const uint64_t left[] = { 20, 980 };
 
 	(void)state;
-	get_ok(a, UINT64_MAX, 10, 0, 10);	/* cursor 170 */
+	get_ok(a, UINT64_MAX, 10, 0, 10); /* cursor 170 */
 	starve(a);
 	/* The goal and the cursor are inside [10,1000): taking a run there
 	 * would split it, so the run comes from the extent's front. */
@@ -606,7 +608,7 @@ static void test_alloc_get_without_memory_avoids_splitting(void **state)
 
 #define M_FIRST 1000u
 #define M_COUNT 3000u
-#define M_END (M_FIRST + M_COUNT)
+#define M_END	(M_FIRST + M_COUNT)
 
 struct model {
 	uint8_t used[M_COUNT];
@@ -707,8 +709,7 @@ out:
 	return 0;
 }
 
-static int m_range_is(const struct model *m, uint64_t s, uint64_t n,
-		      int free)
+static int m_range_is(const struct model *m, uint64_t s, uint64_t n, int free)
 {
 	uint64_t i;
 
@@ -722,7 +723,7 @@ static int m_range_is(const struct model *m, uint64_t s, uint64_t n,
 
 struct m_walk {
 	const struct model *m;
-	uint64_t pos;		/* next block the walk should reach */
+	uint64_t pos; /* next block the walk should reach */
 	int bad;
 };
 
@@ -790,7 +791,7 @@ static void test_alloc_random_ops_match_bitmap_model(void **state)
 			case 1:
 				goal = random_block();
 				break;
-			default:	/* a file growing */
+			default: /* a file growing */
 				goal = ends[rnd_below(8)];
 				break;
 			}
@@ -843,8 +844,8 @@ static void test_alloc_random_ops_match_bitmap_model(void **state)
 			/* Free everything now and then, so the allocator
 			 * also sees long runs and an empty tree refilled. */
 			for (s = M_FIRST; s < M_END; s += n ? n : 1) {
-				for (n = 0; s + n < M_END &&
-					    !m_is_free(&m, s + n);
+				for (n = 0;
+				     s + n < M_END && !m_is_free(&m, s + n);
 				     n++)
 					;
 				if (n) {
@@ -866,7 +867,8 @@ static uint64_t take_all_ready(struct tfs_alloc *a)
 {
 	uint64_t s, n, total = 0;
 
-	while (tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, UINT64_MAX, &s, &n) == 1) {
+	while (tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, UINT64_MAX, &s,
+				      &n) == 1) {
 		total += n;
 		assert_int_equal(tfs_alloc_put(a, s, n), 0);
 	}
@@ -944,7 +946,8 @@ static void test_alloc_discard_takes_blocks_out_of_free_space(void **state)
 	assert_int_equal(tfs_alloc_track_discard(a), 0);
 	tfs_alloc_age(a);
 	tfs_alloc_age(a);
-	assert_int_equal(tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, 16, &s, &n), 1);
+	assert_int_equal(
+	    tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, 16, &s, &n), 1);
 	assert_int_equal(s, 0);
 	assert_int_equal(n, 16);
 	/* while it is discarded nobody gets it */
@@ -1016,7 +1019,8 @@ static void test_alloc_discard_without_memory_forgets_not_claims(void **state)
 	tfs_alloc_age(a);
 	tfs_alloc_age(a);
 	/* free [0, 100), ready [10, 100) */
-	assert_int_equal(tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, 10, &s, &n), 1);
+	assert_int_equal(
+	    tfs_alloc_take_discard(a, 0, UINT64_MAX, 1, 10, &s, &n), 1);
 	assert_int_equal(tfs_alloc_put(a, s, n), 0);
 	assert_int_equal(tfs_alloc_discard_ready(a), 90);
 	/* a block from the middle, with a node for the free space's split
@@ -1052,7 +1056,8 @@ int main(void)
 		cmocka_unit_test(test_alloc_gap_is_capped_at_16_mib),
 		cmocka_unit_test(test_alloc_cursor_wraps_around),
 		cmocka_unit_test(test_alloc_wraps_to_fit_before_cursor),
-		cmocka_unit_test(test_alloc_skips_extents_too_small_after_cursor),
+		cmocka_unit_test(
+		    test_alloc_skips_extents_too_small_after_cursor),
 		cmocka_unit_test(test_alloc_falls_back_to_largest_extent),
 		cmocka_unit_test(test_alloc_full_returns_enospc),
 		cmocka_unit_test(test_alloc_put_merges_neighbours),
@@ -1065,14 +1070,19 @@ int main(void)
 		cmocka_unit_test(test_alloc_check_detects_broken_invariants),
 		cmocka_unit_test(test_alloc_many_extents_stay_balanced),
 		cmocka_unit_test(test_alloc_put_without_memory_changes_nothing),
-		cmocka_unit_test(test_alloc_mark_used_without_memory_changes_nothing),
-		cmocka_unit_test(test_alloc_get_without_memory_avoids_splitting),
+		cmocka_unit_test(
+		    test_alloc_mark_used_without_memory_changes_nothing),
+		cmocka_unit_test(
+		    test_alloc_get_without_memory_avoids_splitting),
 		cmocka_unit_test(test_alloc_random_ops_match_bitmap_model),
-		cmocka_unit_test(test_alloc_freed_blocks_ready_after_two_checkpoints),
+		cmocka_unit_test(
+		    test_alloc_freed_blocks_ready_after_two_checkpoints),
 		cmocka_unit_test(test_alloc_reused_block_restarts_its_wait),
-		cmocka_unit_test(test_alloc_discard_takes_blocks_out_of_free_space),
+		cmocka_unit_test(
+		    test_alloc_discard_takes_blocks_out_of_free_space),
 		cmocka_unit_test(test_alloc_discard_keeps_to_its_window),
-		cmocka_unit_test(test_alloc_discard_without_memory_forgets_not_claims),
+		cmocka_unit_test(
+		    test_alloc_discard_without_memory_forgets_not_claims),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,32 +44,32 @@
 
 #include "cache.c"
 
-#define CS	(16u * 1024)		/* chunk size: 4 sectors */
-#define NSECT	(CS / TFS_SECTOR)
-#define NINO	8			/* inodes 1..7 */
-#define NIDX	32			/* chunks of an inode on the device */
-#define DEVB	((size_t)NIDX * CS)
+#define CS    (16u * 1024) /* chunk size: 4 sectors */
+#define NSECT (CS / TFS_SECTOR)
+#define NINO  8	 /* inodes 1..7 */
+#define NIDX  32 /* chunks of an inode on the device */
+#define DEVB  ((size_t)NIDX * CS)
 
 /* ===== the fake device ===== */
 
 struct fake {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;		/* any change below */
-	uint8_t *data[NINO];		/* DEVB bytes each */
+	pthread_cond_t cv;   /* any change below */
+	uint8_t *data[NINO]; /* DEVB bytes each */
 
 	/* counters */
 	unsigned int fills, fills_of[NINO][NIDX];
-	uint64_t last_want;		/* want bitmap of the last fill */
+	uint64_t last_want; /* want bitmap of the last fill */
 	unsigned int write_calls, writes_done, in_write;
-	unsigned int writes_of[NINO];	/* chunks written, per inode */
-	uint64_t last_dirty[NINO];	/* dirty bitmap last written */
+	unsigned int writes_of[NINO]; /* chunks written, per inode */
+	uint64_t last_dirty[NINO];    /* dirty bitmap last written */
 	unsigned int directs;
 	unsigned int fills_entered;
 
 	/* faults */
 	uint64_t fail_write_ino, fail_fill_ino;
-	uint64_t gate[NINO];		/* chunks whose write is held */
-	uint64_t fill_gate_ino;		/* this inode's fills are held */
+	uint64_t gate[NINO];	/* chunks whose write is held */
+	uint64_t fill_gate_ino; /* this inode's fills are held */
 };
 
 static struct fake *fake_of(void *ctx)
@@ -133,7 +133,7 @@ static void fake_write(void *ctx, struct tfs_cache_io *ios, int n)
 		for (unsigned int s = 0; s < NSECT; s++)
 			if ((io->dirty[0] >> s) & 1)
 				memcpy(f->data[io->ino] + io->idx * CS +
-				       s * TFS_SECTOR,
+					   s * TFS_SECTOR,
 				       (uint8_t *)io->buf + s * TFS_SECTOR,
 				       TFS_SECTOR);
 		f->writes_of[io->ino]++;
@@ -165,11 +165,12 @@ static const struct tfs_cache_ops fake_ops = {
 };
 
 /* Change the fake's faults or gates under its lock, and wake waiters. */
-#define FAKE_SET(f, field, v) do {					\
-		pthread_mutex_lock(&(f)->mu);				\
-		(f)->field = (v);					\
-		pthread_cond_broadcast(&(f)->cv);			\
-		pthread_mutex_unlock(&(f)->mu);				\
+#define FAKE_SET(f, field, v)                                                  \
+	do {                                                                   \
+		pthread_mutex_lock(&(f)->mu);                                  \
+		(f)->field = (v);                                              \
+		pthread_cond_broadcast(&(f)->cv);                              \
+		pthread_mutex_unlock(&(f)->mu);                                \
 	} while (0)
 
 static unsigned int fake_get(struct fake *f, const unsigned int *v)
@@ -235,7 +236,13 @@ static int dev_is(struct fake *f, uint64_t ino, uint64_t off, size_t len,
 
 /* ===== fixture ===== */
 
-enum { J_WRITE, J_READ, J_SYNC, J_DROP, J_BARRIER };
+enum {
+	J_WRITE,
+	J_READ,
+	J_SYNC,
+	J_DROP,
+	J_BARRIER
+};
 
 /* A call run in another thread, so that the test can see it wait. */
 struct job {
@@ -254,7 +261,7 @@ struct job {
 struct fix {
 	struct fake f;
 	struct tfs_cache *c;
-	struct job jobs[NJOB];		/* joined by teardown if need be */
+	struct job jobs[NJOB]; /* joined by teardown if need be */
 	int njobs;
 };
 
@@ -314,8 +321,8 @@ static struct tfs_cache *mk(struct fix *x, size_t cache, size_t pool,
 	};
 	char err[128] = "";
 
-	assert_int_equal(tfs_cache_new(&o, &fake_ops, &x->f, &x->c, err,
-				       sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_cache_new(&o, &fake_ops, &x->f, &x->c, err, sizeof(err)), 0);
 	if (threads)
 		assert_int_equal(tfs_cache_start(x->c), 0);
 	return x->c;
@@ -363,10 +370,11 @@ static void sleep_ms(unsigned int ms)
 }
 
 /* Poll cond for up to 5 s, then check it. */
-#define EVENTUALLY(cond) do {						\
-		for (int i_ = 0; i_ < 5000 && !(cond); i_++)		\
-			sleep_ms(1);					\
-		assert_true(cond);					\
+#define EVENTUALLY(cond)                                                       \
+	do {                                                                   \
+		for (int i_ = 0; i_ < 5000 && !(cond); i_++)                   \
+			sleep_ms(1);                                           \
+		assert_true(cond);                                             \
 	} while (0)
 
 /* ===== calls in another thread ===== */
@@ -399,9 +407,8 @@ static void *job_main(void *arg)
 
 /* Start op on x->c in a new thread: J_WRITE writes generation gen of
  * [off, off + len) of ino, J_READ reads it, J_DROP drops [off, to). */
-static struct job *job_start(struct fix *x, int op, uint64_t ino,
-			     uint64_t off, uint64_t len_or_to,
-			     unsigned int gen)
+static struct job *job_start(struct fix *x, int op, uint64_t ino, uint64_t off,
+			     uint64_t len_or_to, unsigned int gen)
 {
 	struct job *j;
 
@@ -533,13 +540,13 @@ static void test_cache_evicts_least_recently_used(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 4, 1, 1, 1, 0);
-	unsigned int (*fo)[NIDX] = x->f.fills_of;
+	unsigned int(*fo)[NIDX] = x->f.fills_of;
 
 	for (uint64_t i = 0; i < 4; i++)
 		assert_true(got(c, 1, i * CS, 10, 0));
-	assert_true(got(c, 1, 0, 10, 0));	/* 0 is now the newest */
-	assert_true(got(c, 1, 4 * CS, 10, 0));	/* evicts 1 */
-	assert_true(got(c, 1, 5 * CS, 10, 0));	/* evicts 2 */
+	assert_true(got(c, 1, 0, 10, 0));      /* 0 is now the newest */
+	assert_true(got(c, 1, 4 * CS, 10, 0)); /* evicts 1 */
+	assert_true(got(c, 1, 5 * CS, 10, 0)); /* evicts 2 */
 	assert_int_equal(stats(c).evictions, 2);
 
 	/* 0, 3, 4 and 5 are in RAM; 1 and 2 are not */
@@ -555,11 +562,11 @@ static void test_cache_evicts_least_recently_used(void **state)
 	assert_int_equal(fo[1][1], 2);
 	assert_true(got(c, 1, 5 * CS, 10, 0));
 	assert_int_equal(fo[1][5], 1);
-	assert_true(got(c, 1, 3 * CS, 10, 0));	/* evicts 0 */
+	assert_true(got(c, 1, 3 * CS, 10, 0)); /* evicts 0 */
 	assert_int_equal(fo[1][3], 2);
 	assert_true(got(c, 1, 4 * CS, 10, 0));
 	assert_int_equal(fo[1][4], 1);
-	assert_true(got(c, 1, 0, 10, 0));	/* evicts 1 */
+	assert_true(got(c, 1, 0, 10, 0)); /* evicts 1 */
 	assert_int_equal(fo[1][0], 2);
 	assert_int_equal(stats(c).evictions, 5);
 	assert_int_equal(tfs_cache_bytes_of(c, 1), 4 * CS);
@@ -583,9 +590,8 @@ static void test_cache_clean_chunks_stay_within_cache_chunks(void **state)
 		assert_true(got(c, ino, off, len, 0));
 		s = stats(c);
 		assert_true(s.cached_bytes <= s.cache_limit);
-		assert_int_equal(s.cached_bytes,
-				 tfs_cache_bytes_of(c, 1) +
-				 tfs_cache_bytes_of(c, 2));
+		assert_int_equal(s.cached_bytes, tfs_cache_bytes_of(c, 1) +
+						     tfs_cache_bytes_of(c, 2));
 	}
 	assert_true(stats(c).evictions > 0);
 
@@ -605,7 +611,7 @@ static void test_cache_without_cache_chunks_reads_direct(void **state)
 	struct tfs_cache *c = mk(x, 0, 2, 1, 1, 1);
 
 	assert_true(got(c, 1, 20000, 100, 0));
-	assert_true(got(c, 1, 3 * CS - 10, 30, 0));	/* two chunks */
+	assert_true(got(c, 1, 3 * CS - 10, 30, 0)); /* two chunks */
 	assert_int_equal(x->f.directs, 3);
 	assert_int_equal(x->f.fills, 0);
 	assert_int_equal(tfs_cache_bytes_of(c, 1), 0);
@@ -625,8 +631,7 @@ static void test_cache_without_cache_chunks_reads_direct(void **state)
 
 /* ===== zero-copy reads ===== */
 
-static void test_cache_pinned_read_keeps_its_chunks_until_unpinned(
-	void **state)
+static void test_cache_pinned_read_keeps_its_chunks_until_unpinned(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 0);
@@ -727,7 +732,7 @@ static void test_cache_pool_waits_counts_a_writer_once(void **state)
 	struct job *w;
 
 	FAKE_SET(&x->f, gate[1], ~0ull);
-	put(c, 1, 0, CS, 1);		/* in flight, the pool is full */
+	put(c, 1, 0, CS, 1); /* in flight, the pool is full */
 	assert_int_equal(fake_wait(&x->f, &x->f.write_calls, 1), 0);
 	w = job_start(x, J_WRITE, 1, CS, 10, 1);
 	EVENTUALLY(stats(c).pool_waits == 1);
@@ -746,8 +751,7 @@ static void test_cache_pool_waits_counts_a_writer_once(void **state)
 	assert_int_equal(stats(c).pool_waits, 1);
 }
 
-static void test_cache_without_flushers_writers_write_back_inline(
-	void **state)
+static void test_cache_without_flushers_writers_write_back_inline(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 1, 2, 1, 2, 0);
@@ -788,7 +792,7 @@ static void test_cache_sync_waits_for_writes_in_flight(void **state)
 	FAKE_SET(&x->f, gate[1], 0x3);
 	put(c, 1, 0, CS, 1);
 	assert_int_equal(fake_wait(&x->f, &x->f.write_calls, 1), 0);
-	put(c, 1, 2 * CS, 100, 1);	/* dirty, not yet ready */
+	put(c, 1, 2 * CS, 100, 1); /* dirty, not yet ready */
 	s = job_start(x, J_SYNC, 1, 0, 0, 0);
 	/* chunk 2 goes to the other flusher */
 	assert_int_equal(fake_wait(&x->f, &x->f.writes_of[1], 1), 0);
@@ -803,7 +807,7 @@ static void test_cache_sync_waits_for_writes_in_flight(void **state)
 	sleep_ms(20);
 	assert_false(job_done(s));
 
-	FAKE_SET(&x->f, gate[1], 0x2);	/* chunk 0 through */
+	FAKE_SET(&x->f, gate[1], 0x2); /* chunk 0 through */
 	assert_true(job_done_soon(s));
 	assert_true(dev_is(&x->f, 1, 0, CS, 1));
 	assert_int_equal(fake_get(&x->f, &x->f.in_write), 1);
@@ -854,7 +858,7 @@ static void test_cache_sync_does_not_wait_for_other_inodes(void **state)
  * every slot, at least the number last written to it before the sync.
  */
 #define NSLOT	24
-#define NWRITES	4000
+#define NWRITES 4000
 
 struct slots {
 	struct tfs_cache *c;
@@ -884,8 +888,8 @@ static void *slot_writer(void *arg)
 	return NULL;
 }
 
-static void test_cache_sync_returns_after_earlier_writes_reach_device(
-	void **state)
+static void
+test_cache_sync_returns_after_earlier_writes_reach_device(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 2, 3, 2, 2, 1);
@@ -948,8 +952,7 @@ static void test_cache_read_fills_whole_chunk_but_not_past_eof(void **state)
 	assert_int_equal(x->f.fills, 1);
 	assert_int_equal(x->f.last_want, 1);
 	/* a file of two sectors and a byte: three */
-	assert_int_equal(tfs_cache_read(c, 2, 0, b, 10, 2 * TFS_SECTOR + 1),
-			 0);
+	assert_int_equal(tfs_cache_read(c, 2, 0, b, 10, 2 * TFS_SECTOR + 1), 0);
 	assert_int_equal(x->f.last_want, 0x7);
 	/* a sector the read needs is read even past eof (a stale size) */
 	assert_int_equal(tfs_cache_read(c, 3, TFS_SECTOR, b, 10, 100), 0);
@@ -968,8 +971,7 @@ static void test_cache_read_fills_whole_chunk_but_not_past_eof(void **state)
 
 /* ===== partly written sectors ===== */
 
-static void test_cache_partial_sector_write_fills_that_sector_only(
-	void **state)
+static void test_cache_partial_sector_write_fills_that_sector_only(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 1);
@@ -1046,8 +1048,8 @@ static void test_cache_write_back_error_drops_the_chunk(void **state)
  * list under it (where its next user would find the reader's sectors
  * marked valid).
  */
-static void test_cache_write_back_error_spares_a_chunk_being_filled(
-	void **state)
+static void
+test_cache_write_back_error_spares_a_chunk_being_filled(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 1);
@@ -1064,7 +1066,7 @@ static void test_cache_write_back_error_spares_a_chunk_being_filled(
 	r = job_start(x, J_READ, 1, 2 * TFS_SECTOR, 100, 0);
 	assert_int_equal(fake_wait(&x->f, &x->f.fills_entered, 1), 0);
 	FAKE_SET(&x->f, gate[1], 0);
-	EVENTUALLY(stats(c).flush_errors == 1);	/* settled */
+	EVENTUALLY(stats(c).flush_errors == 1); /* settled */
 	FAKE_SET(&x->f, fill_gate_ino, 0);
 	assert_true(job_done_soon(r));
 	assert_int_equal(r->rc, 0);
@@ -1115,10 +1117,10 @@ static void test_cache_drop_discards_dirty_data_unwritten(void **state)
 	put(c, 1, 0, TFS_SECTOR, 1);
 	put(c, 1, CS, TFS_SECTOR, 1);
 	put(c, 1, 2 * CS + 10, 10, 1);
-	assert_true(got(c, 1, 3 * CS, 10, 0));	/* a clean one */
+	assert_true(got(c, 1, 3 * CS, 10, 0)); /* a clean one */
 	assert_int_equal(stats(c).dirty_bytes, 3 * TFS_SECTOR);
 
-	tfs_cache_drop(c, 1, 1, 4);		/* keeps chunk 0 */
+	tfs_cache_drop(c, 1, 1, 4); /* keeps chunk 0 */
 	assert_int_equal(x->f.write_calls, 0);
 	assert_int_equal(stats(c).dirty_bytes, TFS_SECTOR);
 	assert_int_equal(stats(c).pool_busy, 1);
@@ -1133,8 +1135,8 @@ static void test_cache_drop_discards_dirty_data_unwritten(void **state)
 	assert_true(dev_is(&x->f, 1, CS, 3 * CS, 0));
 }
 
-static void test_cache_forget_frees_a_chunk_in_flight_after_it_lands(
-	void **state)
+static void
+test_cache_forget_frees_a_chunk_in_flight_after_it_lands(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 2, 2, 1, 1, 1);
@@ -1146,20 +1148,23 @@ static void test_cache_forget_frees_a_chunk_in_flight_after_it_lands(
 		/* round 1: the write fails too */
 		FAKE_SET(&x->f, fail_write_ino, round ? ino : 0);
 		FAKE_SET(&x->f, gate[ino], ~0ull);
-		assert_true(got(c, ino, 2 * CS, 10, 0));	/* clean */
+		assert_true(got(c, ino, 2 * CS, 10, 0)); /* clean */
 		put(c, ino, 0, CS, 1);
-		assert_int_equal(fake_wait(&x->f, &x->f.writes_done,
-					   (unsigned int)round), 0);
+		assert_int_equal(
+		    fake_wait(&x->f, &x->f.writes_done, (unsigned int)round),
+		    0);
 		assert_int_equal(fake_wait(&x->f, &x->f.write_calls,
-					   (unsigned int)round + 1), 0);
-		put(c, ino, CS, 10, 1);			/* dirty */
+					   (unsigned int)round + 1),
+				 0);
+		put(c, ino, CS, 10, 1); /* dirty */
 		tfs_cache_forget(c, ino);
 		assert_int_equal(tfs_cache_bytes_of(c, ino), 0);
-		tfs_cache_sync(c, ino);		/* nothing to wait for */
+		tfs_cache_sync(c, ino); /* nothing to wait for */
 
 		FAKE_SET(&x->f, gate[ino], 0);
 		assert_int_equal(fake_wait(&x->f, &x->f.writes_done,
-					   (unsigned int)round + 1), 0);
+					   (unsigned int)round + 1),
+				 0);
 		for (int i = 0; i < 500 && stats(c).pool_busy; i++)
 			sleep_ms(1);
 		s = stats(c);
@@ -1178,14 +1183,13 @@ static void test_cache_forget_frees_a_chunk_in_flight_after_it_lands(
 	assert_true(stats(c).cached_bytes <= 2 * CS);
 }
 
-static void test_cache_barrier_waits_for_writes_in_progress_only(
-	void **state)
+static void test_cache_barrier_waits_for_writes_in_progress_only(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 4, 4, 2, 1, 1);
 	struct job *b, *b2;
 
-	tfs_cache_barrier(c);		/* nothing in progress */
+	tfs_cache_barrier(c); /* nothing in progress */
 
 	FAKE_SET(&x->f, gate[1], 0x3);
 	put(c, 1, 0, CS, 1);
@@ -1194,7 +1198,7 @@ static void test_cache_barrier_waits_for_writes_in_progress_only(
 	sleep_ms(100);
 	assert_false(job_done(b));
 
-	put(c, 1, CS, CS, 1);		/* starts after the barrier */
+	put(c, 1, CS, CS, 1); /* starts after the barrier */
 	assert_int_equal(fake_wait(&x->f, &x->f.write_calls, 2), 0);
 	FAKE_SET(&x->f, gate[1], 0x2);
 	assert_true(job_done_soon(b));
@@ -1213,8 +1217,7 @@ static void test_cache_barrier_waits_for_writes_in_progress_only(
 
 /* ===== counters ===== */
 
-static void test_cache_stats_follow_reads_writes_and_write_back(
-	void **state)
+static void test_cache_stats_follow_reads_writes_and_write_back(void **state)
 {
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 2, 2, 1, 1, 0);
@@ -1225,18 +1228,19 @@ static void test_cache_stats_follow_reads_writes_and_write_back(
 	assert_int_equal(s.cache_limit, 2 * CS);
 	assert_int_equal(s.pool_total, 2);
 	assert_int_equal(s.hits + s.misses + s.evictions + s.cached_bytes +
-			 s.dirty_bytes + s.pool_busy + s.pool_waits +
-			 s.flushed_bytes + s.flush_errors, 0);
+			     s.dirty_bytes + s.pool_busy + s.pool_waits +
+			     s.flushed_bytes + s.flush_errors,
+			 0);
 
-	put(c, 1, 0, TFS_SECTOR, 1);		/* chunk 0, sector 0 */
-	put(c, 1, CS + 100, 10, 1);		/* chunk 1: fills sector 0 */
+	put(c, 1, 0, TFS_SECTOR, 1); /* chunk 0, sector 0 */
+	put(c, 1, CS + 100, 10, 1);  /* chunk 1: fills sector 0 */
 	s = stats(c);
 	assert_int_equal(s.dirty_bytes, 2 * TFS_SECTOR);
 	assert_int_equal(s.cached_bytes, 2 * TFS_SECTOR);
 	assert_int_equal(s.pool_busy, 2);
 	assert_int_equal(tfs_cache_bytes_of(c, 1), 2 * TFS_SECTOR);
 	assert_int_equal(tfs_cache_bytes_of(c, 2), 0);
-	assert_int_equal(s.hits + s.misses, 0);	/* writes: no lookups */
+	assert_int_equal(s.hits + s.misses, 0); /* writes: no lookups */
 
 	tfs_cache_sync(c, 1);
 	s = stats(c);
@@ -1245,23 +1249,23 @@ static void test_cache_stats_follow_reads_writes_and_write_back(
 	assert_int_equal(s.pool_busy, 0);
 	assert_int_equal(s.cached_bytes, 2 * TFS_SECTOR);
 
-	assert_true(got(c, 1, 0, 100, 1));		/* hit */
-	assert_true(got(c, 1, TFS_SECTOR, 100, 0));	/* miss: fills */
+	assert_true(got(c, 1, 0, 100, 1));	    /* hit */
+	assert_true(got(c, 1, TFS_SECTOR, 100, 0)); /* miss: fills */
 	s = stats(c);
 	assert_int_equal(s.hits, 1);
 	assert_int_equal(s.misses, 1);
 	assert_int_equal(tfs_cache_bytes_of(c, 1), CS + TFS_SECTOR);
-	assert_true(got(c, 1, CS - 10, 20, 0));		/* two hits */
+	assert_true(got(c, 1, CS - 10, 20, 0)); /* two hits */
 	s = stats(c);
 	assert_int_equal(s.hits, 3);
 	assert_int_equal(s.misses, 1);
-	assert_true(got(c, 1, CS + TFS_SECTOR, 10, 0));	/* miss */
+	assert_true(got(c, 1, CS + TFS_SECTOR, 10, 0)); /* miss */
 	s = stats(c);
 	assert_int_equal(s.hits, 3);
 	assert_int_equal(s.misses, 2);
 	assert_int_equal(tfs_cache_bytes_of(c, 1), 2 * CS);
 
-	assert_true(got(c, 2, 0, 10, 0));		/* evicts chunk 0 */
+	assert_true(got(c, 2, 0, 10, 0)); /* evicts chunk 0 */
 	s = stats(c);
 	assert_int_equal(s.evictions, 1);
 	assert_int_equal(s.misses, 3);
@@ -1271,7 +1275,7 @@ static void test_cache_stats_follow_reads_writes_and_write_back(
 
 	put(c, 2, CS, CS, 1);
 	put(c, 2, 2 * CS, CS, 1);
-	put(c, 2, 3 * CS, 1, 1);	/* pool full: writes back inline */
+	put(c, 2, 3 * CS, 1, 1); /* pool full: writes back inline */
 	s = stats(c);
 	assert_true(s.pool_waits >= 1);
 	assert_int_equal(s.pool_busy, 2);
@@ -1279,8 +1283,7 @@ static void test_cache_stats_follow_reads_writes_and_write_back(
 	assert_int_equal(s.dirty_bytes, CS + TFS_SECTOR);
 	tfs_cache_sync_all(c);
 	s = stats(c);
-	assert_int_equal(s.flushed_bytes, 2 * TFS_SECTOR + 2 * CS +
-			 TFS_SECTOR);
+	assert_int_equal(s.flushed_bytes, 2 * TFS_SECTOR + 2 * CS + TFS_SECTOR);
 	assert_int_equal(s.dirty_bytes, 0);
 	assert_int_equal(s.flush_errors, 0);
 	assert_true(s.cached_bytes <= 2 * CS);
@@ -1294,20 +1297,20 @@ static void test_cache_stats_follow_reads_writes_and_write_back(
  * lock so that no other thread (a flusher) ever sees the broken cache;
  * assert afterwards, not under the lock.
  */
-#define EXPECT_CAUGHT(c, breakit, mendit) do {				\
-		int broken_, mended_;					\
-		pthread_mutex_lock(&(c)->mu);				\
-		breakit;						\
-		broken_ = cache_check((c), 1);				\
-		mendit;							\
-		mended_ = cache_check((c), 1);				\
-		pthread_mutex_unlock(&(c)->mu);				\
-		assert_int_equal(broken_, -EUCLEAN);			\
-		assert_int_equal(mended_, 0);				\
+#define EXPECT_CAUGHT(c, breakit, mendit)                                      \
+	do {                                                                   \
+		int broken_, mended_;                                          \
+		pthread_mutex_lock(&(c)->mu);                                  \
+		breakit;                                                       \
+		broken_ = cache_check((c), 1);                                 \
+		mendit;                                                        \
+		mended_ = cache_check((c), 1);                                 \
+		pthread_mutex_unlock(&(c)->mu);                                \
+		assert_int_equal(broken_, -EUCLEAN);                           \
+		assert_int_equal(mended_, 0);                                  \
 	} while (0)
 
-static struct chunk *chunk_of(struct tfs_cache *c, uint64_t ino,
-			      uint64_t idx)
+static struct chunk *chunk_of(struct tfs_cache *c, uint64_t ino, uint64_t idx)
 {
 	struct chunk *ch;
 
@@ -1325,10 +1328,10 @@ static void test_cache_check_detects_broken_invariants(void **state)
 	struct chunk *ready, *w1, *w2, *clean, *fr;
 	uint64_t seq;
 
-	put(c, 1, 0, CS, 1);			/* wholly dirty: READY */
-	put(c, 2, 0, TFS_SECTOR, 1);		/* WAIT */
-	put(c, 2, CS, TFS_SECTOR, 1);		/* WAIT, after it */
-	assert_true(got(c, 3, 0, 100, 0));	/* CLEAN */
+	put(c, 1, 0, CS, 1);		   /* wholly dirty: READY */
+	put(c, 2, 0, TFS_SECTOR, 1);	   /* WAIT */
+	put(c, 2, CS, TFS_SECTOR, 1);	   /* WAIT, after it */
+	assert_true(got(c, 3, 0, 100, 0)); /* CLEAN */
 	ready = chunk_of(c, 1, 0);
 	w1 = chunk_of(c, 2, 0);
 	w2 = chunk_of(c, 2, 1);
@@ -1361,10 +1364,9 @@ static void test_cache_check_detects_broken_invariants(void **state)
 	EXPECT_CAUGHT(c, clean->valid[0] |= 1ull << NSECT,
 		      clean->valid[0] &= ~(1ull << NSECT));
 	/* dirty data on a clean chunk that is not dead */
-	EXPECT_CAUGHT(c, (clean->dirty[0] |= 1, clean->ndirty++,
-			  c->dirty_sect++),
-		      (clean->dirty[0] &= ~1ull, clean->ndirty--,
-		       c->dirty_sect--));
+	EXPECT_CAUGHT(
+	    c, (clean->dirty[0] |= 1, clean->ndirty++, c->dirty_sect++),
+	    (clean->dirty[0] &= ~1ull, clean->ndirty--, c->dirty_sect--));
 
 	/* flags and pins against the state, hash membership */
 	EXPECT_CAUGHT(c, clean->flags |= F_DEAD,
@@ -1444,8 +1446,7 @@ static void test_cache_check_of_moved_chunks_only_catches_them(void **state)
 }
 
 /* A transition on a broken cache aborts, in a TFS_CHECKS build. */
-static void test_cache_checked_build_aborts_on_broken_invariant(
-	void **state)
+static void test_cache_checked_build_aborts_on_broken_invariant(void **state)
 {
 #if defined(TFS_CHECKS) && TFS_CHECKS
 	struct fix *x = *state;

@@ -174,11 +174,11 @@ static void populate(struct tfs_fs *fs)
 
 	wr(fs, a, 10000, 0);
 	wr(fs, b, 4096, 0);
-	wr(fs, b, 4096, 65536);		/* two extents */
+	wr(fs, b, 4096, 65536); /* two extents */
 	assert_int_equal(tfs_link(fs, a, TFS_ROOT_INO, "hard", &st), 0);
 	assert_int_equal(tfs_symlink(fs, e, "l", "../f", 0, 0, &st), 0);
-	assert_int_equal(tfs_mknod(fs, TFS_ROOT_INO, "p", S_IFIFO | 0600, 0, 0,
-				   0, &st), 0);
+	assert_int_equal(
+	    tfs_mknod(fs, TFS_ROOT_INO, "p", S_IFIFO | 0600, 0, 0, 0, &st), 0);
 	assert_int_equal(tfs_fallocate(fs, a, 0, MiB, MiB), 0);
 }
 
@@ -226,11 +226,11 @@ static void test_check_repair_of_a_clean_fs_changes_nothing(void **state)
 	free(text);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
 	tfs_fs_get_info(f->fs, &i1);
-	assert_int_equal(i1.generation, i0.generation);	/* no checkpoint */
+	assert_int_equal(i1.generation, i0.generation); /* no checkpoint */
 }
 
-static void test_check_open_unlinked_file_is_an_orphan_not_an_error(
-	void **state)
+static void
+test_check_open_unlinked_file_is_an_orphan_not_an_error(void **state)
 {
 	struct fx *f = *state;
 	struct tfs_check_result res;
@@ -309,7 +309,7 @@ static void test_check_repairs_directory_and_root_link_counts(void **state)
 
 	populate(f->fs);
 	d = ino_of(f->fs, TFS_ROOT_INO, "d");
-	inode(f->fs, d)->a.nlink = 2;		/* has one subdirectory */
+	inode(f->fs, d)->a.nlink = 2; /* has one subdirectory */
 	inode(f->fs, TFS_ROOT_INO)->a.nlink = 7;
 	text = check(f->fs, TFS_CHECK_REPAIR, &res);
 	assert_int_equal(res.errors, 2);
@@ -335,8 +335,8 @@ static void test_check_removes_entry_naming_a_missing_inode(void **state)
 	char *text;
 
 	populate(f->fs);
-	assert_int_equal(tfs_dir_add(m, inode(f->fs, TFS_ROOT_INO), "ghost", 5,
-				     999999), 0);
+	assert_int_equal(
+	    tfs_dir_add(m, inode(f->fs, TFS_ROOT_INO), "ghost", 5, 999999), 0);
 	text = check(f->fs, 0, &res);
 	assert_int_equal(res.errors, 1);
 	assert_has(text, "'ghost'");
@@ -364,8 +364,8 @@ static void test_check_moves_unreachable_file_to_lost_found(void **state)
 
 	wr(f->fs, ino, 5000, 0);
 	/* its only entry disappears, its link count stays 1 */
-	assert_int_equal(tfs_dir_remove(m, inode(f->fs, TFS_ROOT_INO),
-					"lonely", 6), 0);
+	assert_int_equal(
+	    tfs_dir_remove(m, inode(f->fs, TFS_ROOT_INO), "lonely", 6), 0);
 	text = check(f->fs, 0, &res);
 	assert_int_equal(res.errors, 1);
 	assert_has(text, "not reachable from the root");
@@ -389,8 +389,7 @@ static void test_check_moves_unreachable_file_to_lost_found(void **state)
 }
 
 /* Protects J9d. */
-static void test_check_moves_unreachable_directory_to_lost_found(
-	void **state)
+static void test_check_moves_unreachable_directory_to_lost_found(void **state)
 {
 	struct fx *f = *state;
 	struct tfs_meta *m = tfs_fs_meta(f->fs);
@@ -459,8 +458,8 @@ static void test_check_removes_second_entry_of_a_directory(void **state)
 	populate(f->fs);
 	d = ino_of(f->fs, TFS_ROOT_INO, "d");
 	/* a hard link to a directory, made behind the file system's back */
-	assert_int_equal(tfs_dir_add(m, inode(f->fs, TFS_ROOT_INO), "alias", 5,
-				     d), 0);
+	assert_int_equal(
+	    tfs_dir_add(m, inode(f->fs, TFS_ROOT_INO), "alias", 5, d), 0);
 	text = check(f->fs, 0, &res);
 	assert_has(text, "second entry 'alias'");
 	free(text);
@@ -489,8 +488,8 @@ static void test_check_removes_entry_naming_the_root(void **state)
 
 	populate(f->fs);
 	d = ino_of(f->fs, TFS_ROOT_INO, "d");
-	assert_int_equal(tfs_dir_add(m, inode(f->fs, d), "loop", 4,
-				     TFS_ROOT_INO), 0);
+	assert_int_equal(
+	    tfs_dir_add(m, inode(f->fs, d), "loop", 4, TFS_ROOT_INO), 0);
 	text = check(f->fs, 0, &res);
 	assert_has(text, "names the root directory");
 	free(text);
@@ -541,8 +540,10 @@ static void test_check_reports_symlink_without_target(void **state)
 	char *text, *saved;
 
 	populate(f->fs);
-	ip = inode(f->fs, ino_of(f->fs, ino_of(f->fs, ino_of(f->fs,
-		   TFS_ROOT_INO, "d"), "e"), "l"));
+	ip = inode(f->fs,
+		   ino_of(f->fs,
+			  ino_of(f->fs, ino_of(f->fs, TFS_ROOT_INO, "d"), "e"),
+			  "l"));
 	saved = ip->symlink;
 	ip->symlink = NULL;
 	text = check(f->fs, 0, &res);
@@ -600,8 +601,8 @@ static void test_check_after_crash_recovery_is_clean(void **state)
 	wr(f->fs, ino, 100000, 0);
 	assert_int_equal(tfs_open(f->fs, ino, O_RDWR), 0);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "open-unlinked"), 0);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "d", TFS_ROOT_INO,
-				    "d2", 0), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "d", TFS_ROOT_INO, "d2", 0), 0);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
 	mk(f->fs, TFS_ROOT_INO, "unsynced");
 	assert_clean(crash(f));
@@ -641,8 +642,8 @@ static void test_check_extents_of_a_good_fs_finds_nothing(void **state)
 static void test_check_extents_names_inodes_sharing_blocks(void **state)
 {
 	struct fx *f = *state;
-	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a"), b = mk(f->fs, TFS_ROOT_INO,
-							   "b");
+	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a"),
+		 b = mk(f->fs, TFS_ROOT_INO, "b");
 	struct tfs_inode *ia, *ib;
 	char *text, want[160];
 	int n;
@@ -660,20 +661,22 @@ static void test_check_extents_names_inodes_sharing_blocks(void **state)
 	tfs_fs_close(f->fs);
 	f->fs = NULL;
 
-	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
-				     sizeof(f->err)), -EUCLEAN);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)),
+	    -EUCLEAN);
 	f->fs = NULL;
 	text = check_extents(f, &n);
 	assert_int_equal(n, 1);
-	snprintf(want, sizeof(want), "inodes %llu and %llu both map device "
-		 "block", (unsigned long long)a, (unsigned long long)b);
+	snprintf(want, sizeof(want),
+		 "inodes %llu and %llu both map device "
+		 "block",
+		 (unsigned long long)a, (unsigned long long)b);
 	assert_has(text, want);
 	free(text);
 }
 
 /* Protects J9e. */
-static void test_check_extents_reports_extent_outside_data_area(
-	void **state)
+static void test_check_extents_reports_extent_outside_data_area(void **state)
 {
 	struct fx *f = *state;
 	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a");
@@ -682,13 +685,14 @@ static void test_check_extents_reports_extent_outside_data_area(
 
 	wr(f->fs, a, 4096, 0);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
-	inode(f->fs, a)->map.ext[0].pblk = 1;	/* the superblock */
+	inode(f->fs, a)->map.ext[0].pblk = 1; /* the superblock */
 	tfs_fs_mark_changed(f->fs);
 	tfs_fs_close(f->fs);
 	f->fs = NULL;
 
-	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
-				     sizeof(f->err)), -EUCLEAN);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)),
+	    -EUCLEAN);
 	f->fs = NULL;
 	text = check_extents(f, &n);
 	assert_int_equal(n, 1);

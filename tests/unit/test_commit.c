@@ -15,7 +15,7 @@
 
 #include "testfs.h"
 
-#include "fs_internal.h"	/* the device, to fail its flushes */
+#include "fs_internal.h" /* the device, to fail its flushes */
 
 /* ===== durability ===== */
 
@@ -30,8 +30,8 @@ static void test_fs_crash_keeps_what_was_synced(void **state)
 
 	make_sample_tree(f->fs);
 	d = ino_of(f->fs, TFS_ROOT_INO, "dir");
-	assert_int_equal(tfs_rename(f->fs, d, "file", TFS_ROOT_INO, "moved",
-				    0), 0);
+	assert_int_equal(tfs_rename(f->fs, d, "file", TFS_ROOT_INO, "moved", 0),
+			 0);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "hard"), 0);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
 	want = snapshot(f->fs);
@@ -40,10 +40,10 @@ static void test_fs_crash_keeps_what_was_synced(void **state)
 	g = mk(f->fs, TFS_ROOT_INO, "unsynced");
 	wr_pat(f->fs, g, 100000, 0, 5);
 	mkd(f->fs, d, "newdir");
-	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "newlink", "x", 0, 0,
-				     &st), 0);
-	assert_int_equal(tfs_setxattr(f->fs, TFS_ROOT_INO, "user.late", "v", 1,
-				      0), 0);
+	assert_int_equal(
+	    tfs_symlink(f->fs, TFS_ROOT_INO, "newlink", "x", 0, 0, &st), 0);
+	assert_int_equal(
+	    tfs_setxattr(f->fs, TFS_ROOT_INO, "user.late", "v", 1, 0), 0);
 	c = crash(f);
 	assert_true(tfs_fs_replayed(c) >= 1);
 	assert_false(exists(c, TFS_ROOT_INO, "unsynced"));
@@ -60,8 +60,7 @@ static void test_fs_crash_keeps_what_was_synced(void **state)
 }
 
 /* Protects J2. */
-static void test_fs_crash_without_any_sync_is_the_formatted_state(
-	void **state)
+static void test_fs_crash_without_any_sync_is_the_formatted_state(void **state)
 {
 	struct fx *f = *state;
 	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
@@ -109,10 +108,10 @@ static void test_fs_commit_thread_commits_on_its_own(void **state)
 	assert_int_equal(tfs_fs_close(f->fs), 0);
 	f->fs = NULL;
 	o.commit_interval_ms = 20;
-	assert_int_equal(tfs_fs_open(f->path, &o, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, &o, &f->fs, f->err, sizeof(f->err)), 0);
 	assert_int_equal(tfs_fs_start(f->fs), 0);
-	assert_int_equal(tfs_fs_start(f->fs), 0);	/* once is enough */
+	assert_int_equal(tfs_fs_start(f->fs), 0); /* once is enough */
 	ino = mk(f->fs, TFS_ROOT_INO, "auto");
 	wr_pat(f->fs, ino, 50000, 0, 2);
 	/* a copy taken at any moment may catch a commit half-written:
@@ -158,8 +157,8 @@ static void test_fs_freed_blocks_are_not_reused_before_commit(void **state)
 }
 
 /* Protects J6. */
-static void test_fs_freed_blocks_reused_on_a_full_device_after_commit(
-	void **state)
+static void
+test_fs_freed_blocks_reused_on_a_full_device_after_commit(void **state)
 {
 	struct fx *f = *state;
 	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a"), b, filler, left;
@@ -180,7 +179,7 @@ static void test_fs_freed_blocks_reused_on_a_full_device_after_commit(
 	wr_pat(f->fs, b, 6 * MiB, 0, 2);
 	c = crash(f);
 	st = st_of(c, a);
-	if (st.st_size)		/* never a's size with b's bytes */
+	if (st.st_size) /* never a's size with b's bytes */
 		assert_pat(c, a, (size_t)st.st_size, 0, 1);
 	assert_int_equal(st.st_size, 0);
 	assert_fsck_clean(c);
@@ -193,7 +192,9 @@ static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
 	struct fx *f = *state;
 	static uint8_t v[16384], got[16384];
 	struct tfs_fs_info i0, i1;
-	enum { ROUNDS = 400 };
+	enum {
+		ROUNDS = 400
+	};
 	struct tfs_fs *c;
 	char name[32];
 
@@ -201,7 +202,8 @@ static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
 	for (int r = 0; r < ROUNDS; r++) {
 		memset(v, r & 0xff, sizeof(v));
 		assert_int_equal(tfs_setxattr(f->fs, TFS_ROOT_INO, "user.v", v,
-					      sizeof(v), 0), 0);
+					      sizeof(v), 0),
+				 0);
 		snprintf(name, sizeof(name), "r%d", r);
 		mk(f->fs, TFS_ROOT_INO, name);
 		assert_int_equal(tfs_fs_sync(f->fs), 0);
@@ -210,8 +212,9 @@ static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
 	tfs_fs_get_info(f->fs, &i1);
 	assert_true(i1.generation >= i0.generation + 2);
 	c = crash(f);
-	assert_int_equal(tfs_getxattr(c, TFS_ROOT_INO, "user.v", got,
-				      sizeof(got)), sizeof(got));
+	assert_int_equal(
+	    tfs_getxattr(c, TFS_ROOT_INO, "user.v", got, sizeof(got)),
+	    sizeof(got));
 	assert_int_equal(got[0], (ROUNDS - 1) & 0xff);
 	assert_int_equal(got[sizeof(got) - 1], (ROUNDS - 1) & 0xff);
 	for (int r = 0; r < ROUNDS; r++) {
@@ -224,8 +227,8 @@ static void test_fs_journal_full_checkpoints_and_survives_crash(void **state)
 /* ===== I/O errors ===== */
 
 /* Protects J3, J7 (a failed write is retried, never applied half). */
-static void test_fs_journal_write_error_is_reported_and_state_survives(
-	void **state)
+static void
+test_fs_journal_write_error_is_reported_and_state_survives(void **state)
 {
 	struct fx *f = *state;
 	uint64_t keep = mk(f->fs, TFS_ROOT_INO, "keep");
@@ -246,8 +249,8 @@ static void test_fs_journal_write_error_is_reported_and_state_survives(
 	assert_int_equal(tfs_fs_close(f->fs), -EIO);
 	f->fs = NULL;
 	/* the device still has the last committed state */
-	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)), 0);
 	assert_false(exists(f->fs, TFS_ROOT_INO, "lost"));
 	assert_same_tree(f->fs, want);
 	assert_fsck_clean(f->fs);
@@ -275,8 +278,8 @@ static void reopen_logging(struct fx *f)
 	o.log = count_log;
 	log_calls = 0;
 	log_last[0] = '\0';
-	assert_int_equal(tfs_fs_open(f->path, &o, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, &o, &f->fs, f->err, sizeof(f->err)), 0);
 }
 
 /*
@@ -287,8 +290,8 @@ static void reopen_logging(struct fx *f)
  * fail, changes fail with EROFS, reads work, close writes nothing and
  * fails, and the image mounts, fsck-clean, with the fsync'd bytes.
  */
-static void test_failed_flush_after_journal_transaction_keeps_image_mountable(
-	void **state)
+static void
+test_failed_flush_after_journal_transaction_keeps_image_mountable(void **state)
 {
 	struct fx *f = *state;
 	uint64_t keep, late;
@@ -312,25 +315,27 @@ static void test_failed_flush_after_journal_transaction_keeps_image_mountable(
 	/* J7: the error state */
 	assert_int_equal(tfs_fsync(f->fs, keep, 0, NULL), -EIO);
 	assert_int_equal(tfs_fs_sync(f->fs), -EIO);
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "new", S_IFREG | 0644,
-				   0, 0, 0, &st), -EROFS);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "new", S_IFREG | 0644, 0, 0, 0, &st),
+	    -EROFS);
 	assert_int_equal(tfs_write(f->fs, keep, "x", 1, 0, NULL), -EROFS);
 	assert_int_equal(set_size(f->fs, keep, 0), -EROFS);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "keep"), -EROFS);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "keep", TFS_ROOT_INO,
-				    "k2", 0), -EROFS);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "keep", TFS_ROOT_INO, "k2", 0),
+	    -EROFS);
 	assert_int_equal(tfs_setxattr(f->fs, keep, "user.a", "1", 1, 0),
 			 -EROFS);
 	assert_int_equal(tfs_open(f->fs, keep, O_WRONLY | O_TRUNC), -EROFS);
 	assert_pat(f->fs, keep, 300000, 0, 1);
-	assert_int_equal(log_calls, 1);		/* logged once */
+	assert_int_equal(log_calls, 1); /* logged once */
 	rc = tfs_fs_close(f->fs);
 	f->fs = NULL;
 	assert_int_equal(rc, -EIO);
 	assert_int_equal(log_calls, 2);
 	assert_non_null(strstr(log_last, "final checkpoint was not written"));
-	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)), 0);
 	assert_fsck_clean(f->fs);
 	assert_pat(f->fs, keep, 300000, 0, 1);
 	/* the transaction reached the device before its flush failed */
@@ -343,8 +348,8 @@ static void test_failed_flush_after_journal_transaction_keeps_image_mountable(
  * was: the next checkpoint overwrote the slot the on-disk superblock
  * named, and the tree was lost.  Now (J5, J7) nothing more is written.
  */
-static void test_failed_superblock_flush_then_power_cut_keeps_fsynced_file(
-	void **state)
+static void
+test_failed_superblock_flush_then_power_cut_keeps_fsynced_file(void **state)
 {
 	struct fx *f = *state;
 	static uint8_t old[2][TFS_BLOCK_SIZE];
@@ -391,8 +396,8 @@ static void big_burst(struct tfs_fs *fs)
 
 		snprintf(name, sizeof(name), "x%d", i);
 		ino = mk(fs, TFS_ROOT_INO, name);
-		assert_int_equal(tfs_setxattr(fs, ino, "user.v", v, sizeof(v),
-					      0), 0);
+		assert_int_equal(
+		    tfs_setxattr(fs, ino, "user.v", v, sizeof(v), 0), 0);
 	}
 }
 
@@ -404,8 +409,8 @@ static void reopen_with_long_interval(struct fx *f)
 	assert_int_equal(tfs_fs_close(f->fs), 0);
 	f->fs = NULL;
 	o.commit_interval_ms = 600000;
-	assert_int_equal(tfs_fs_open(f->path, &o, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, &o, &f->fs, f->err, sizeof(f->err)), 0);
 }
 
 /* Is x0 committed?  Polls crash copies for up to two seconds. */
@@ -425,13 +430,13 @@ static void test_fs_big_transaction_commits_before_the_interval(void **state)
 
 	reopen_with_long_interval(f);
 	assert_int_equal(tfs_fs_start(f->fs), 0);
-	usleep(200000);		/* the commit thread is waiting now */
+	usleep(200000); /* the commit thread is waiting now */
 	big_burst(f->fs);
 	assert_true(burst_committed(f));
 }
 
-static void test_fs_big_transaction_queued_before_start_commits_early(
-	void **state)
+static void
+test_fs_big_transaction_queued_before_start_commits_early(void **state)
 {
 	struct fx *f = *state;
 
@@ -496,12 +501,12 @@ static void test_discard_spares_blocks_the_older_copy_maps(void **state)
 	a = mk(fs, TFS_FS_ROOT, "a");
 	wr_pat(fs, a, 1 << 20, 0, 7);
 	assert_int_equal(tfs_fsync(fs, a, 0, NULL), 0);
-	checkpoint(fs);				/* C1: has a */
+	checkpoint(fs); /* C1: has a */
 	assert_int_equal(tfs_unlink(fs, TFS_FS_ROOT, "a"), 0);
-	assert_int_equal(tfs_fs_sync(fs), 0);	/* T1 frees a's blocks */
-	checkpoint(fs);				/* C2 */
+	assert_int_equal(tfs_fs_sync(fs), 0); /* T1 frees a's blocks */
+	checkpoint(fs);			      /* C2 */
 	mk(fs, TFS_FS_ROOT, "b");
-	assert_int_equal(tfs_fs_sync(fs), 0);	/* over T1 in the journal */
+	assert_int_equal(tfs_fs_sync(fs), 0); /* over T1 in the journal */
 
 	/* what is ready goes (the free space of the mount), a's does not */
 	assert_int_equal(tfs_txn_discard(fs, 0, UINT64_MAX, 1, 0, &bytes), 0);
@@ -539,7 +544,8 @@ static void test_trim_discards_a_file_deleted_just_now(void **state)
 	assert_int_equal(tfs_fs_trim(fs, 0, UINT64_MAX, 0, &bytes), 0);
 	assert_true(bytes >= 4 << 20);
 	assert_int_equal(stat(f->path, &st1), 0);
-	assert_true(st1.st_blocks * 512 + (4 << 20) <= st0.st_blocks * 512 + (64 << 10));
+	assert_true(st1.st_blocks * 512 + (4 << 20) <=
+		    st0.st_blocks * 512 + (64 << 10));
 	/* nothing left but the blocks of the checkpoints the first trim
 	 * replaced (J10: checkpoints move; J11: freed blocks like others) */
 	assert_int_equal(tfs_fs_trim(fs, 0, UINT64_MAX, 0, &bytes), 0);
@@ -577,8 +583,7 @@ static void test_trim_keeps_to_its_range(void **state)
 	total += bytes;
 	/* a range of 1 MiB from the middle, with start + len past 2^64 in
 	 * a second call: the end of the file system */
-	assert_int_equal(tfs_fs_trim(fs, size / 2 + BS, 1 << 20, 0, &bytes),
-			 0);
+	assert_int_equal(tfs_fs_trim(fs, size / 2 + BS, 1 << 20, 0, &bytes), 0);
 	assert_true(bytes <= 1 << 20);
 	total += bytes;
 	/* no free piece is a whole file system long */
@@ -606,14 +611,16 @@ static int img_is_hole(const char *path, uint64_t off, uint64_t len)
 	assert_true(fd >= 0);
 	d = lseek(fd, (off_t)off, SEEK_DATA);
 	close(fd);
-	return (d < 0 && errno == ENXIO) || (d >= 0 && (uint64_t)d >= off + len);
+	return (d < 0 && errno == ENXIO) ||
+	       (d >= 0 && (uint64_t)d >= off + len);
 }
 
 /* Whether block b is in the checkpoint sb names. */
 static int in_map(const struct tfs_super *sb, uint64_t b)
 {
 	for (uint32_t i = 0; i < sb->npieces; i++)
-		if (b >= sb->map[i].start && b < sb->map[i].start + sb->map[i].len)
+		if (b >= sb->map[i].start &&
+		    b < sb->map[i].start + sb->map[i].len)
 			return 1;
 	return 0;
 }
@@ -682,11 +689,12 @@ static void test_trim_discards_replaced_checkpoints(void **state)
 	for (i = 0; i < 4 && !holes; i++) {
 		checkpoint(fs);
 		bytes = 0;
-		assert_int_equal(tfs_txn_discard(fs, 0, UINT64_MAX, 1, 0, &bytes), 0);
+		assert_int_equal(
+		    tfs_txn_discard(fs, 0, UINT64_MAX, 1, 0, &bytes), 0);
 		old_ckpt_blocks(f->path, &c0, &gone, &holes);
 		print_message("checkpoint %d after c0's last: %llu of its %llu "
-			      "blocks discarded, %llu bytes in all\n", i + 1,
-			      (unsigned long long)holes,
+			      "blocks discarded, %llu bytes in all\n",
+			      i + 1, (unsigned long long)holes,
 			      (unsigned long long)gone,
 			      (unsigned long long)bytes);
 	}
@@ -753,7 +761,8 @@ static void test_checkpoint_waits_for_a_discard_on_a_full_device(void **state)
 	for (int i = 0; i < 2000; i++) {
 		char name[64];
 
-		snprintf(name, sizeof(name), "a-file-with-a-longer-name-%05d", i);
+		snprintf(name, sizeof(name), "a-file-with-a-longer-name-%05d",
+			 i);
 		mk(fs, TFS_FS_ROOT, name);
 	}
 	/* full: no block left beyond the checkpoint's reserve */
@@ -772,13 +781,14 @@ static void test_checkpoint_waits_for_a_discard_on_a_full_device(void **state)
 	need = tfs_journal_ckpt_blocks(tfs_meta_bytes(fs->m));
 	pthread_mutex_unlock(&fs->lock);
 	print_message("free %llu blocks, %llu of them ready to discard; a "
-		      "checkpoint takes %llu\n", (unsigned long long)free_blocks,
+		      "checkpoint takes %llu\n",
+		      (unsigned long long)free_blocks,
 		      (unsigned long long)ready, (unsigned long long)need);
 
 	tfs_dev_slow_discards(fs->dev, 300);
 	t0 = ms_now();
 	assert_int_equal(pthread_create(&t, NULL, discarder, &d), 0);
-	usleep(100 * 1000);	/* the discarder's first piece is out */
+	usleep(100 * 1000); /* the discarder's first piece is out */
 	pthread_mutex_lock(&fs->lock);
 	out_free = tfs_alloc_free_blocks(fs->alloc);
 	pthread_mutex_unlock(&fs->lock);

@@ -62,8 +62,11 @@ static void test_config_reads_values_and_deepspeed_notation(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(load(&c, "; comment\n[mount]\ncommit_interval_ms = 2e3\n"
-				  "max_threads=4\n", err, sizeof(err)), 0);
+	assert_int_equal(load(&c,
+			      "; comment\n[mount]\ncommit_interval_ms = 2e3\n"
+			      "max_threads=4\n",
+			      err, sizeof(err)),
+			 0);
 	assert_int_equal(c.mount_commit_interval_ms, 2000);
 	assert_int_equal(c.mount_max_threads, 4);
 }
@@ -74,8 +77,10 @@ static void test_config_unknown_key_names_line_and_suggests(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(load(&c, "[mount]\nmax_threads = 4\ncommit_intervl_ms = 5\n",
-			      err, sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load(&c, "[mount]\nmax_threads = 4\ncommit_intervl_ms = 5\n", err,
+		 sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, ":3: "));
 	assert_non_null(strstr(err, "commit_intervl_ms"));
 	assert_non_null(strstr(err, "did you mean 'commit_interval_ms'"));
@@ -87,8 +92,8 @@ static void test_config_unknown_section_suggests(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(load(&c, "[mont]\nmax_threads = 4\n", err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    load(&c, "[mont]\nmax_threads = 4\n", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, ":2: unknown section [mont]"));
 	assert_non_null(strstr(err, "[mount]"));
 }
@@ -99,16 +104,20 @@ static void test_config_rejects_malformed_and_out_of_range(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(load(&c, "[mount]\nmax_threads = lots\n", err,
-			      sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, ":2: mount.max_threads = 'lots' is not a whole number"));
-	assert_int_equal(load(&c, "[mount]\nmax_threads = 0\n", err,
-			      sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load(&c, "[mount]\nmax_threads = lots\n", err, sizeof(err)),
+	    -EINVAL);
+	assert_non_null(strstr(
+	    err, ":2: mount.max_threads = 'lots' is not a whole number"));
+	assert_int_equal(
+	    load(&c, "[mount]\nmax_threads = 0\n", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "out of range"));
-	assert_int_equal(load(&c, "[mount]\nmax_threads = 4MiB\n", err,
-			      sizeof(err)), -EINVAL);
-	assert_int_equal(load(&c, "[mount]\nthis line is not ini\n", err,
-			      sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load(&c, "[mount]\nmax_threads = 4MiB\n", err, sizeof(err)),
+	    -EINVAL);
+	assert_int_equal(
+	    load(&c, "[mount]\nthis line is not ini\n", err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, ":2: "));
 }
 
@@ -119,8 +128,9 @@ static void test_config_missing_file_is_an_error(void **state)
 
 	(void)state;
 	tfs_config_defaults(&c);
-	assert_int_equal(tfs_config_load(&c, "/nonexistent/x.ini", err,
-					 sizeof(err)), -ENOENT);
+	assert_int_equal(
+	    tfs_config_load(&c, "/nonexistent/x.ini", err, sizeof(err)),
+	    -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/x.ini: cannot open"));
 }
 
@@ -179,13 +189,14 @@ static void test_config_set_overrides_by_name_or_section(void **state)
 
 	(void)state;
 	tfs_config_defaults(&c);
-	assert_int_equal(tfs_config_set(&c, "max_threads", "8", err, sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "max_threads", "8", err, sizeof(err)), 0);
 	assert_int_equal(c.mount_max_threads, 8);
-	assert_int_equal(tfs_config_set(&c, "mount.max_threads", "9", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "mount.max_threads", "9", err, sizeof(err)), 0);
 	assert_int_equal(c.mount_max_threads, 9);
-	assert_int_equal(tfs_config_set(&c, "max_thread", "9", err, sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(
+	    tfs_config_set(&c, "max_thread", "9", err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "did you mean 'max_threads'"));
 	assert_true(tfs_config_is_key("attr_timeout_ms"));
 	assert_false(tfs_config_is_key("allow_other"));
@@ -214,8 +225,10 @@ static void test_config_deepspeed_keys_default_to_deepspeed(void **state)
 	/* every DeepSpeed-only key says so first */
 	for (size_t i = 0; i < n; i++) {
 		if (k[i].use == TFS_CFG_DS)
-			assert_memory_equal(k[i].doc, "DeepSpeed only: tensorfs "
-					    "reads it for tensorfs-plan", 51);
+			assert_memory_equal(k[i].doc,
+					    "DeepSpeed only: tensorfs "
+					    "reads it for tensorfs-plan",
+					    51);
 		else
 			assert_null(strstr(k[i].doc, "DeepSpeed only"));
 	}
@@ -230,31 +243,33 @@ static void test_config_reads_every_deepspeed_key(void **state)
 
 	(void)state;
 	assert_int_equal(load(&c,
-		"[offload_param]\n"
-		"device = nvme\n"
-		"nvme_path = /local_nvme\n"
-		"pin_memory = true\n"
-		"buffer_count = 5\n"
-		"buffer_size = 1e8\n"
-		"max_in_cpu = 1e9\n"
-		"[offload_optimizer]\n"
-		"device = NVMe\n"
-		"nvme_path = /local_nvme\n"
-		"pin_memory = yes\n"
-		"buffer_count = 8\n"
-		"fast_init = off\n"
-		"pipeline_read = on\n"
-		"pipeline_write = 1\n"
-		"ratio = 0.3\n"
-		"[zero_optimization]\n"
-		"sub_group_size = 1.5e9\n"
-		"[aio]\n"
-		"block_size = 262144\n"
-		"queue_depth = 32\n"
-		"intra_op_parallelism = 2\n"
-		"single_submit = false\n"
-		"overlap_events = true\n"
-		"use_gds = no\n", err, sizeof(err)), 0);
+			      "[offload_param]\n"
+			      "device = nvme\n"
+			      "nvme_path = /local_nvme\n"
+			      "pin_memory = true\n"
+			      "buffer_count = 5\n"
+			      "buffer_size = 1e8\n"
+			      "max_in_cpu = 1e9\n"
+			      "[offload_optimizer]\n"
+			      "device = NVMe\n"
+			      "nvme_path = /local_nvme\n"
+			      "pin_memory = yes\n"
+			      "buffer_count = 8\n"
+			      "fast_init = off\n"
+			      "pipeline_read = on\n"
+			      "pipeline_write = 1\n"
+			      "ratio = 0.3\n"
+			      "[zero_optimization]\n"
+			      "sub_group_size = 1.5e9\n"
+			      "[aio]\n"
+			      "block_size = 262144\n"
+			      "queue_depth = 32\n"
+			      "intra_op_parallelism = 2\n"
+			      "single_submit = false\n"
+			      "overlap_events = true\n"
+			      "use_gds = no\n",
+			      err, sizeof(err)),
+			 0);
 	assert_int_equal(c.offload_param_device, TFS_DEVICE_NVME);
 	assert_string_equal(c.offload_param_nvme_path, "/local_nvme");
 	assert_int_equal(c.offload_param_pin_memory, 1);
@@ -280,24 +295,34 @@ static void test_config_numbers_in_deepspeed_notation_and_suffixes(void **state)
 
 	(void)state;
 	/* DeepSpeed notation, whole values only */
-	assert_int_equal(load(&c, "[offload_param]\nbuffer_size = 5e8\n"
-				  "max_in_cpu = 1.5e9\n", err, sizeof(err)), 0);
+	assert_int_equal(load(&c,
+			      "[offload_param]\nbuffer_size = 5e8\n"
+			      "max_in_cpu = 1.5e9\n",
+			      err, sizeof(err)),
+			 0);
 	assert_int_equal(c.offload_param_buffer_size, 500000000ull);
 	assert_int_equal(c.offload_param_max_in_cpu, 1500000000ull);
-	assert_int_equal(load(&c, "[offload_param]\nbuffer_size = 1.5e0\n",
-			      err, sizeof(err)), -EINVAL);
+	assert_int_equal(load(&c, "[offload_param]\nbuffer_size = 1.5e0\n", err,
+			      sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, ":2: offload_param.buffer_size = '1.5e0' "
 				    "is not a number of elements"));
 	/* a byte suffix makes an element count bytes: K M G T, KiB..TiB */
-	assert_int_equal(load(&c, "[offload_param]\nbuffer_size = 256MiB\n"
-				  "max_in_cpu = 2T\n", err, sizeof(err)), 0);
+	assert_int_equal(load(&c,
+			      "[offload_param]\nbuffer_size = 256MiB\n"
+			      "max_in_cpu = 2T\n",
+			      err, sizeof(err)),
+			 0);
 	assert_int_equal(c.offload_param_buffer_size,
 			 TFS_CFG_BYTES | (256ull << 20));
-	assert_int_equal(c.offload_param_max_in_cpu, TFS_CFG_BYTES | (2ull << 40));
+	assert_int_equal(c.offload_param_max_in_cpu,
+			 TFS_CFG_BYTES | (2ull << 40));
 	assert_int_equal(tfs_config_cache_bytes(&c), 2ull << 40);
-	assert_int_equal(load(&c, "[offload_param]\nmax_in_cpu = 64K\n"
-				  "[aio]\nblock_size = 4KiB\n", err,
-			      sizeof(err)), 0);
+	assert_int_equal(load(&c,
+			      "[offload_param]\nmax_in_cpu = 64K\n"
+			      "[aio]\nblock_size = 4KiB\n",
+			      err, sizeof(err)),
+			 0);
 	assert_int_equal(c.offload_param_max_in_cpu, TFS_CFG_BYTES | 65536);
 	assert_int_equal(c.aio_block_size, 4096);
 	assert_int_equal(load(&c, "[aio]\nblock_size = 1G\n", err, sizeof(err)),
@@ -306,14 +331,20 @@ static void test_config_numbers_in_deepspeed_notation_and_suffixes(void **state)
 				    "range; it must be between 4096 and "));
 	/* counts take no unit, and must fit */
 	assert_int_equal(load(&c, "[zero_optimization]\nsub_group_size = 1G\n",
-			      err, sizeof(err)), -EINVAL);
+			      err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "is not a whole number (e.g. 8 or 1e8)"));
-	assert_int_equal(load(&c, "[zero_optimization]\nsub_group_size = 1e30\n",
-			      err, sizeof(err)), -EINVAL);
+	assert_int_equal(load(&c,
+			      "[zero_optimization]\nsub_group_size = 1e30\n",
+			      err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "sub_group_size = '1e30' is too large"));
 	/* element counts in bytes read back as elements of dtype */
-	assert_int_equal(load(&c, "[offload_param]\ndtype = fp32\n"
-				  "buffer_size = 4MiB\n", err, sizeof(err)), 0);
+	assert_int_equal(load(&c,
+			      "[offload_param]\ndtype = fp32\n"
+			      "buffer_size = 4MiB\n",
+			      err, sizeof(err)),
+			 0);
 	assert_int_equal(tfs_config_elems(&c, c.offload_param_buffer_size),
 			 1048576);
 }
@@ -327,12 +358,16 @@ static void test_config_booleans_in_every_spelling(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < 5; i++) {
-		snprintf(text, sizeof(text), "[offload_optimizer]\n"
-			 "fast_init = %s\n", yes[i]);
+		snprintf(text, sizeof(text),
+			 "[offload_optimizer]\n"
+			 "fast_init = %s\n",
+			 yes[i]);
 		assert_int_equal(load(&c, text, err, sizeof(err)), 0);
 		assert_int_equal(c.offload_optimizer_fast_init, 1);
-		snprintf(text, sizeof(text), "[offload_optimizer]\n"
-			 "fast_init = %s\n", no[i]);
+		snprintf(text, sizeof(text),
+			 "[offload_optimizer]\n"
+			 "fast_init = %s\n",
+			 no[i]);
 		assert_int_equal(load(&c, text, err, sizeof(err)), 0);
 		assert_int_equal(c.offload_optimizer_fast_init, 0);
 	}
@@ -348,34 +383,42 @@ static void test_config_enum_string_and_fraction_values(void **state)
 	char err[512] = "", text[700];
 
 	(void)state;
-	assert_int_equal(load(&c, "[offload_param]\ndevice = disk\n", err,
-			      sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, ":2: offload_param.device = 'disk' is not "
-				    "one of its values; use none, cpu or nvme"));
-	assert_int_equal(load(&c, "[offload_optimizer]\nratio = 1.5\n", err,
-			      sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load(&c, "[offload_param]\ndevice = disk\n", err, sizeof(err)),
+	    -EINVAL);
+	assert_non_null(strstr(err,
+			       ":2: offload_param.device = 'disk' is not "
+			       "one of its values; use none, cpu or nvme"));
+	assert_int_equal(
+	    load(&c, "[offload_optimizer]\nratio = 1.5\n", err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "offload_optimizer.ratio = '1.5' is out of "
 				    "range; it must be between 0 and 1"));
-	assert_int_equal(load(&c, "[offload_optimizer]\nratio = most\n", err,
-			      sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load(&c, "[offload_optimizer]\nratio = most\n", err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "offload_optimizer.ratio = 'most' is not a "
 				    "number"));
-	assert_int_equal(load(&c, "[offload_optimizer]\nratio = nan\n", err,
-			      sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load(&c, "[offload_optimizer]\nratio = nan\n", err, sizeof(err)),
+	    -EINVAL);
 	/* a path as long as an INI line allows (inih reads 199 characters
 	 * a line), one longer, and one longer than a value may be */
 	snprintf(text, sizeof(text), "[offload_param]\nnvme_path = /%0*d\n",
 		 199 - 13, 0);
 	assert_int_equal(load(&c, text, err, sizeof(err)), 0);
 	assert_int_equal(strlen(c.offload_param_nvme_path), 199 - 12);
-	snprintf(text, sizeof(text), "[offload_param]\nnvme_path = /%0*d\n"
-		 "buffer_count = 0\n", 199 - 12, 0);
+	snprintf(text, sizeof(text),
+		 "[offload_param]\nnvme_path = /%0*d\n"
+		 "buffer_count = 0\n",
+		 199 - 12, 0);
 	assert_int_equal(load(&c, text, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, ":2: line longer than 199 characters"));
 	memset(text, 'x', TFS_CFG_STR_MAX);
 	text[TFS_CFG_STR_MAX] = '\0';
 	assert_int_equal(tfs_config_set(&c, "offload_param.nvme_path", text,
-					err, sizeof(err)), -EINVAL);
+					err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "offload_param.nvme_path is longer than "
 				    "511 characters"));
 }
@@ -387,27 +430,32 @@ static void test_config_key_in_the_wrong_section_names_the_right(void **state)
 
 	(void)state;
 	/* DeepSpeed's optimizer offload has no buffer_size */
-	assert_int_equal(load(&c, "[offload_optimizer]\nbuffer_count = 4\n"
-				  "buffer_size = 1e8\n", err, sizeof(err)),
+	assert_int_equal(load(&c,
+			      "[offload_optimizer]\nbuffer_count = 4\n"
+			      "buffer_size = 1e8\n",
+			      err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, ":3: unknown key 'buffer_size' in "
 				    "[offload_optimizer]; it belongs in "
 				    "[offload_param]"));
 	assert_int_equal(load(&c, "[offload_optimizer]\nsub_group_size = 1e9\n",
-			      err, sizeof(err)), -EINVAL);
+			      err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "it belongs in [zero_optimization]"));
 	/* a misspelling is matched within its section first */
 	assert_int_equal(load(&c, "[offload_optimizer]\npipline_read = true\n",
-			      err, sizeof(err)), -EINVAL);
+			      err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "unknown key 'pipline_read' in "
 				    "[offload_optimizer]; did you mean "
 				    "'pipeline_read'?"));
-	assert_int_equal(load(&c, "[aio]\nsub_group_sise = 1\n", err,
-			      sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load(&c, "[aio]\nsub_group_sise = 1\n", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "did you mean 'sub_group_size' in "
 				    "[zero_optimization]?"));
-	assert_int_equal(load(&c, "[offload_optimiser]\ndevice = nvme\n", err,
-			      sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load(&c, "[offload_optimiser]\ndevice = nvme\n", err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, ":2: unknown section [offload_optimiser]; "
 				    "did you mean [offload_optimizer]?"));
 }
@@ -418,15 +466,18 @@ static void test_config_thread_count_warns_with_file_and_line(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(load(&c, "; DeepSpeed's docs still show it\n\n[aio]\n"
-				  "thread_count = 4\n", err, sizeof(err)), 0);
+	assert_int_equal(load(&c,
+			      "; DeepSpeed's docs still show it\n\n[aio]\n"
+			      "thread_count = 4\n",
+			      err, sizeof(err)),
+			 0);
 	assert_int_equal(c.aio_intra_op_parallelism, 4);
 	assert_true(c.flags & TFS_CFG_F_THREAD_COUNT);
 	assert_non_null(strstr(c.warnings, ":4: [aio] thread_count is the old "
 					   "name of intra_op_parallelism"));
 	tfs_config_defaults(&c);
-	assert_int_equal(tfs_config_set(&c, "thread_count", "3", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "thread_count", "3", err, sizeof(err)), 0);
 	assert_int_equal(c.aio_intra_op_parallelism, 3);
 	assert_non_null(strstr(c.warnings, "-o thread_count: thread_count is "
 					   "the old name"));
@@ -440,14 +491,17 @@ static void test_config_contradiction_names_the_later_line(void **state)
 
 	(void)state;
 	assert_int_equal(load(&c, "[aio]\nqueue_depth = 8\nblock_size = 6000\n",
-			      err, sizeof(err)), -EDOM);
+			      err, sizeof(err)),
+			 -EDOM);
 	assert_non_null(strstr(err, ":3: aio.block_size = 6000 from "));
 	assert_non_null(strstr(err, ":3 is not a multiple of 4 KiB (4096)"));
 	/* the whole file was read */
 	assert_int_equal(c.aio_queue_depth, 8);
-	assert_int_equal(load(&c, "[offload_param]\nbuffer_count = 1\n"
-				  "buffer_size = 1MiB\n\n[aio]\n"
-				  "block_size = 1MiB\n", err, sizeof(err)),
+	assert_int_equal(load(&c,
+			      "[offload_param]\nbuffer_count = 1\n"
+			      "buffer_size = 1MiB\n\n[aio]\n"
+			      "block_size = 1MiB\n",
+			      err, sizeof(err)),
 			 -EDOM);
 	assert_non_null(strstr(err, ":6: the write-back pool, buffer_count x "
 				    "buffer_size = 1048576 bytes, holds fewer "
@@ -455,14 +509,14 @@ static void test_config_contradiction_names_the_later_line(void **state)
 	/* the same from defaults and -o is tfs_config_validate()'s */
 	tfs_config_defaults(&c);
 	assert_int_equal(tfs_config_validate(&c, err, sizeof(err)), 0);
-	assert_int_equal(tfs_config_set(&c, "buffer_count", "1", err,
-					sizeof(err)), 0);
-	assert_int_equal(tfs_config_set(&c, "buffer_size", "1MiB", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "buffer_count", "1", err, sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "buffer_size", "1MiB", err, sizeof(err)), 0);
 	assert_int_equal(tfs_config_validate(&c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "raise buffer_size or lower block_size"));
-	assert_int_equal(tfs_config_set(&c, "block_size", "8200", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "block_size", "8200", err, sizeof(err)), 0);
 	assert_int_equal(tfs_config_validate(&c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "aio.block_size = 8200 from -o "
 				    "block_size=8200 is not a multiple"));
@@ -471,8 +525,8 @@ static void test_config_contradiction_names_the_later_line(void **state)
 /* Regression: -o offload_param.buffer_size=1 was blamed on the ini file
  * read before it; a contradiction names each key, its value and where
  * that came from. */
-static void test_config_contradiction_names_where_each_value_came_from(
-	void **state)
+static void
+test_config_contradiction_names_where_each_value_came_from(void **state)
 {
 	static const char ini[] = "[offload_param]\nbuffer_count = 4\n";
 	struct tfs_config c;
@@ -482,9 +536,11 @@ static void test_config_contradiction_names_where_each_value_came_from(
 	tfs_config_defaults(&c);
 	assert_int_equal(tfs_config_load_buffer(&c, "site.ini", ini,
 						sizeof(ini) - 1, err,
-						sizeof(err)), 0);
+						sizeof(err)),
+			 0);
 	assert_int_equal(tfs_config_set(&c, "offload_param.buffer_size", "1",
-					err, sizeof(err)), 0);
+					err, sizeof(err)),
+			 0);
 	assert_int_equal(tfs_config_validate(&c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "offload_param.buffer_size = 1 from -o "
 				    "offload_param.buffer_size=1"));
@@ -494,22 +550,27 @@ static void test_config_contradiction_names_where_each_value_came_from(
 	assert_non_null(strstr(err, "offload_param.dtype = fp16 by default"));
 	assert_non_null(strstr(err, "raise buffer_size or lower block_size"));
 	/* the origins, one by one */
-	assert_string_equal(tfs_config_origin(&c, tfs_config_key(
-			"offload_param", "buffer_size"), buf, sizeof(buf)),
-			     "-o offload_param.buffer_size=1");
-	assert_string_equal(tfs_config_origin(&c, tfs_config_key(
-			"offload_param", "buffer_count"), buf, sizeof(buf)),
-			    "site.ini:2");
-	assert_string_equal(tfs_config_origin(&c, tfs_config_key(
-			"aio", "block_size"), buf, sizeof(buf)), "default");
-	assert_true(tfs_config_from_set(&c, tfs_config_key("offload_param",
-							   "buffer_size")));
+	assert_string_equal(
+	    tfs_config_origin(&c,
+			      tfs_config_key("offload_param", "buffer_size"),
+			      buf, sizeof(buf)),
+	    "-o offload_param.buffer_size=1");
+	assert_string_equal(
+	    tfs_config_origin(&c,
+			      tfs_config_key("offload_param", "buffer_count"),
+			      buf, sizeof(buf)),
+	    "site.ini:2");
+	assert_string_equal(
+	    tfs_config_origin(&c, tfs_config_key("aio", "block_size"), buf,
+			      sizeof(buf)),
+	    "default");
+	assert_true(tfs_config_from_set(
+	    &c, tfs_config_key("offload_param", "buffer_size")));
 	/* a long -o value is cut, not overrun */
 	memset(buf, 'a', 200);
 	buf[200] = '\0';
 	assert_int_equal(tfs_config_set(&c, "log", buf, err, sizeof(err)), 0);
-	tfs_config_origin(&c, tfs_config_key("mount", "log"), buf,
-			  sizeof(buf));
+	tfs_config_origin(&c, tfs_config_key("mount", "log"), buf, sizeof(buf));
 	assert_int_equal(strlen(buf), 3 + TFS_CFG_FROM_SET_MAX - 1);
 	assert_non_null(strstr(buf, "..."));
 }
@@ -542,27 +603,29 @@ static void test_config_plain_name_means_the_mounts_key(void **state)
 	tfs_config_defaults(&c);
 	/* buffer_count is in [offload_param] and [offload_optimizer]; -o
 	 * buffer_count=2 is the mount's pool */
-	assert_int_equal(tfs_config_set(&c, "buffer_count", "2", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "buffer_count", "2", err, sizeof(err)), 0);
 	assert_int_equal(c.offload_param_buffer_count, 2);
 	assert_int_equal(c.offload_optimizer_buffer_count, 4);
-	assert_int_equal(tfs_config_set(&c, "pin_memory", "true", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "pin_memory", "true", err, sizeof(err)), 0);
 	assert_int_equal(c.offload_param_pin_memory, 1);
 	assert_int_equal(c.offload_optimizer_pin_memory, 0);
 	assert_int_equal(tfs_config_set(&c, "offload_optimizer.buffer_count",
-					"8", err, sizeof(err)), 0);
+					"8", err, sizeof(err)),
+			 0);
 	assert_int_equal(c.offload_optimizer_buffer_count, 8);
 	/* device is DeepSpeed's in both: say which */
 	assert_int_equal(tfs_config_set(&c, "device", "nvme", err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "'device' is in more than one section; "
 				    "write section.device"));
-	assert_int_equal(tfs_config_set(&c, "offload_param.device", "cpu", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "offload_param.device", "cpu", err, sizeof(err)),
+	    0);
 	assert_int_equal(c.offload_param_device, TFS_DEVICE_CPU);
-	assert_int_equal(tfs_config_set(&c, "sub_group_size", "1e8", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "sub_group_size", "1e8", err, sizeof(err)), 0);
 	assert_int_equal(c.zero_optimization_sub_group_size, 100000000);
 }
 
@@ -575,29 +638,46 @@ static void test_config_formats_each_type_as_the_ini_writes_it(void **state)
 
 	(void)state;
 	tfs_config_defaults(&c);
-	assert_string_equal(tfs_config_format(&c, tfs_config_key("offload_param",
-		"max_in_cpu"), buf, sizeof(buf)), "1e9");
-	assert_string_equal(tfs_config_format(&c, tfs_config_key("aio",
-		"block_size"), buf, sizeof(buf)), "1MiB");
-	assert_string_equal(tfs_config_format(&c, tfs_config_key("offload_param",
-		"device"), buf, sizeof(buf)), "none");
-	assert_string_equal(tfs_config_format(&c, tfs_config_key(
-		"offload_optimizer", "ratio"), buf, sizeof(buf)), "1");
-	assert_int_equal(tfs_config_set(&c, "sub_group_size", "8.75e9", err,
-					sizeof(err)), 0);
+	assert_string_equal(
+	    tfs_config_format(&c, tfs_config_key("offload_param", "max_in_cpu"),
+			      buf, sizeof(buf)),
+	    "1e9");
+	assert_string_equal(
+	    tfs_config_format(&c, tfs_config_key("aio", "block_size"), buf,
+			      sizeof(buf)),
+	    "1MiB");
+	assert_string_equal(
+	    tfs_config_format(&c, tfs_config_key("offload_param", "device"),
+			      buf, sizeof(buf)),
+	    "none");
+	assert_string_equal(
+	    tfs_config_format(&c, tfs_config_key("offload_optimizer", "ratio"),
+			      buf, sizeof(buf)),
+	    "1");
+	assert_int_equal(
+	    tfs_config_set(&c, "sub_group_size", "8.75e9", err, sizeof(err)),
+	    0);
 	assert_int_equal(tfs_config_set(&c, "offload_optimizer.ratio", "0.3",
-					err, sizeof(err)), 0);
-	assert_int_equal(tfs_config_set(&c, "offload_param.device", "nvme",
-					err, sizeof(err)), 0);
-	assert_int_equal(tfs_config_set(&c, "max_in_cpu", "16GiB", err,
-					sizeof(err)), 0);
-	assert_string_equal(tfs_config_format(&c, tfs_config_key(
-		"zero_optimization", "sub_group_size"), buf, sizeof(buf)),
-		"8.75e9");
-	assert_string_equal(tfs_config_format(&c, tfs_config_key(
-		"offload_optimizer", "ratio"), buf, sizeof(buf)), "0.3");
-	assert_string_equal(tfs_config_format(&c, tfs_config_key(
-		"offload_param", "max_in_cpu"), buf, sizeof(buf)), "16GiB");
+					err, sizeof(err)),
+			 0);
+	assert_int_equal(tfs_config_set(&c, "offload_param.device", "nvme", err,
+					sizeof(err)),
+			 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "max_in_cpu", "16GiB", err, sizeof(err)), 0);
+	assert_string_equal(
+	    tfs_config_format(
+		&c, tfs_config_key("zero_optimization", "sub_group_size"), buf,
+		sizeof(buf)),
+	    "8.75e9");
+	assert_string_equal(
+	    tfs_config_format(&c, tfs_config_key("offload_optimizer", "ratio"),
+			      buf, sizeof(buf)),
+	    "0.3");
+	assert_string_equal(
+	    tfs_config_format(&c, tfs_config_key("offload_param", "max_in_cpu"),
+			      buf, sizeof(buf)),
+	    "16GiB");
 	f = open_memstream(&out, &len);
 	tfs_config_print_changed(&c, f);
 	fclose(f);
@@ -665,8 +745,8 @@ static void test_config_buffer_reads_as_a_file_of_its_bytes(void **state)
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
 		ea[0] = eb[0] = '\0';
 		ra = load(&a, texts[i], ea, sizeof(ea));
-		rb = load_buffer(&b, texts[i], strlen(texts[i]), eb,
-				 sizeof(eb));
+		rb =
+		    load_buffer(&b, texts[i], strlen(texts[i]), eb, sizeof(eb));
 		assert_int_equal(ra, rb);
 		if (ra) {
 			/* "FILE:LINE: ... from FILE:LINE ..." vs
@@ -690,8 +770,8 @@ static void test_config_buffer_reads_as_a_file_of_its_bytes(void **state)
 		}
 		for (size_t k = 0; k < nkeys; k++)
 			assert_string_equal(
-				tfs_config_format(&a, &keys[k], va, sizeof(va)),
-				tfs_config_format(&b, &keys[k], vb, sizeof(vb)));
+			    tfs_config_format(&a, &keys[k], va, sizeof(va)),
+			    tfs_config_format(&b, &keys[k], vb, sizeof(vb)));
 		assert_int_equal(a.flags, b.flags);
 	}
 }
@@ -718,15 +798,15 @@ static void test_config_buffer_reads_only_len_bytes(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(load_buffer(&c, text, strlen(text) - 5, err,
-				     sizeof(err)), 0);
+	assert_int_equal(
+	    load_buffer(&c, text, strlen(text) - 5, err, sizeof(err)), 0);
 	assert_int_equal(c.mount_max_threads, 4);
 	/* nor a newline at the end of the last line */
-	assert_int_equal(load_buffer(&c, text, strlen(text) - 6, err,
-				     sizeof(err)), 0);
+	assert_int_equal(
+	    load_buffer(&c, text, strlen(text) - 6, err, sizeof(err)), 0);
 	assert_int_equal(c.mount_max_threads, 4);
-	assert_int_equal(load_buffer(&c, text, strlen(text), err,
-				     sizeof(err)), -EINVAL);
+	assert_int_equal(load_buffer(&c, text, strlen(text), err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "buf.ini:3: "));
 }
 
@@ -753,8 +833,8 @@ static void test_config_nul_byte_is_not_text(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(load_buffer(&c, text, sizeof(text) - 1, err,
-				     sizeof(err)), -EINVAL);
+	assert_int_equal(
+	    load_buffer(&c, text, sizeof(text) - 1, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "buf.ini:2: a NUL byte: not a text file"));
 }
 
@@ -769,7 +849,8 @@ static void test_config_buffer_long_line_and_contradiction(void **state)
 			 -EINVAL);
 	assert_non_null(strstr(err, "buf.ini:1: line longer than 199 "
 				    "characters"));
-	snprintf(text, sizeof(text), "[aio]\nqueue_depth = 8\nblock_size = "
+	snprintf(text, sizeof(text),
+		 "[aio]\nqueue_depth = 8\nblock_size = "
 		 "6000\n");
 	assert_int_equal(load_buffer(&c, text, strlen(text), err, sizeof(err)),
 			 -EDOM);
@@ -782,34 +863,47 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_defaults_come_from_the_table),
-		cmocka_unit_test(test_config_reads_values_and_deepspeed_notation),
-		cmocka_unit_test(test_config_unknown_key_names_line_and_suggests),
+		cmocka_unit_test(
+		    test_config_reads_values_and_deepspeed_notation),
+		cmocka_unit_test(
+		    test_config_unknown_key_names_line_and_suggests),
 		cmocka_unit_test(test_config_unknown_section_suggests),
-		cmocka_unit_test(test_config_rejects_malformed_and_out_of_range),
+		cmocka_unit_test(
+		    test_config_rejects_malformed_and_out_of_range),
 		cmocka_unit_test(test_config_missing_file_is_an_error),
 		cmocka_unit_test(test_config_directory_is_refused),
 		cmocka_unit_test(test_config_character_devices_read_as_text),
 		cmocka_unit_test(test_config_nearest),
 		cmocka_unit_test(test_config_set_overrides_by_name_or_section),
-		cmocka_unit_test(test_config_deepspeed_keys_default_to_deepspeed),
+		cmocka_unit_test(
+		    test_config_deepspeed_keys_default_to_deepspeed),
 		cmocka_unit_test(test_config_reads_every_deepspeed_key),
-		cmocka_unit_test(test_config_numbers_in_deepspeed_notation_and_suffixes),
+		cmocka_unit_test(
+		    test_config_numbers_in_deepspeed_notation_and_suffixes),
 		cmocka_unit_test(test_config_booleans_in_every_spelling),
 		cmocka_unit_test(test_config_enum_string_and_fraction_values),
-		cmocka_unit_test(test_config_key_in_the_wrong_section_names_the_right),
-		cmocka_unit_test(test_config_thread_count_warns_with_file_and_line),
-		cmocka_unit_test(test_config_contradiction_names_the_later_line),
+		cmocka_unit_test(
+		    test_config_key_in_the_wrong_section_names_the_right),
+		cmocka_unit_test(
+		    test_config_thread_count_warns_with_file_and_line),
+		cmocka_unit_test(
+		    test_config_contradiction_names_the_later_line),
 		cmocka_unit_test(test_config_counts_lines_past_long_lines),
 		cmocka_unit_test(test_config_plain_name_means_the_mounts_key),
-		cmocka_unit_test(test_config_formats_each_type_as_the_ini_writes_it),
+		cmocka_unit_test(
+		    test_config_formats_each_type_as_the_ini_writes_it),
 		cmocka_unit_test(test_config_print_reads_back_the_same),
-		cmocka_unit_test(test_config_buffer_reads_as_a_file_of_its_bytes),
-		cmocka_unit_test(test_config_buffer_errors_name_it_and_the_line),
+		cmocka_unit_test(
+		    test_config_buffer_reads_as_a_file_of_its_bytes),
+		cmocka_unit_test(
+		    test_config_buffer_errors_name_it_and_the_line),
 		cmocka_unit_test(test_config_buffer_reads_only_len_bytes),
 		cmocka_unit_test(test_config_empty_buffer_keeps_the_defaults),
 		cmocka_unit_test(test_config_nul_byte_is_not_text),
-		cmocka_unit_test(test_config_buffer_long_line_and_contradiction),
-		cmocka_unit_test(test_config_contradiction_names_where_each_value_came_from),
+		cmocka_unit_test(
+		    test_config_buffer_long_line_and_contradiction),
+		cmocka_unit_test(
+		    test_config_contradiction_names_where_each_value_came_from),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,16 +52,17 @@ static void *crc_check_value(void *arg)
 /* Must run first: the tables are built by whichever thread comes first. */
 static void test_crc32c_first_use_from_many_threads_is_safe(void **state)
 {
-	enum { N = 8 };
+	enum {
+		N = 8
+	};
 	pthread_t t[N];
 	uint32_t crc[N];
 	int i;
 
 	(void)state;
 	for (i = 0; i < N; i++)
-		assert_int_equal(pthread_create(&t[i], NULL, crc_check_value,
-						&crc[i]),
-				 0);
+		assert_int_equal(
+		    pthread_create(&t[i], NULL, crc_check_value, &crc[i]), 0);
 	for (i = 0; i < N; i++) {
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 		assert_int_equal(crc[i], CHECK_VALUE);
@@ -120,8 +121,7 @@ static void test_crc32c_pieces_equal_whole(void **state)
 		for (cut2 = cut; cut2 < 40; cut2++) {
 			crc = tfs_crc32c(0, buf, cut);
 			crc = tfs_crc32c(crc, buf + cut, cut2 - cut);
-			crc = tfs_crc32c(crc, buf + cut2,
-					 sizeof(buf) - cut2);
+			crc = tfs_crc32c(crc, buf + cut2, sizeof(buf) - cut2);
 			assert_int_equal(crc, whole);
 		}
 	}
@@ -147,7 +147,7 @@ static void compare_with_reference(crc32c_fn fn)
 static void test_crc32c_software_matches_bitwise_reference(void **state)
 {
 	(void)state;
-	tfs_crc32c(0, NULL, 0);		/* build the tables */
+	tfs_crc32c(0, NULL, 0); /* build the tables */
 	compare_with_reference(crc32c_sw);
 }
 
@@ -170,13 +170,16 @@ static void test_crc32c_hardware_matches_bitwise_reference(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crc32c_first_use_from_many_threads_is_safe),
+		cmocka_unit_test(
+		    test_crc32c_first_use_from_many_threads_is_safe),
 		cmocka_unit_test(test_crc32c_check_value),
 		cmocka_unit_test(test_crc32c_matches_iscsi_test_vectors),
 		cmocka_unit_test(test_crc32c_empty_buffer_keeps_crc),
 		cmocka_unit_test(test_crc32c_pieces_equal_whole),
-		cmocka_unit_test(test_crc32c_software_matches_bitwise_reference),
-		cmocka_unit_test(test_crc32c_hardware_matches_bitwise_reference),
+		cmocka_unit_test(
+		    test_crc32c_software_matches_bitwise_reference),
+		cmocka_unit_test(
+		    test_crc32c_hardware_matches_bitwise_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -172,10 +172,10 @@ static void test_deepspeed_reads_config_json_example(void **state)
 static void test_deepspeed_buffer_and_file_read_alike(void **state)
 {
 	static const char *const files[] = {
-	    "deepspeed-config-json-nvme.json",
-	    "deepspeed-zero3-infinity-nvme.json",
-	    "hf-zero3-nvme-auto.json",
-	    "thread-count-small-buffer.json",
+		"deepspeed-config-json-nvme.json",
+		"deepspeed-zero3-infinity-nvme.json",
+		"hf-zero3-nvme-auto.json",
+		"thread-count-small-buffer.json",
 	};
 	const struct tfs_cfg_key *keys;
 	char path[512], a[TFS_CFG_STR_MAX], b[TFS_CFG_STR_MAX];
@@ -337,8 +337,7 @@ static void test_deepspeed_zero_optimization_not_an_object(void **state)
 	assert_string_equal(x->err, "ds.json: zero_optimization is not an "
 				    "object; DeepSpeed rejects it; write "
 				    "{\"stage\": 3, ...}");
-	assert_int_equal(read_str(x, "{\"zero_optimization\": null}"),
-			 -EINVAL);
+	assert_int_equal(read_str(x, "{\"zero_optimization\": null}"), -EINVAL);
 	assert_non_null(strstr(x->err, "is not an object"));
 }
 
@@ -414,8 +413,8 @@ static void test_deepspeed_bad_value_fails_with_config_message(void **state)
  * the default, 1e8, as if the file had said nothing. */
 static void test_negative_buffer_size_is_refused(void **state)
 {
-	static const char *const values[] = {"-5", "\"-5\"", "-5.0"};
-	static const char *const shown[] = {"-5", "\"-5\"", "-5"};
+	static const char *const values[] = { "-5", "\"-5\"", "-5.0" };
+	static const char *const shown[] = { "-5", "\"-5\"", "-5" };
 	struct fixture *x = *state;
 	char json[256], want[256];
 
@@ -485,7 +484,7 @@ static void test_offload_device_gpu_is_refused(void **state)
  * reading is not, so the JSON is checked against DeepSpeed's. */
 static void test_deepspeed_device_is_lower_case_and_a_string(void **state)
 {
-	static const char *const ok[] = {"none", "cpu", "nvme"};
+	static const char *const ok[] = { "none", "cpu", "nvme" };
 	struct fixture *x = *state;
 	char json[160];
 
@@ -593,8 +592,7 @@ static void test_deepspeed_stage_three_as_word_is_an_error(void **state)
 	assert_non_null(strstr(x->err, "stage = \"three\" is not 0, 1, 2 "
 				       "or 3"));
 	assert_int_equal(
-	    read_str(x, "{\"zero_optimization\": {\"stage\": [3]}}"),
-	    -EINVAL);
+	    read_str(x, "{\"zero_optimization\": {\"stage\": [3]}}"), -EINVAL);
 	assert_non_null(strstr(x->err, "stage is not a number"));
 }
 
@@ -738,40 +736,40 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-	    T(test_deepspeed_reads_config_json_example),
-	    T(test_deepspeed_buffer_and_file_read_alike),
-	    T(test_deepspeed_hf_example_notes_auto_and_fails_nested_aio),
-	    T(test_deepspeed_auto_without_model_names_formula),
-	    T(test_deepspeed_invalid_json_says_line_and_column),
-	    T(test_deepspeed_empty_input_is_invalid_json),
-	    T(test_deepspeed_top_level_array_is_refused),
-	    T(test_deepspeed_trailing_bytes_are_invalid_json),
-	    T(test_deepspeed_directory_reads_as_empty),
-	    T(test_deepspeed_zero_optimization_not_an_object),
-	    T(test_deepspeed_zero_optimization_true_is_stage_1),
-	    T(test_deepspeed_offload_not_an_object),
-	    T(test_deepspeed_array_value_is_not_a_single_value),
-	    T(test_deepspeed_bad_value_fails_with_config_message),
-	    T(test_negative_buffer_size_is_refused),
-	    T(test_deepspeed_negative_counts_are_refused),
-	    T(test_offload_device_gpu_is_refused),
-	    T(test_deepspeed_device_is_lower_case_and_a_string),
-	    T(test_deepspeed_overlong_nvme_path_is_refused),
-	    T(test_deepspeed_quoted_number_warns),
-	    T(test_deepspeed_unknown_key_suggests_nearest),
-	    T(test_deepspeed_stage_out_of_range_is_an_error),
-	    T(test_deepspeed_stage_three_as_word_is_an_error),
-	    T(test_deepspeed_stage_as_string_number),
-	    T(test_deepspeed_foreign_json_is_refused),
-	    T(test_deepspeed_model_config_json_is_refused),
-	    T(test_deepspeed_stage_auto_is_0_with_note),
-	    T(test_deepspeed_offload_auto_keeps_default),
-	    T(test_deepspeed_aio_auto_is_refused),
-	    T(test_deepspeed_bf16_auto_assumes_bf16),
-	    T(test_deepspeed_no_precision_section_is_fp32),
-	    T(test_deepspeed_given_dtype_is_kept),
-	    T(test_deepspeed_fp16_and_bf16_together_fail),
-	    T(test_deepspeed_aio_thread_count_sets_parallelism),
+		T(test_deepspeed_reads_config_json_example),
+		T(test_deepspeed_buffer_and_file_read_alike),
+		T(test_deepspeed_hf_example_notes_auto_and_fails_nested_aio),
+		T(test_deepspeed_auto_without_model_names_formula),
+		T(test_deepspeed_invalid_json_says_line_and_column),
+		T(test_deepspeed_empty_input_is_invalid_json),
+		T(test_deepspeed_top_level_array_is_refused),
+		T(test_deepspeed_trailing_bytes_are_invalid_json),
+		T(test_deepspeed_directory_reads_as_empty),
+		T(test_deepspeed_zero_optimization_not_an_object),
+		T(test_deepspeed_zero_optimization_true_is_stage_1),
+		T(test_deepspeed_offload_not_an_object),
+		T(test_deepspeed_array_value_is_not_a_single_value),
+		T(test_deepspeed_bad_value_fails_with_config_message),
+		T(test_negative_buffer_size_is_refused),
+		T(test_deepspeed_negative_counts_are_refused),
+		T(test_offload_device_gpu_is_refused),
+		T(test_deepspeed_device_is_lower_case_and_a_string),
+		T(test_deepspeed_overlong_nvme_path_is_refused),
+		T(test_deepspeed_quoted_number_warns),
+		T(test_deepspeed_unknown_key_suggests_nearest),
+		T(test_deepspeed_stage_out_of_range_is_an_error),
+		T(test_deepspeed_stage_three_as_word_is_an_error),
+		T(test_deepspeed_stage_as_string_number),
+		T(test_deepspeed_foreign_json_is_refused),
+		T(test_deepspeed_model_config_json_is_refused),
+		T(test_deepspeed_stage_auto_is_0_with_note),
+		T(test_deepspeed_offload_auto_keeps_default),
+		T(test_deepspeed_aio_auto_is_refused),
+		T(test_deepspeed_bf16_auto_assumes_bf16),
+		T(test_deepspeed_no_precision_section_is_fp32),
+		T(test_deepspeed_given_dtype_is_kept),
+		T(test_deepspeed_fp16_and_bf16_together_fail),
+		T(test_deepspeed_aio_thread_count_sets_parallelism),
 #undef T
 	};
 

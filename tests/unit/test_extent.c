@@ -53,8 +53,7 @@ static void log_freed(uint64_t pblk, uint64_t len, void *arg)
 }
 
 /* The map must hold exactly these (lblk, pblk, len, flags) quadruples. */
-static void assert_map(const struct tfs_extmap *m, size_t n,
-		       const uint64_t *q)
+static void assert_map(const struct tfs_extmap *m, size_t n, const uint64_t *q)
 {
 	uint64_t blocks = 0;
 	size_t i;
@@ -85,9 +84,9 @@ static void assert_freed(const struct freed_log *l, int n, const uint64_t *r)
 static void set_ok(struct tfs_extmap *m, uint64_t lblk, uint64_t pblk,
 		   uint64_t len, uint32_t flags, struct freed_log *l)
 {
-	assert_int_equal(tfs_extmap_set(m, lblk, pblk, len, flags,
-					l ? log_freed : NULL, l),
-			 0);
+	assert_int_equal(
+	    tfs_extmap_set(m, lblk, pblk, len, flags, l ? log_freed : NULL, l),
+	    0);
 }
 
 /* ===== lookup ===== */
@@ -227,9 +226,7 @@ static void test_extent_set_splits_overlapped_extent(void **state)
 	struct tfs_extmap m;
 	struct freed_log l = { .n = 0 };
 	const uint64_t three[] = {
-		0, 100, 40, 0,
-		40, 1000, 10, 0,
-		50, 150, 50, 0,
+		0, 100, 40, 0, 40, 1000, 10, 0, 50, 150, 50, 0,
 	};
 	const uint64_t freed[] = { 140, 10 };
 
@@ -247,9 +244,7 @@ static void test_extent_set_replaces_several_extents(void **state)
 	struct tfs_extmap m;
 	struct freed_log l = { .n = 0 };
 	const uint64_t after[] = {
-		0, 100, 5, 0,
-		5, 900, 40, UNW,
-		45, 305, 5, 0,
+		0, 100, 5, 0, 5, 900, 40, UNW, 45, 305, 5, 0,
 	};
 	/* In file order: the tail of the first, all of the second, the
 	 * head of the third. */
@@ -271,9 +266,7 @@ static void test_extent_writing_unwritten_extent_frees_nothing(void **state)
 	struct tfs_extmap m;
 	struct freed_log l = { .n = 0 };
 	const uint64_t three[] = {
-		0, 100, 20, UNW,
-		20, 120, 10, 0,
-		30, 130, 70, UNW,
+		0, 100, 20, UNW, 20, 120, 10, 0, 30, 130, 70, UNW,
 	};
 	const uint64_t one[] = { 0, 100, 100, UNW };
 	const uint64_t written[] = { 0, 100, 100, 0 };
@@ -324,12 +317,12 @@ static void test_extent_set_invalid_is_rejected(void **state)
 	set_ok(&m, 0, 100, 10, 0, NULL);
 	assert_int_equal(tfs_extmap_set(&m, 0, 5, 0, 0, log_freed, &l),
 			 -EINVAL);
-	assert_int_equal(tfs_extmap_set(&m, UINT64_MAX - 1, 5, 2, 0,
-					log_freed, &l),
-			 -EINVAL);
-	assert_int_equal(tfs_extmap_set(&m, 0, UINT64_MAX - 1, 2, 0,
-					log_freed, &l),
-			 -EINVAL);
+	assert_int_equal(
+	    tfs_extmap_set(&m, UINT64_MAX - 1, 5, 2, 0, log_freed, &l),
+	    -EINVAL);
+	assert_int_equal(
+	    tfs_extmap_set(&m, 0, UINT64_MAX - 1, 2, 0, log_freed, &l),
+	    -EINVAL);
 	assert_int_equal(tfs_extmap_set(&m, 0, 5, 2, 0x80, log_freed, &l),
 			 -EINVAL);
 	assert_map(&m, 1, one);
@@ -376,9 +369,8 @@ static void test_extent_punch_to_end(void **state)
 	tfs_extmap_init(&m);
 	set_ok(&m, 0, 100, 100, 0, NULL);
 	set_ok(&m, 1000, 1000, 10, 0, NULL);
-	assert_int_equal(tfs_extmap_punch(&m, 50, UINT64_MAX - 50, log_freed,
-					  &l),
-			 0);
+	assert_int_equal(
+	    tfs_extmap_punch(&m, 50, UINT64_MAX - 50, log_freed, &l), 0);
 	assert_map(&m, 1, head);
 	assert_freed(&l, 2, freed);
 	/* A length past the end means the same. */
@@ -426,7 +418,7 @@ static void test_extent_set_without_memory_leaves_map_unchanged(void **state)
 	tfs_extmap_init(&m);
 	fill_even(&m, 7);
 	set_ok(&m, 20, 500, 10, 0, NULL);
-	assert_int_equal(m.cap, 8);	/* full: any growth reallocates */
+	assert_int_equal(m.cap, 8); /* full: any growth reallocates */
 	memcpy(before, m.ext, sizeof(before));
 	fail_realloc = 1;
 	/* Filling a hole needs a ninth slot... */
@@ -456,7 +448,7 @@ static void test_extent_punch_without_memory_leaves_map_unchanged(void **state)
 	tfs_extmap_init(&m);
 	fill_even(&m, 3);
 	set_ok(&m, 100, 500, 10, 0, NULL);
-	assert_int_equal(m.cap, 4);	/* full: any growth reallocates */
+	assert_int_equal(m.cap, 4); /* full: any growth reallocates */
 	memcpy(before, m.ext, sizeof(before));
 	fail_realloc = 1;
 	assert_int_equal(tfs_extmap_punch(&m, 102, 2, log_freed, &l), -ENOMEM);
@@ -482,10 +474,10 @@ static void test_extent_check_detects_broken_invariants(void **state)
 
 	(void)state;
 	assert_int_equal(tfs_extmap_check(&m), 0);
-	e[1].lblk = 5;		/* overlap */
+	e[1].lblk = 5; /* overlap */
 	assert_int_equal(tfs_extmap_check(&m), -EUCLEAN);
 	e[1].lblk = 10;
-	e[1].pblk = 110;	/* should have been merged */
+	e[1].pblk = 110; /* should have been merged */
 	assert_int_equal(tfs_extmap_check(&m), -EUCLEAN);
 	e[1].pblk = 500;
 	assert_int_equal(tfs_extmap_check(&m), 0);
@@ -495,14 +487,14 @@ static void test_extent_check_detects_broken_invariants(void **state)
 	e[1].flags = 0x40;
 	assert_int_equal(tfs_extmap_check(&m), -EUCLEAN);
 	e[1].flags = 0;
-	m.n = 3;		/* more extents than room */
+	m.n = 3; /* more extents than room */
 	assert_int_equal(tfs_extmap_check(&m), -EUCLEAN);
 }
 
 /* ===== random operations against a block array ===== */
 
 #define M_BLOCKS 1024u
-#define M_LOOK (M_BLOCKS + 4)
+#define M_LOOK	 (M_BLOCKS + 4)
 
 struct model {
 	uint8_t mapped[M_BLOCKS];
@@ -617,23 +609,25 @@ static void test_extent_random_ops_match_block_model(void **state)
 			if (len > M_BLOCKS - lblk)
 				len = M_BLOCKS - lblk;
 			switch (rnd_below(10)) {
-			case 0: case 1:	/* continue the file's previous block */
+			case 0:
+			case 1: /* continue the file's previous block */
 				if (lblk && md.mapped[lblk - 1]) {
 					pblk = md.pblk[lblk - 1] + 1;
 					flags = md.flags[lblk - 1];
 					break;
 				}
 				/* fall through */
-			case 2: case 3:	/* same blocks: a write to UNWRITTEN */
+			case 2:
+			case 3: /* same blocks: a write to UNWRITTEN */
 				if (md.mapped[lblk]) {
 					pblk = md.pblk[lblk];
 					break;
 				}
 				/* fall through */
-			case 4:		/* any blocks, overlapping old ones */
+			case 4: /* any blocks, overlapping old ones */
 				pblk = 9000 + rnd_below(4000);
 				break;
-			default:	/* fresh, sometimes after the last */
+			default: /* fresh, sometimes after the last */
 				pblk = next_p;
 				next_p += len + rnd_below(2);
 				break;
@@ -651,9 +645,9 @@ static void test_extent_random_ops_match_block_model(void **state)
 				break;
 			}
 		}
-		end = len > M_BLOCKS - (lblk < M_BLOCKS ? lblk : M_BLOCKS) ?
-			      M_BLOCKS :
-			      lblk + len;
+		end = len > M_BLOCKS - (lblk < M_BLOCKS ? lblk : M_BLOCKS)
+			  ? M_BLOCKS
+			  : lblk + len;
 
 		/* What the model says leaves the file. */
 		want.n = 0;
@@ -706,21 +700,27 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extent_empty_map_is_one_hole),
 		cmocka_unit_test(test_extent_lookup_clips_to_block),
-		cmocka_unit_test(test_extent_lookup_reports_hole_length_to_next_extent),
+		cmocka_unit_test(
+		    test_extent_lookup_reports_hole_length_to_next_extent),
 		cmocka_unit_test(test_extent_adjacent_extents_merge),
 		cmocka_unit_test(test_extent_merges_with_following_extent),
 		cmocka_unit_test(test_extent_different_flags_do_not_merge),
-		cmocka_unit_test(test_extent_sequential_appends_stay_one_extent),
+		cmocka_unit_test(
+		    test_extent_sequential_appends_stay_one_extent),
 		cmocka_unit_test(test_extent_set_splits_overlapped_extent),
 		cmocka_unit_test(test_extent_set_replaces_several_extents),
-		cmocka_unit_test(test_extent_writing_unwritten_extent_frees_nothing),
-		cmocka_unit_test(test_extent_remap_frees_only_blocks_left_behind),
+		cmocka_unit_test(
+		    test_extent_writing_unwritten_extent_frees_nothing),
+		cmocka_unit_test(
+		    test_extent_remap_frees_only_blocks_left_behind),
 		cmocka_unit_test(test_extent_set_invalid_is_rejected),
 		cmocka_unit_test(test_extent_punch_reports_freed_ranges),
 		cmocka_unit_test(test_extent_punch_to_end),
 		cmocka_unit_test(test_extent_punch_of_hole_changes_nothing),
-		cmocka_unit_test(test_extent_set_without_memory_leaves_map_unchanged),
-		cmocka_unit_test(test_extent_punch_without_memory_leaves_map_unchanged),
+		cmocka_unit_test(
+		    test_extent_set_without_memory_leaves_map_unchanged),
+		cmocka_unit_test(
+		    test_extent_punch_without_memory_leaves_map_unchanged),
 		cmocka_unit_test(test_extent_check_detects_broken_invariants),
 		cmocka_unit_test(test_extent_random_ops_match_block_model),
 	};

@@ -34,12 +34,12 @@
 #include "testimg.h"
 
 #define IMG_BYTES (16 * MiB)
-#define BLK 4096u
+#define BLK	  4096u
 
 struct fix {
 	char path[64];
 	struct tfs_dev *d;
-	uint8_t *b;		/* 64 blocks, aligned */
+	uint8_t *b; /* 64 blocks, aligned */
 };
 
 static int setup(void **state)
@@ -95,11 +95,12 @@ static void test_fault_counts_operations_by_kind(void **state)
 	struct fix *f = *state;
 	struct tfs_fault none = { 0 };
 	struct tfs_fault_ops o;
-	struct tfs_iov v[2] = { { f->b, BLK, 0 }, { f->b + BLK, BLK, 8 * BLK } };
+	struct tfs_iov v[2] = { { f->b, BLK, 0 },
+				{ f->b + BLK, BLK, 8 * BLK } };
 
 	set(f, &none);
 	assert_int_equal(put(f, 1, 4, 1), 0);
-	assert_int_equal(tfs_dev_writev(f->d, v, 2), 0);	/* one op */
+	assert_int_equal(tfs_dev_writev(f->d, v, 2), 0); /* one op */
 	assert_int_equal(tfs_dev_read(f->d, f->b, BLK, 0), 0);
 	assert_int_equal(tfs_dev_readv(f->d, v, 2), 0);
 	assert_int_equal(tfs_dev_read(f->d, f->b, BLK, 0), 0);
@@ -136,7 +137,7 @@ static void test_fault_nth_write_fails_once(void **state)
 
 	set(f, &fl);
 	assert_int_equal(put(f, 1, 1, 1), 0);
-	assert_int_equal(tfs_dev_flush(f->d), 0);	/* not counted */
+	assert_int_equal(tfs_dev_flush(f->d), 0); /* not counted */
 	assert_int_equal(put(f, 2, 1, 2), 0);
 	assert_int_equal(put(f, 3, 1, 3), -EIO);
 	assert_int_equal(put(f, 4, 1, 4), 0);
@@ -150,7 +151,8 @@ static void test_fault_nth_write_fails_once(void **state)
 static void test_fault_failed_write_transfers_nothing(void **state)
 {
 	struct fix *f = *state;
-	struct tfs_fault fl = { .fail_kinds = TFS_FAULT_ANY, .fail_nth = 2,
+	struct tfs_fault fl = { .fail_kinds = TFS_FAULT_ANY,
+				.fail_nth = 2,
 				.fail_err = ENOSPC };
 
 	assert_int_equal(put(f, 10, 8, 0x11), 0);
@@ -165,12 +167,13 @@ static void test_fault_persistent_failure_fails_every_later_one(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_fault fl = { .fail_kinds = TFS_FAULT_FLUSH | TFS_FAULT_READ,
-				.fail_nth = 2, .fail_persist = 1 };
+				.fail_nth = 2,
+				.fail_persist = 1 };
 	struct tfs_fault_ops o;
 
 	set(f, &fl);
 	assert_int_equal(tfs_dev_flush(f->d), 0);
-	assert_int_equal(put(f, 1, 1, 1), 0);		/* writes not counted */
+	assert_int_equal(put(f, 1, 1, 1), 0); /* writes not counted */
 	assert_int_equal(tfs_dev_read(f->d, f->b, BLK, 0), -EIO);
 	assert_int_equal(tfs_dev_flush(f->d), -EIO);
 	assert_int_equal(put(f, 1, 1, 2), 0);
@@ -189,11 +192,11 @@ static void test_fault_powercut_loses_unflushed_writes(void **state)
 	struct tfs_fault fl = { .volatile_cache = 1 };
 	struct tfs_fault_ops o;
 
-	assert_int_equal(put(f, 0, 8, 0x10), 0);	/* before: on the medium */
+	assert_int_equal(put(f, 0, 8, 0x10), 0); /* before: on the medium */
 	set(f, &fl);
 	assert_int_equal(put(f, 0, 2, 0x21), 0);
 	assert_int_equal(tfs_dev_flush(f->d), 0);
-	assert_int_equal(put(f, 1, 2, 0x32), 0);	/* block 1 again, and 2 */
+	assert_int_equal(put(f, 1, 2, 0x32), 0); /* block 1 again, and 2 */
 	assert_int_equal(put(f, 2, 1, 0x33), 0);
 	assert_int_equal(put(f, 5, 1, 0x35), 0);
 	/* reads see the newest contents, as from the disk's cache */
@@ -204,7 +207,7 @@ static void test_fault_powercut_loses_unflushed_writes(void **state)
 	/* seed % 4 == 0: every unflushed block is lost */
 	assert_int_equal(tfs_dev_powercut(f->d, 4), 3);
 	assert_int_equal(on_image(f, 0), 0x21);
-	assert_int_equal(on_image(f, 1), 0x21);	/* its flushed contents */
+	assert_int_equal(on_image(f, 1), 0x21); /* its flushed contents */
 	assert_int_equal(on_image(f, 2), 0x10);
 	assert_int_equal(on_image(f, 3), 0x10);
 	assert_int_equal(on_image(f, 5), 0x10);
@@ -266,7 +269,8 @@ static void test_fault_failed_flush_covers_nothing(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_fault fl = { .volatile_cache = 1,
-				.fail_kinds = TFS_FAULT_FLUSH, .fail_nth = 1 };
+				.fail_kinds = TFS_FAULT_FLUSH,
+				.fail_nth = 1 };
 
 	set(f, &fl);
 	assert_int_equal(put(f, 7, 1, 0x77), 0);
@@ -279,7 +283,8 @@ static void test_fault_cut_loses_what_a_failed_flush_covered(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_fault fl = { .volatile_cache = 1,
-				.fail_kinds = TFS_FAULT_FLUSH, .fail_nth = 1 };
+				.fail_kinds = TFS_FAULT_FLUSH,
+				.fail_nth = 1 };
 	unsigned int kept = 0;
 
 	set(f, &fl);
@@ -331,19 +336,21 @@ static void test_fault_cut_at_kth_flush_after_failure(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_fault fl = { .volatile_cache = 1,
-				.fail_kinds = TFS_FAULT_FLUSH, .fail_nth = 2,
-				.cut_flush_after_fail = 2, .seed = 0 };
+				.fail_kinds = TFS_FAULT_FLUSH,
+				.fail_nth = 2,
+				.cut_flush_after_fail = 2,
+				.seed = 0 };
 	struct tfs_fault_ops o;
 
 	set(f, &fl);
 	assert_int_equal(put(f, 1, 1, 1), 0);
 	assert_int_equal(tfs_dev_flush(f->d), 0);
 	assert_int_equal(put(f, 2, 1, 2), 0);
-	assert_int_equal(tfs_dev_flush(f->d), -EIO);	/* the failure */
+	assert_int_equal(tfs_dev_flush(f->d), -EIO); /* the failure */
 	assert_int_equal(put(f, 3, 1, 3), 0);
-	assert_int_equal(tfs_dev_flush(f->d), 0);	/* 1st after it */
+	assert_int_equal(tfs_dev_flush(f->d), 0); /* 1st after it */
 	assert_int_equal(put(f, 4, 1, 4), 0);
-	assert_int_equal(tfs_dev_flush(f->d), -EIO);	/* 2nd: the cut */
+	assert_int_equal(tfs_dev_flush(f->d), -EIO); /* 2nd: the cut */
 	tfs_dev_fault_ops(f->d, &o);
 	assert_int_equal(o.cut, 1);
 	assert_int_equal(o.failed, 1);
@@ -370,7 +377,8 @@ static void test_fault_cut_after_time(void **state)
 	assert_int_equal(rc, -EIO);
 	/* not before the time, and then at the next operation */
 	assert_true((t1.tv_sec - t0.tv_sec) * 1000000000L +
-		    (t1.tv_nsec - t0.tv_nsec) >= 50000000L);
+			(t1.tv_nsec - t0.tv_nsec) >=
+		    50000000L);
 	assert_true(n >= 1);
 	assert_int_equal(on_image(f, 1), 0);
 }
@@ -394,7 +402,7 @@ static void test_fault_slow_operations_wait(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	assert_int_equal(put(f, 1, 1, 5), 0);
 	assert_true(ms_since(&t0) >= 80);
-	assert_int_equal(on_image(f, 1), 5);	/* slow, and then done */
+	assert_int_equal(on_image(f, 1), 5); /* slow, and then done */
 	/* a read is not a write: it does not wait */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	assert_int_equal(tfs_dev_read(f->d, f->b, BLK, BLK), 0);
@@ -407,7 +415,7 @@ static void test_fault_slow_operations_wait(void **state)
 struct racer {
 	struct tfs_dev *d;
 	unsigned int id;
-	uint8_t flushed;	/* the last version a successful flush covered */
+	uint8_t flushed; /* the last version a successful flush covered */
 };
 
 static void *race(void *arg)
@@ -467,7 +475,8 @@ static void test_fault_settings_from_environment(void **state)
 	tfs_dev_close(f->d);
 	f->d = NULL;
 	assert_int_equal(setenv("TFS_FAULT",
-				"volatile,fail=write+flush:2:ENOSPC:persist", 1),
+				"volatile,fail=write+flush:2:ENOSPC:persist",
+				1),
 			 0);
 	assert_int_equal(tfs_dev_open(f->path, 0, &d), 0);
 	unsetenv("TFS_FAULT");
@@ -483,9 +492,10 @@ static void test_fault_settings_from_environment(void **state)
 
 	/* what does not parse is refused, not ignored */
 	static const char *const bad[] = {
-		"volatil", "fail=write", "fail=write:x", "fail=disk:1",
-		"fail=write:1:EFOO", "cut=", "cut=write", "seed=1,,x",
-		"cut_ms=1s", "slow=write", "slow=write:", "slow=disk:5",
+		"volatil",	  "fail=write",	       "fail=write:x",
+		"fail=disk:1",	  "fail=write:1:EFOO", "cut=",
+		"cut=write",	  "seed=1,,x",	       "cut_ms=1s",
+		"slow=write",	  "slow=write:",       "slow=disk:5",
 		"slow=write:5ms",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -519,7 +529,7 @@ static void test_fault_cut_from_environment_ends_the_process(void **state)
 		(void)tfs_dev_write(d, b, BLK, 0);
 		(void)tfs_dev_flush(d);
 		(void)tfs_dev_write(d, b, BLK, BLK);
-		(void)tfs_dev_write(d, b, BLK, 2 * BLK);	/* the cut */
+		(void)tfs_dev_write(d, b, BLK, 2 * BLK); /* the cut */
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);

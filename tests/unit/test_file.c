@@ -33,8 +33,7 @@ static void model_truncate(struct model *m, uint64_t size)
 	m->size = size;
 }
 
-static void assert_model(struct tfs_fs *fs, uint64_t ino,
-			 const struct model *m)
+static void assert_model(struct tfs_fs *fs, uint64_t ino, const struct model *m)
 {
 	uint8_t *b = malloc(m->size + 1);
 
@@ -52,11 +51,21 @@ static void assert_model(struct tfs_fs *fs, uint64_t ino,
 static void test_fs_write_read_unaligned(void **state)
 {
 	struct fx *f = *state;
-	static const struct { uint64_t off; size_t len; } w[] = {
-		{ 0, 1 }, { 1, 4094 }, { 4095, 2 }, { 5000, 10000 },
-		{ 3 * 4096 - 7, 2 * 4096 + 14 }, { 100000, 1 },
-		{ 150000, 50000 }, { 8191, 1 }, { 4096, 4096 },
-		{ 99999, 3 }, { 0, 200001 },
+	static const struct {
+		uint64_t off;
+		size_t len;
+	} w[] = {
+		{ 0, 1 },
+		{ 1, 4094 },
+		{ 4095, 2 },
+		{ 5000, 10000 },
+		{ 3 * 4096 - 7, 2 * 4096 + 14 },
+		{ 100000, 1 },
+		{ 150000, 50000 },
+		{ 8191, 1 },
+		{ 4096, 4096 },
+		{ 99999, 3 },
+		{ 0, 200001 },
 	};
 	struct model m = { calloc(1, 256 * 1024), 0, 256 * 1024 };
 	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
@@ -70,8 +79,8 @@ static void test_fs_write_read_unaligned(void **state)
 		assert_model(f->fs, ino, &m);
 		/* reads at odd places agree too */
 		for (uint64_t o = 1; o < m.size; o += 7777) {
-			size_t n = m.size - o < 5000 ? (size_t)(m.size - o)
-						     : 5000;
+			size_t n =
+			    m.size - o < 5000 ? (size_t)(m.size - o) : 5000;
 
 			assert_int_equal(tfs_read(f->fs, ino, buf, 5000, o),
 					 (ssize_t)n);
@@ -181,7 +190,7 @@ static void test_fs_read_at_and_past_eof(void **state)
 	tfs_read_unpin(f->fs, &pin);
 	assert_int_equal(tfs_read_pin(f->fs, TFS_ROOT_INO, 1, 0, &pin),
 			 -EISDIR);
-	tfs_read_unpin(f->fs, &pin);	/* harmless after a failure */
+	tfs_read_unpin(f->fs, &pin); /* harmless after a failure */
 }
 
 static void test_fs_write_and_read_errors(void **state)
@@ -192,9 +201,11 @@ static void test_fs_write_and_read_errors(void **state)
 	struct stat st;
 
 	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "fifo", S_IFIFO | 0600,
-				   0, 0, 0, &st), 0);
+				   0, 0, 0, &st),
+			 0);
 	fifo = st.st_ino;
-	assert_int_equal(tfs_write(f->fs, TFS_ROOT_INO, buf, 1, 0, NULL), -EISDIR);
+	assert_int_equal(tfs_write(f->fs, TFS_ROOT_INO, buf, 1, 0, NULL),
+			 -EISDIR);
 	assert_int_equal(tfs_read(f->fs, TFS_ROOT_INO, buf, 1, 0), -EISDIR);
 	assert_int_equal(tfs_write(f->fs, fifo, buf, 1, 0, NULL), -EINVAL);
 	assert_int_equal(tfs_read(f->fs, fifo, buf, 1, 0), -EINVAL);
@@ -208,7 +219,8 @@ static void test_fs_write_and_read_errors(void **state)
 	assert_int_equal(st.st_size, 0);
 	assert_int_equal(st.st_blocks, 0);
 	/* the last byte below the limit is fine */
-	assert_int_equal(tfs_write(f->fs, ino, buf, 1, (1ull << 56) - 1, NULL), 1);
+	assert_int_equal(tfs_write(f->fs, ino, buf, 1, (1ull << 56) - 1, NULL),
+			 1);
 	assert_int_equal(st_of(f->fs, ino).st_size, 1ull << 56);
 }
 
@@ -328,7 +340,7 @@ static void test_fs_unlink_open_file_keeps_data_until_release(void **state)
 
 	wr_pat(f->fs, ino, 100000, 0, 4);
 	assert_int_equal(tfs_open(f->fs, ino, O_RDWR), 0);
-	assert_int_equal(tfs_open(f->fs, ino, O_RDONLY), 0);	/* twice */
+	assert_int_equal(tfs_open(f->fs, ino, O_RDONLY), 0); /* twice */
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "f"), 0);
 	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, "f", &st), -ENOENT);
 	st = st_of(f->fs, ino);
@@ -360,8 +372,7 @@ static void test_fs_unlink_open_file_keeps_data_until_release(void **state)
 /* ===== ENOSPC ===== */
 
 /* Write 1 MiB pieces to a new file until the device is full. */
-static uint64_t fill_device(struct tfs_fs *fs, const char *name,
-			    uint64_t *ino)
+static uint64_t fill_device(struct tfs_fs *fs, const char *name, uint64_t *ino)
 {
 	static uint8_t buf[MiB];
 	uint64_t n = 0;
@@ -401,7 +412,8 @@ static void test_fs_enospc_then_free_then_write_again(void **state)
 		assert_int_equal(bavail(f->fs), 0);
 		assert_true(bfree(f->fs) > 0);
 		assert_int_equal(tfs_write(f->fs, big, buf, 1,
-					   (n * MiB) + left * 4096, NULL), -ENOSPC);
+					   (n * MiB) + left * 4096, NULL),
+				 -ENOSPC);
 		assert_pat(f->fs, big, (size_t)left * 4096, n * MiB, 7);
 	}
 	/* free it (uncommitted): the next write must find the space */
@@ -485,8 +497,8 @@ static void test_fs_fallocate_keep_size_and_existing_data(void **state)
 	assert_pat(f->fs, ino, 100, 0, 1);
 	assert_zero(f->fs, ino, 2 * MiB - 100, 100);
 	/* an unaligned range covers every block it touches */
-	assert_int_equal(tfs_fallocate(f->fs, ino, FALLOC_FL_KEEP_SIZE,
-				       3 * MiB - 1, 2), 0);
+	assert_int_equal(
+	    tfs_fallocate(f->fs, ino, FALLOC_FL_KEEP_SIZE, 3 * MiB - 1, 2), 0);
 	assert_int_equal(st_of(f->fs, ino).st_blocks, (2 * MiB + 8192) / 512);
 	reopen(f);
 	assert_int_equal(st_of(f->fs, ino).st_size, 2 * MiB);
@@ -500,18 +512,23 @@ static void test_fs_fallocate_errors(void **state)
 	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f"), fifo;
 	struct stat st;
 
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "p", S_IFIFO | 0600, 0,
-				   0, 0, &st), 0);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "p", S_IFIFO | 0600, 0, 0, 0, &st),
+	    0);
 	fifo = st.st_ino;
 	assert_int_equal(tfs_fallocate(f->fs, ino, 0, 0, 0), -EINVAL);
-	assert_int_equal(tfs_fallocate(f->fs, ino, FALLOC_FL_COLLAPSE_RANGE, 0,
-				       4096), -EOPNOTSUPP);
-	assert_int_equal(tfs_fallocate(f->fs, ino, FALLOC_FL_ZERO_RANGE, 0,
-				       4096), -EOPNOTSUPP);
-	assert_int_equal(tfs_fallocate(f->fs, ino, FALLOC_FL_INSERT_RANGE, 0,
-				       4096), -EOPNOTSUPP);
-	assert_int_equal(tfs_fallocate(f->fs, ino, FALLOC_FL_PUNCH_HOLE, 0,
-				       4096), -EOPNOTSUPP);
+	assert_int_equal(
+	    tfs_fallocate(f->fs, ino, FALLOC_FL_COLLAPSE_RANGE, 0, 4096),
+	    -EOPNOTSUPP);
+	assert_int_equal(
+	    tfs_fallocate(f->fs, ino, FALLOC_FL_ZERO_RANGE, 0, 4096),
+	    -EOPNOTSUPP);
+	assert_int_equal(
+	    tfs_fallocate(f->fs, ino, FALLOC_FL_INSERT_RANGE, 0, 4096),
+	    -EOPNOTSUPP);
+	assert_int_equal(
+	    tfs_fallocate(f->fs, ino, FALLOC_FL_PUNCH_HOLE, 0, 4096),
+	    -EOPNOTSUPP);
 	assert_int_equal(tfs_fallocate(f->fs, TFS_ROOT_INO, 0, 0, 4096),
 			 -EISDIR);
 	assert_int_equal(tfs_fallocate(f->fs, fifo, 0, 0, 4096), -ENODEV);
@@ -627,7 +644,7 @@ static void test_fs_seek_data_and_hole(void **state)
 	assert_int_equal(seek(f->fs, ino, 40000, 0), -ENXIO);
 	assert_int_equal(seek(f->fs, ino, 40000, 1), -ENXIO);
 	assert_int_equal(seek(f->fs, ino, UINT64_MAX, 1), -ENXIO);
-	assert_int_equal(seek(f->fs, full, 0, 0), -ENXIO);	/* empty */
+	assert_int_equal(seek(f->fs, full, 0, 0), -ENXIO); /* empty */
 	assert_int_equal(seek(f->fs, full, 0, 1), -ENXIO);
 	/* a file with no hole: the end of the file is the hole */
 	wr_pat(f->fs, full, 10000, 0, 3);
@@ -635,12 +652,12 @@ static void test_fs_seek_data_and_hole(void **state)
 	assert_int_equal(seek(f->fs, full, 9999, 0), 9999);
 	/* fallocated blocks are data (they read as zeros); punching makes
 	 * a hole of whole blocks only */
-	assert_int_equal(tfs_fallocate(f->fs, ino, FALLOC_FL_KEEP_SIZE,
-				       3 * 4096, 4096), 0);
+	assert_int_equal(
+	    tfs_fallocate(f->fs, ino, FALLOC_FL_KEEP_SIZE, 3 * 4096, 4096), 0);
 	assert_int_equal(seek(f->fs, ino, 8192, 0), 3 * 4096);
 	assert_int_equal(seek(f->fs, ino, 3 * 4096, 1), 4 * 4096);
 	assert_int_equal(tfs_fallocate(f->fs, ino, punch, 100, 5000), 0);
-	assert_int_equal(seek(f->fs, ino, 0, 1), 8192);	/* block 0 kept */
+	assert_int_equal(seek(f->fs, ino, 0, 1), 8192); /* block 0 kept */
 	assert_int_equal(tfs_fallocate(f->fs, ino, punch, 0, 8192), 0);
 	assert_int_equal(seek(f->fs, ino, 0, 1), 0);
 	assert_int_equal(seek(f->fs, ino, 0, 0), 3 * 4096);
@@ -693,49 +710,42 @@ static void test_fs_copy_range(void **state)
 	wr_pat(f->fs, src, 3 * MiB + 123, 0, 7);
 	c0 = copied(f->fs);
 	/* unaligned, in several pieces, to an offset of an empty file */
-	assert_int_equal(tfs_copy_range(f->fs, src, 1000, dst, 5000,
-					2 * MiB + 77, NULL),
-			 2 * MiB + 77);
+	assert_int_equal(
+	    tfs_copy_range(f->fs, src, 1000, dst, 5000, 2 * MiB + 77, NULL),
+	    2 * MiB + 77);
 	assert_int_equal(st_of(f->fs, dst).st_size, 5000 + 2 * MiB + 77);
 	assert_zero(f->fs, dst, 5000, 0);
 	assert_same(f->fs, src, 1000, dst, 5000, 2 * MiB + 77);
 	assert_int_equal(copied(f->fs) - c0, 2 * MiB + 77);
 	/* up to the source's end, then nothing */
-	assert_int_equal(tfs_copy_range(f->fs, src, 3 * MiB, dst, 0, MiB,
-					NULL),
+	assert_int_equal(tfs_copy_range(f->fs, src, 3 * MiB, dst, 0, MiB, NULL),
 			 123);
 	assert_same(f->fs, src, 3 * MiB, dst, 0, 123);
-	assert_int_equal(tfs_copy_range(f->fs, src, 3 * MiB + 123, dst, 0, 10,
-					NULL),
-			 0);
-	assert_int_equal(tfs_copy_range(f->fs, src, 1ull << 40, dst, 0, 10,
-					NULL),
-			 0);
+	assert_int_equal(
+	    tfs_copy_range(f->fs, src, 3 * MiB + 123, dst, 0, 10, NULL), 0);
+	assert_int_equal(
+	    tfs_copy_range(f->fs, src, 1ull << 40, dst, 0, 10, NULL), 0);
 	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, 0, 0, NULL), 0);
 	/* within one file, the ranges apart */
-	assert_int_equal(tfs_copy_range(f->fs, src, 4096, src, 4 * MiB, 9000,
-					NULL),
-			 9000);
+	assert_int_equal(
+	    tfs_copy_range(f->fs, src, 4096, src, 4 * MiB, 9000, NULL), 9000);
 	assert_same(f->fs, src, 4096, src, 4 * MiB, 9000);
 	assert_int_equal(st_of(f->fs, src).st_size, 4 * MiB + 9000);
 	/* at most TFS_COPY_MAX a call: holes copy as zeros */
 	assert_int_equal(set_size(f->fs, src, 100 * MiB), 0);
-	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, 0, 100 * MiB,
-					NULL),
+	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, 0, 100 * MiB, NULL),
 			 TFS_COPY_MAX);
 	assert_same(f->fs, src, 0, dst, 0, 5 * MiB);
 	assert_zero(f->fs, dst, TFS_COPY_MAX - 5 * MiB, 5 * MiB);
 	assert_int_equal(st_of(f->fs, dst).st_size, TFS_COPY_MAX);
 	/* what a read or a write refuses */
-	assert_int_equal(tfs_copy_range(f->fs, TFS_ROOT_INO, 0, dst, 0, 10,
-					NULL),
-			 -EISDIR);
-	assert_int_equal(tfs_copy_range(f->fs, src, 0, TFS_ROOT_INO, 0, 10,
-					NULL),
-			 -EISDIR);
-	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, UINT64_MAX - 4, 10,
-					NULL),
-			 -EFBIG);
+	assert_int_equal(
+	    tfs_copy_range(f->fs, TFS_ROOT_INO, 0, dst, 0, 10, NULL), -EISDIR);
+	assert_int_equal(
+	    tfs_copy_range(f->fs, src, 0, TFS_ROOT_INO, 0, 10, NULL), -EISDIR);
+	assert_int_equal(
+	    tfs_copy_range(f->fs, src, 0, dst, UINT64_MAX - 4, 10, NULL),
+	    -EFBIG);
 	reopen(f);
 	assert_same(f->fs, src, 0, dst, 0, 5 * MiB);
 	assert_int_equal(copied(f->fs), 0); /* counted since the mount */
@@ -756,8 +766,8 @@ static void test_fs_write_back_error_reaches_fsync_and_next_write(void **state)
 	assert_int_equal(tfs_fs_close(f->fs), 0);
 	f->fs = NULL;
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
-	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)), 0);
 	/* the data area fails; the journal (below it) is fine, the
 	 * checkpoints (in the data area, J10) are not */
 	reopen_failing_from(f, sb.data_start * TFS_BLOCK_SIZE);
@@ -786,8 +796,8 @@ static void test_fs_write_back_error_reaches_fsync_and_next_write(void **state)
 	 * holds everything committed */
 	assert_int_equal(tfs_fs_close(f->fs), -EIO);
 	f->fs = NULL;
-	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)), 0);
 	assert_true(tfs_fs_replayed(f->fs) > 0);
 	/* without faults it all works again */
 	wr(f->fs, ino, "abc", 3, 0);
@@ -849,7 +859,7 @@ static void test_fs_write_back_error_reaches_every_open_file(void **state)
 	tfs_fs_sync(f->fs);
 	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), -EIO);
 	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), 0);
-	assert_int_equal(tfs_fs_close(f->fs), -EIO);	/* its checkpoint */
+	assert_int_equal(tfs_fs_close(f->fs), -EIO); /* its checkpoint */
 	f->fs = NULL;
 }
 
@@ -888,7 +898,7 @@ static void test_fs_stale_marks(void **state)
 	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), -EIO);
 	assert_int_equal(tfs_take_stale(f->fs, ino), 1);
 	assert_int_equal(tfs_take_stale(f->fs, ino), 0);
-	assert_int_equal(tfs_fs_close(f->fs), -EIO);	/* its checkpoint */
+	assert_int_equal(tfs_fs_close(f->fs), -EIO); /* its checkpoint */
 	f->fs = NULL;
 }
 
@@ -923,8 +933,8 @@ static void *writer_main(void *arg)
 		if (off + len > w->m.size)
 			w->m.size = off + len;
 		off = rnd(&s) % w->m.size;
-		len = (size_t)(w->m.size - off < 65536 ? w->m.size - off
-						       : 65536);
+		len =
+		    (size_t)(w->m.size - off < 65536 ? w->m.size - off : 65536);
 		n = tfs_read(w->fs, w->ino, rb, len, off);
 		if (n != (ssize_t)len || memcmp(rb, w->m.b + off, len))
 			w->rc = -EILSEQ;
@@ -971,7 +981,9 @@ static void test_fs_concurrent_writers_and_namespace_changes(void **state)
 {
 	struct fx *f = *state;
 	struct tfs_fs_opts o = { 0 };
-	enum { W = 4 };
+	enum {
+		W = 4
+	};
 	struct writer w[W];
 	struct churner ch;
 	pthread_t t[W + 1];
@@ -979,8 +991,8 @@ static void test_fs_concurrent_writers_and_namespace_changes(void **state)
 
 	assert_int_equal(tfs_fs_close(f->fs), 0);
 	o.commit_interval_ms = 10;
-	assert_int_equal(tfs_fs_open(f->path, &o, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, &o, &f->fs, f->err, sizeof(f->err)), 0);
 	assert_int_equal(tfs_fs_start(f->fs), 0);
 	for (int i = 0; i < W; i++) {
 		snprintf(name, sizeof(name), "w%d", i);
@@ -992,8 +1004,8 @@ static void test_fs_concurrent_writers_and_namespace_changes(void **state)
 		w[i].seed = (unsigned int)i + 1;
 		w[i].rc = 0;
 		assert_non_null(w[i].m.b);
-		assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]),
-				 0);
+		assert_int_equal(
+		    pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
 	}
 	ch.fs = f->fs;
 	ch.dir = mkd(f->fs, TFS_ROOT_INO, "churn");
@@ -1011,10 +1023,10 @@ static void test_fs_concurrent_writers_and_namespace_changes(void **state)
 		assert_model(f->fs, w[i].ino, &w[i].m);
 		free(w[i].m.b);
 	}
-	assert_true(exists(f->fs, ino_of(f->fs, TFS_ROOT_INO, "churn"),
-			   "c1998"));
-	assert_false(exists(f->fs, ino_of(f->fs, TFS_ROOT_INO, "churn"),
-			    "c1999"));
+	assert_true(
+	    exists(f->fs, ino_of(f->fs, TFS_ROOT_INO, "churn"), "c1998"));
+	assert_false(
+	    exists(f->fs, ino_of(f->fs, TFS_ROOT_INO, "churn"), "c1999"));
 	assert_fsck_clean(f->fs);
 }
 

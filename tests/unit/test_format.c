@@ -24,7 +24,7 @@
 static void sample_super(struct tfs_super *s)
 {
 	memset(s, 0, sizeof(*s));
-	assert_int_equal(tfs_layout(65536, s), 0);	/* 256 MiB */
+	assert_int_equal(tfs_layout(65536, s), 0); /* 256 MiB */
 	s->generation = 0x0102030405060708ull;
 	s->flags = TFS_SB_CLEAN;
 	s->ckpt_len = 12345;
@@ -132,7 +132,7 @@ static void test_format_super_rejects_flipped_bit(void **state)
 			rc = tfs_super_decode(b, &d);
 			b[i] ^= (uint8_t)(1u << bit);
 			if (i < 8)
-				assert_int_equal(rc, -EINVAL);	/* magic */
+				assert_int_equal(rc, -EINVAL); /* magic */
 			else
 				assert_int_equal(rc, -EUCLEAN);
 		}
@@ -172,8 +172,7 @@ static void test_format_super_unknown_version_is_eproto(void **state)
 
 /* Patch a 64- or 32-bit field with a valid CRC: the layout check must
  * refuse it. */
-static int decode_patched64(const struct tfs_super *s, size_t off,
-			    uint64_t v)
+static int decode_patched64(const struct tfs_super *s, size_t off, uint64_t v)
 {
 	uint8_t b[TFS_BLOCK_SIZE];
 	struct tfs_super d;
@@ -184,8 +183,7 @@ static int decode_patched64(const struct tfs_super *s, size_t off,
 	return tfs_super_decode(b, &d);
 }
 
-static int decode_patched32(const struct tfs_super *s, size_t off,
-			    uint32_t v)
+static int decode_patched32(const struct tfs_super *s, size_t off, uint32_t v)
 {
 	uint8_t b[TFS_BLOCK_SIZE];
 	struct tfs_super d;
@@ -235,8 +233,8 @@ static void test_format_super_offsets_that_wrap_are_refused(void **state)
 		tfs_super_encode(&s, b);
 		if (tfs_super_decode(b, &d) != -EUCLEAN)
 			fail_msg("superblock %zu (journal %llu blocks, device "
-				 "%llu blocks) was not refused", i,
-				 (unsigned long long)s.journal_blocks,
+				 "%llu blocks) was not refused",
+				 i, (unsigned long long)s.journal_blocks,
 				 (unsigned long long)s.dev_blocks);
 	}
 	for (size_t i = 0; i < sizeof(badmap) / sizeof(badmap[0]); i++) {
@@ -249,8 +247,8 @@ static void test_format_super_offsets_that_wrap_are_refused(void **state)
 		tfs_super_encode(&s, b);
 		if (tfs_super_decode(b, &d) != -EUCLEAN)
 			fail_msg("map piece %zu (%llu blocks from %llu) was "
-				 "not refused", i,
-				 (unsigned long long)badmap[i].len,
+				 "not refused",
+				 i, (unsigned long long)badmap[i].len,
 				 (unsigned long long)badmap[i].start);
 	}
 	/* the largest device whose bytes fit an off_t still decodes */
@@ -284,8 +282,7 @@ static void test_format_super_rejects_inconsistent_layout(void **state)
 	assert_int_equal(decode_patched64(&s, 64, 4 * TFS_BLOCK_SIZE + 1),
 			 -EUCLEAN);
 	/* a piece in the journal, empty, or overlapping another */
-	assert_int_equal(decode_patched64(&s, 128, s.data_start - 1),
-			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 128, s.data_start - 1), -EUCLEAN);
 	assert_int_equal(decode_patched64(&s, 152, 0), -EUCLEAN);
 	assert_int_equal(decode_patched64(&s, 144, s.map[0].start + 2),
 			 -EUCLEAN);
@@ -338,11 +335,11 @@ static void test_format_layout_regions_in_order(void **state)
 {
 	(void)state;
 	check_layout(TFS_MIN_DEVICE_BYTES / TFS_BLOCK_SIZE);
-	check_layout(65536);			/* 256 MiB */
-	check_layout(65536 + 7);		/* odd sizes */
-	check_layout(262144);			/* 1 GiB */
-	check_layout(1ull << 28);		/* 1 TiB */
-	check_layout(1ull << 34);		/* 64 TiB: journal capped */
+	check_layout(65536);	  /* 256 MiB */
+	check_layout(65536 + 7);  /* odd sizes */
+	check_layout(262144);	  /* 1 GiB */
+	check_layout(1ull << 28); /* 1 TiB */
+	check_layout(1ull << 34); /* 64 TiB: journal capped */
 }
 
 static void test_format_layout_rejects_below_minimum(void **state)
@@ -350,8 +347,8 @@ static void test_format_layout_rejects_below_minimum(void **state)
 	struct tfs_super s;
 
 	(void)state;
-	assert_int_equal(tfs_layout(TFS_MIN_DEVICE_BYTES / TFS_BLOCK_SIZE - 1,
-				    &s), -ENOSPC);
+	assert_int_equal(
+	    tfs_layout(TFS_MIN_DEVICE_BYTES / TFS_BLOCK_SIZE - 1, &s), -ENOSPC);
 	assert_int_equal(tfs_layout(0, &s), -ENOSPC);
 }
 
@@ -367,7 +364,7 @@ static struct tfs_attr sample_attr(void)
 	a.gid = 1002;
 	a.nlink = 3;
 	a.size = 0xabcdef012345ull;
-	a.atime.sec = -5;	/* before the epoch */
+	a.atime.sec = -5; /* before the epoch */
 	a.atime.nsec = 999999999;
 	a.mtime.sec = 1700000000;
 	a.mtime.nsec = 1;
@@ -455,8 +452,8 @@ static void test_format_rec_roundtrip_every_type(void **state)
 	sizes[4] = b.len - before, before = b.len;
 	assert_int_equal(tfs_rec_put_punch(&b, 44, 2, UINT64_MAX - 2), 0);
 	sizes[5] = b.len - before, before = b.len;
-	assert_int_equal(tfs_rec_put_xattr(&b, 45, "user.k", 6, big,
-					   sizeof(big)), 0);
+	assert_int_equal(
+	    tfs_rec_put_xattr(&b, 45, "user.k", 6, big, sizeof(big)), 0);
 	sizes[6] = b.len - before, before = b.len;
 	assert_int_equal(tfs_rec_put_xattr_del(&b, 45, "user.k", 6), 0);
 	sizes[7] = b.len - before, before = b.len;
@@ -627,7 +624,7 @@ static int decode_raw(uint32_t type, const void *body, uint32_t blen)
 		memcpy(p + TFS_REC_HDR, body, blen);
 	rc = tfs_rec_next(p, TFS_REC_HDR + blen, &pos, &r);
 	if (rc != 1)
-		assert_int_equal(pos, 0);	/* no advance on error */
+		assert_int_equal(pos, 0); /* no advance on error */
 	free(p);
 	return rc;
 }
@@ -638,7 +635,7 @@ static void test_format_rec_rejects_wrong_lengths_and_types(void **state)
 
 	(void)state;
 	tfs_put64(body, 2);
-	tfs_put64(body + 24, 1);	/* EXTENT len */
+	tfs_put64(body + 24, 1); /* EXTENT len */
 	assert_int_equal(decode_raw(0, body, 8), -EUCLEAN);
 	assert_int_equal(decode_raw(10, body, 8), -EUCLEAN);
 	assert_int_equal(decode_raw(0xffffffffu, body, 8), -EUCLEAN);
@@ -667,7 +664,7 @@ static void test_format_rec_rejects_length_past_the_buffer(void **state)
 
 	(void)state;
 	tfs_put32(p, TFS_REC_FREE);
-	tfs_put32(p + 4, 0xffffffffu);	/* would wrap a 32-bit sum */
+	tfs_put32(p + 4, 0xffffffffu); /* would wrap a 32-bit sum */
 	assert_int_equal(tfs_rec_next(p, sizeof(p), &pos, &r), -EUCLEAN);
 	tfs_put32(p + 4, 9);
 	assert_int_equal(tfs_rec_next(p, sizeof(p), &pos, &r), -EUCLEAN);
@@ -682,10 +679,10 @@ static void test_format_rec_rejects_bad_extent(void **state)
 
 	(void)state;
 	tfs_put64(body, 2);
-	tfs_put64(body + 24, 0);	/* len 0 */
+	tfs_put64(body + 24, 0); /* len 0 */
 	assert_int_equal(decode_raw(TFS_REC_EXTENT, body, 36), -EUCLEAN);
 	tfs_put64(body + 24, 1);
-	tfs_put32(body + 32, 2);	/* unknown flag */
+	tfs_put32(body + 32, 2); /* unknown flag */
 	assert_int_equal(decode_raw(TFS_REC_EXTENT, body, 36), -EUCLEAN);
 	tfs_put32(body + 32, 1);
 	assert_int_equal(decode_raw(TFS_REC_EXTENT, body, 36), 1);
@@ -774,10 +771,11 @@ static void test_format_rec_xattr_del_and_symlink_limits(void **state)
 	assert_int_equal(decode_raw(TFS_REC_XATTR_DEL, body, 8 + 256),
 			 -EUCLEAN);
 	assert_int_equal(decode_raw(TFS_REC_SYMLINK, body, 8 + 1), 1);
-	assert_int_equal(decode_raw(TFS_REC_SYMLINK, body,
-				    8 + TFS_SYMLINK_MAX), 1);
-	assert_int_equal(decode_raw(TFS_REC_SYMLINK, body,
-				    8 + TFS_SYMLINK_MAX + 1), -EUCLEAN);
+	assert_int_equal(decode_raw(TFS_REC_SYMLINK, body, 8 + TFS_SYMLINK_MAX),
+			 1);
+	assert_int_equal(
+	    decode_raw(TFS_REC_SYMLINK, body, 8 + TFS_SYMLINK_MAX + 1),
+	    -EUCLEAN);
 }
 
 /* ===== checkpoint and journal headers ===== */
@@ -904,19 +902,21 @@ static void test_format_buf_grows_and_releases(void **state)
 	assert_null(b.p);
 	assert_int_equal(b.len, 0);
 	assert_int_equal(b.cap, 0);
-	tfs_buf_release(&b);	/* twice is harmless */
+	tfs_buf_release(&b); /* twice is harmless */
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_super_roundtrip),
-		cmocka_unit_test(test_format_super_fields_at_documented_offsets),
+		cmocka_unit_test(
+		    test_format_super_fields_at_documented_offsets),
 		cmocka_unit_test(test_format_super_rejects_flipped_bit),
 		cmocka_unit_test(test_format_super_without_magic_is_einval),
 		cmocka_unit_test(test_format_super_unknown_version_is_eproto),
 		cmocka_unit_test(test_format_super_rejects_inconsistent_layout),
-		cmocka_unit_test(test_format_super_offsets_that_wrap_are_refused),
+		cmocka_unit_test(
+		    test_format_super_offsets_that_wrap_are_refused),
 		cmocka_unit_test(test_format_layout_regions_in_order),
 		cmocka_unit_test(test_format_layout_rejects_below_minimum),
 		cmocka_unit_test(test_format_rec_inode_at_documented_offsets),
@@ -924,8 +924,10 @@ int main(void)
 		cmocka_unit_test(test_format_rec_roundtrip_every_type),
 		cmocka_unit_test(test_format_rec_xattr_with_empty_value),
 		cmocka_unit_test(test_format_rec_rejects_truncated_record),
-		cmocka_unit_test(test_format_rec_rejects_wrong_lengths_and_types),
-		cmocka_unit_test(test_format_rec_rejects_length_past_the_buffer),
+		cmocka_unit_test(
+		    test_format_rec_rejects_wrong_lengths_and_types),
+		cmocka_unit_test(
+		    test_format_rec_rejects_length_past_the_buffer),
 		cmocka_unit_test(test_format_rec_rejects_bad_extent),
 		cmocka_unit_test(test_format_rec_rejects_bad_names),
 		cmocka_unit_test(test_format_rec_xattr_limits),

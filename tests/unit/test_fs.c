@@ -72,11 +72,12 @@ static void test_fs_info_and_extent_count(void **state)
 	for (int i = 0; i < 16; i++)
 		wr_pat(f->fs, ino, 65536, (uint64_t)i * 65536, 1);
 	assert_int_equal(tfs_extent_count(f->fs, ino), 1);
-	assert_int_equal(tfs_getxattr(f->fs, ino, "user.tensorfs.extents", num,
-				      sizeof(num)), 1);
+	assert_int_equal(
+	    tfs_getxattr(f->fs, ino, "user.tensorfs.extents", num, sizeof(num)),
+	    1);
 	assert_memory_equal(num, "1", 1);
-	assert_int_equal(tfs_getxattr(f->fs, ino, "user.tensorfs.extents", NULL,
-				      0), 1);
+	assert_int_equal(
+	    tfs_getxattr(f->fs, ino, "user.tensorfs.extents", NULL, 0), 1);
 	assert_int_equal(tfs_extent_count(f->fs, TFS_ROOT_INO), 0);
 	tfs_fs_get_info(f->fs, &info);
 	assert_int_equal(info.free_blocks + info.ckpt_blocks,
@@ -129,8 +130,8 @@ static void test_fs_corrupt_checkpoint_fails_open_with_euclean(void **state)
 	assert_int_equal(img_flip(f->path, old100), 0);
 	assert_int_equal(img_flip(f->path, mid), 0);
 	f->err[0] = '\0';
-	assert_int_equal(tfs_fs_open(f->path, NULL, &fs, f->err,
-				     sizeof(f->err)), -EUCLEAN);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &fs, f->err, sizeof(f->err)), -EUCLEAN);
 	assert_null(fs);
 	assert_non_null(strstr(f->err, "checkpoint"));
 	assert_non_null(strstr(f->err, "corrupted"));
@@ -138,14 +139,14 @@ static void test_fs_corrupt_checkpoint_fails_open_with_euclean(void **state)
 	assert_int_equal(img_flip(f->path, mid), 0);
 	assert_int_equal(img_flip(f->path, hdr), 0);
 	f->err[0] = '\0';
-	assert_int_equal(tfs_fs_open(f->path, NULL, &fs, f->err,
-				     sizeof(f->err)), -EUCLEAN);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &fs, f->err, sizeof(f->err)), -EUCLEAN);
 	assert_non_null(strstr(f->err, "checkpoint"));
 	/* repaired by hand, it opens again (the failed opens wrote nothing) */
 	assert_int_equal(img_flip(f->path, hdr), 0);
 	assert_int_equal(img_flip(f->path, old100), 0);
-	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)), 0);
 	assert_true(exists(f->fs, TFS_ROOT_INO, "dir"));
 }
 
@@ -164,8 +165,8 @@ static void test_fs_one_corrupt_superblock_still_opens(void **state)
 	for (int c = 0; c < 2; c++) {
 		assert_int_equal(tfs_fs_close(f->fs), 0);
 		f->fs = NULL;
-		assert_int_equal(img_flip(f->path, (uint64_t)c * TFS_BLOCK_SIZE +
-							   100), 0);
+		assert_int_equal(
+		    img_flip(f->path, (uint64_t)c * TFS_BLOCK_SIZE + 100), 0);
 		if (tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)))
 			fail_msg("superblock copy %d bad: %s", c, f->err);
 		assert_same_tree(f->fs, want);
@@ -178,8 +179,8 @@ static void test_fs_one_corrupt_superblock_still_opens(void **state)
 	assert_int_equal(img_flip(f->path, 100), 0);
 	assert_int_equal(img_flip(f->path, TFS_BLOCK_SIZE + 100), 0);
 	f->err[0] = '\0';
-	assert_int_equal(tfs_fs_open(f->path, NULL, &fs, f->err,
-				     sizeof(f->err)), -EUCLEAN);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &fs, f->err, sizeof(f->err)), -EUCLEAN);
 	assert_non_null(strstr(f->err, "superblock"));
 	free(want);
 }
@@ -192,14 +193,15 @@ static void test_fs_open_errors(void **state)
 	char path[64];
 
 	assert_int_equal(tfs_fs_open("/tmp/tfs-ut-no-such-image", NULL, &fs,
-				     f->err, sizeof(f->err)), -ENOENT);
+				     f->err, sizeof(f->err)),
+			 -ENOENT);
 	assert_non_null(strstr(f->err, "cannot open"));
 	/* the caller names the device: the sentence never does */
 	assert_null(strstr(f->err, "tfs-ut-no-such-image"));
 	/* in use by the fixture's open */
 	f->err[0] = '\0';
-	assert_int_equal(tfs_fs_open(f->path, NULL, &fs, f->err,
-				     sizeof(f->err)), -EBUSY);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &fs, f->err, sizeof(f->err)), -EBUSY);
 	assert_non_null(strstr(f->err, "in use"));
 	assert_null(strstr(f->err, f->path));
 	/* not mounted: the process that has it open named (this one) */
@@ -208,8 +210,8 @@ static void test_fs_open_errors(void **state)
 	/* a directory, as mkfs says it: not ENOTBLK's "Block device
 	 * required", and without the path */
 	f->err[0] = '\0';
-	assert_int_equal(tfs_fs_open("/tmp", NULL, &fs, f->err,
-				     sizeof(f->err)), -ENOTBLK);
+	assert_int_equal(tfs_fs_open("/tmp", NULL, &fs, f->err, sizeof(f->err)),
+			 -ENOTBLK);
 	assert_string_equal(f->err, "neither a block device nor a regular "
 				    "file");
 	/* read-only without the lock is fine (fsck -n of a live image) */
@@ -294,8 +296,8 @@ static void test_fs_readonly_open_says_it_needs_recovery(void **state)
 	assert_int_equal(tfs_fs_set_readonly(ro, 0), -EROFS);
 	assert_int_equal(tfs_fs_close(ro), 0);
 	/* in use (not closed): a copy of it needs recovery */
-	assert_int_equal(tfs_fs_open(f->path, NULL, &f->fs, f->err,
-				     sizeof(f->err)), 0);
+	assert_int_equal(
+	    tfs_fs_open(f->path, NULL, &f->fs, f->err, sizeof(f->err)), 0);
 	mk(f->fs, TFS_ROOT_INO, "f");
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
 	assert_int_equal(img_copy(f->path, f->copy), 0);
@@ -305,8 +307,7 @@ static void test_fs_readonly_open_says_it_needs_recovery(void **state)
 	assert_int_equal(tfs_fs_close(ro), 0);
 }
 
-static void test_fs_set_readonly_commits_clean_and_refuses_changes(
-	void **state)
+static void test_fs_set_readonly_commits_clean_and_refuses_changes(void **state)
 {
 	struct fx *f = *state;
 	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
@@ -327,8 +328,7 @@ static void test_fs_set_readonly_commits_clean_and_refuses_changes(
 			 -EROFS);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "f"), -EROFS);
 	assert_int_equal(tfs_open(f->fs, ino, O_RDWR | O_TRUNC), -EROFS);
-	assert_int_equal(tfs_setxattr(f->fs, ino, "user.a", "b", 1, 0),
-			 -EROFS);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.a", "b", 1, 0), -EROFS);
 	/* reads move no atime while read-only (strictatime would) */
 	tfs_fs_set_atime(f->fs, TFS_ATIME_STRICT);
 	tfs_file_note_read(f->fs, ino, 1);
@@ -419,8 +419,7 @@ static void test_fs_removed_open_directory_is_freed_after_crash(void **state)
 /* ===== the device changed under the file system (J7) ===== */
 
 /* Protects J7. */
-static void test_fs_image_truncated_while_open_is_the_error_state(
-	void **state)
+static void test_fs_image_truncated_while_open_is_the_error_state(void **state)
 {
 	struct fx *f = *state;
 	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
@@ -433,7 +432,7 @@ static void test_fs_image_truncated_while_open_is_the_error_state(
 	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), 0);
 	assert_string_equal(why, "");
 	assert_int_equal(truncate(f->path, 64 * MiB), 0);
-	wr_pat(f->fs, ino, 1000, 0, 2);	/* before the next commit: taken */
+	wr_pat(f->fs, ino, 1000, 0, 2); /* before the next commit: taken */
 	assert_int_equal(tfs_fsync(f->fs, ino, 0, NULL), -EIO);
 	assert_int_equal(tfs_fs_error(f->fs, why, sizeof(why)), -EIO);
 	assert_non_null(strstr(why, "truncated to 67108864 bytes"));
@@ -446,8 +445,7 @@ static void test_fs_image_truncated_while_open_is_the_error_state(
 }
 
 /* Protects J7. */
-static void test_fs_image_deleted_while_open_is_the_error_state(
-	void **state)
+static void test_fs_image_deleted_while_open_is_the_error_state(void **state)
 {
 	struct fx *f = *state;
 	uint64_t ino = mk(f->fs, TFS_ROOT_INO, "f");
@@ -462,8 +460,7 @@ static void test_fs_image_deleted_while_open_is_the_error_state(
 	assert_non_null(strstr(why, "deleted"));
 	/* reads still work: the data can be copied out */
 	assert_pat(f->fs, ino, 100000, 0, 1);
-	assert_int_equal(tfs_setxattr(f->fs, ino, "user.a", "1", 1, 0),
-			 -EROFS);
+	assert_int_equal(tfs_setxattr(f->fs, ino, "user.a", "1", 1, 0), -EROFS);
 	rc = tfs_fs_close(f->fs);
 	f->fs = NULL;
 	assert_int_equal(rc, -EIO);

@@ -60,12 +60,12 @@ static int teardown(void **state)
 }
 
 /* A test that needs the fault injection hooks, in a build without them. */
-#define SKIP_WITHOUT_TEST_HOOKS(name)                                        \
-	static void name(void **state)                                       \
-	{                                                                    \
-		(void)state;                                                 \
-		print_message("needs a build with -DTFS_TEST_HOOKS=ON\n");   \
-		skip();                                                      \
+#define SKIP_WITHOUT_TEST_HOOKS(name)                                          \
+	static void name(void **state)                                         \
+	{                                                                      \
+		(void)state;                                                   \
+		print_message("needs a build with -DTFS_TEST_HOOKS=ON\n");     \
+		skip();                                                        \
 	}
 
 static void *xalloc(size_t len)
@@ -174,8 +174,8 @@ static void test_io_small_pieces_and_shallow_queue(void **state)
 	assert_int_equal(tfs_dev_read(f->d, r, len, 2 * MiB), 0);
 	assert_memory_equal(r, w, len);
 	tfs_dev_get_stats(f->d, &s0);
-	assert_int_equal(s0.reads - s1.reads, (len + 3 * 4096 - 1) /
-						      (3 * 4096));
+	assert_int_equal(s0.reads - s1.reads,
+			 (len + 3 * 4096 - 1) / (3 * 4096));
 	assert_int_equal(s0.read_bytes - s1.read_bytes, len);
 	/* nonsense settings are ignored */
 	tfs_dev_set_queue(f->d, 100, 0);
@@ -253,7 +253,9 @@ static void test_io_submit_modes_move_the_same_bytes(void **state)
 static void test_io_batches_scatter_and_gather(void **state)
 {
 	struct fix *f = *state;
-	enum { N = 40 };
+	enum {
+		N = 40
+	};
 	struct tfs_iov v[N];
 	uint8_t *w = xalloc(N * 8192), *r = xalloc(N * 8192);
 
@@ -284,7 +286,8 @@ static void test_io_short_reads_past_end_are_eio(void **state)
 	struct fix *f = *state;
 	uint8_t *b = xalloc(2 * MiB);
 	uint64_t size = tfs_dev_size(f->d);
-	struct tfs_iov v[2] = { { b, 4096, 0 }, { b + 4096, 8192, size - 4096 } };
+	struct tfs_iov v[2] = { { b, 4096, 0 },
+				{ b + 4096, 8192, size - 4096 } };
 
 	assert_int_equal(size, IMG_BYTES);
 	assert_int_equal(tfs_dev_read(f->d, b, 4096, size - 4096), 0);
@@ -447,13 +450,15 @@ static void *worker_main(void *arg)
 	}
 	tfs_io_free(b);
 	tfs_io_free(r);
-	return NULL;	/* the thread's ring goes with it */
+	return NULL; /* the thread's ring goes with it */
 }
 
 static void test_io_threads_each_get_a_ring(void **state)
 {
 	struct fix *f = *state;
-	enum { T = 6 };
+	enum {
+		T = 6
+	};
 	pthread_t t[T];
 	struct worker w[T];
 	struct tfs_dev_stats s;
@@ -462,8 +467,8 @@ static void test_io_threads_each_get_a_ring(void **state)
 		w[i].d = f->d;
 		w[i].id = i;
 		w[i].rc = -1;
-		assert_int_equal(pthread_create(&t[i], NULL, worker_main,
-						&w[i]), 0);
+		assert_int_equal(
+		    pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
 	}
 	for (int i = 0; i < T; i++) {
 		pthread_join(t[i], NULL);
@@ -483,7 +488,7 @@ static void test_io_thread_exit_then_next_request_works(void **state)
 	memset(b, 3, 4096);
 	assert_int_equal(tfs_dev_write(f->d, b, 4096, 0), 0);
 	tfs_io_thread_exit();
-	tfs_io_thread_exit();	/* no ring: harmless */
+	tfs_io_thread_exit(); /* no ring: harmless */
 	assert_int_equal(tfs_dev_read(f->d, b, 4096, 0), 0);
 	assert_int_equal(b[4095], 3);
 	assert_int_equal(tfs_dev_flush(f->d), 0);

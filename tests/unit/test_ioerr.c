@@ -79,28 +79,28 @@
 #define SANITIZED 0
 #endif
 
-#define IMG_BYTES (64 * MiB)	/* the smallest: a 3 MiB journal */
-#define NOBJ 12
-#define MAXNAMES 4
-#define MAXSEEDS 64
-#define MAXF (320 * 1024)	/* largest file of the workload */
-#define BIGX 60000		/* the xattrs that fill the journal */
+#define IMG_BYTES (64 * MiB) /* the smallest: a 3 MiB journal */
+#define NOBJ	  12
+#define MAXNAMES  4
+#define MAXSEEDS  64
+#define MAXF	  (320 * 1024) /* largest file of the workload */
+#define BIGX	  60000	       /* the xattrs that fill the journal */
 
 /* ===== the model ===== */
 
 /* A file of the workload: what it is now and what the last fsync that
  * returned 0 promised. */
 struct obj {
-	uint64_t ino;		/* 0: never created */
-	int live;		/* has its name now */
-	int unknown;		/* an operation on it failed: contents unknown */
-	int dirty;		/* changed since the last good fsync */
-	char name[24];		/* its name now ... */
-	uint64_t dir;		/* ... in this directory */
-	uint8_t *data;		/* its contents now (MAXF bytes) */
-	size_t *used;		/* how much of data was ever written */
+	uint64_t ino;  /* 0: never created */
+	int live;      /* has its name now */
+	int unknown;   /* an operation on it failed: contents unknown */
+	int dirty;     /* changed since the last good fsync */
+	char name[24]; /* its name now ... */
+	uint64_t dir;  /* ... in this directory */
+	uint8_t *data; /* its contents now (MAXF bytes) */
+	size_t *used;  /* how much of data was ever written */
 	size_t size;
-	uint32_t xseed;		/* value of user.v (0: none) */
+	uint32_t xseed; /* value of user.v (0: none) */
 	/* the promise of the last good fsync */
 	int synced;
 	char sname[24];
@@ -118,21 +118,21 @@ struct obj {
 
 struct model {
 	struct tfs_fs *fs;
-	uint64_t dir;		/* "d", or the root if mkdir failed */
+	uint64_t dir; /* "d", or the root if mkdir failed */
 	struct obj o[NOBJ];
 	uint32_t next_seed;
-	const char *step;	/* what the workload is doing */
-	const char *first_err_step;	/* where the first error came */
-	uint64_t sb_writes;	/* superblock writes (checkpoints) before close */
+	const char *step;	    /* what the workload is doing */
+	const char *first_err_step; /* where the first error came */
+	uint64_t sb_writes; /* superblock writes (checkpoints) before close */
 	int errors;
-	uint8_t *buf;		/* MAXF bytes */
+	uint8_t *buf; /* MAXF bytes */
 };
 
 /* The model's buffers, made once (allocations are slow under ASan). */
 struct bufs {
 	uint8_t *buf;
 	uint8_t *data[NOBJ], *sdata[NOBJ];
-	size_t used[NOBJ];	/* bytes of data[] a run may have written */
+	size_t used[NOBJ]; /* bytes of data[] a run may have written */
 };
 
 static void bufs_init(struct bufs *b)
@@ -326,7 +326,7 @@ static void w_setxattr(struct model *m, int i, const char *name, size_t len)
 	if (!o->live)
 		return;
 	if (len > 16)
-		memset(m->buf, (int)(seed & 0xff), len);	/* cheap: unchecked */
+		memset(m->buf, (int)(seed & 0xff), len); /* cheap: unchecked */
 	else
 		xval(m->buf, len, seed);
 	o->dirty = 1;
@@ -387,8 +387,8 @@ static void workload(struct model *m)
 	uint64_t root = TFS_FS_ROOT;
 
 	m->step = "mkdir";
-	if (!result(m, tfs_mkdir(m->fs, root, "d", 0755, 1000, 1000, &st),
-		    NULL, NULL))
+	if (!result(m, tfs_mkdir(m->fs, root, "d", 0755, 1000, 1000, &st), NULL,
+		    NULL))
 		m->dir = st.st_ino;
 
 	m->step = "create and write";
@@ -484,7 +484,7 @@ static void workload(struct model *m)
 	w_fsync(m, 5);
 	m->step = "truncate, rename over, fsync";
 	w_truncate(m, 5, 70000);
-	w_rename(m, 5, root, "f0");	/* over f0 */
+	w_rename(m, 5, root, "f0"); /* over f0 */
 	w_fsync(m, 5);
 	m->step = "close";
 }
@@ -497,7 +497,7 @@ struct report {
 };
 
 static void say(struct report *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void say(struct report *r, const char *fmt, ...)
 {
@@ -514,8 +514,7 @@ static void say(struct report *r, const char *fmt, ...)
 }
 
 /* The fsync'd objects are exactly as promised. */
-static void check_synced(struct tfs_fs *fs, struct model *m,
-			 struct report *r)
+static void check_synced(struct tfs_fs *fs, struct model *m, struct report *r)
 {
 	uint8_t v[16], w[16];
 
@@ -642,10 +641,10 @@ static void check_foreign(struct tfs_fs *fs, struct model *m, uint64_t dir,
 		}
 		for (uint64_t off = 0; off < (uint64_t)n; off++) {
 			if (!byte_ok(m, dir, name, off, m->buf[off])) {
-				say(r, "'%s' byte %llu is %u, which nobody "
-				       "wrote there; ",
-				    name, (unsigned long long)off,
-				    m->buf[off]);
+				say(r,
+				    "'%s' byte %llu is %u, which nobody "
+				    "wrote there; ",
+				    name, (unsigned long long)off, m->buf[off]);
 				break;
 			}
 		}
@@ -654,14 +653,21 @@ static void check_foreign(struct tfs_fs *fs, struct model *m, uint64_t dir,
 
 /* ===== one run ===== */
 
-enum mode { EIO_ONCE, EIO_CUT, CUT, EIO_ONCE_CUT, ENOSPC_ONCE, NMODES };
+enum mode {
+	EIO_ONCE,
+	EIO_CUT,
+	CUT,
+	EIO_ONCE_CUT,
+	ENOSPC_ONCE,
+	NMODES
+};
 
 static const char *const mode_name[NMODES] = {
 	"eio-once", "eio-cut", "cut", "eio-once-cut", "enospc-once",
 };
 
 struct ctx {
-	const char *dir;	/* where the images go */
+	const char *dir; /* where the images go */
 	char path[64];
 	int wide;
 	unsigned int failures, runs;
@@ -672,8 +678,10 @@ struct ctx {
 
 static const char *kind_name(unsigned int k)
 {
-	return k == TFS_FAULT_READ ? "read" : k == TFS_FAULT_WRITE ? "write"
-	     : k == TFS_FAULT_FLUSH ? "flush" : "none";
+	return k == TFS_FAULT_READ    ? "read"
+	       : k == TFS_FAULT_WRITE ? "write"
+	       : k == TFS_FAULT_FLUSH ? "flush"
+				      : "none";
 }
 
 /* The fault of this run.  k: the flush after the failure to cut at. */
@@ -775,7 +783,7 @@ static int run(struct ctx *c, const char *label, struct tfs_fault fl,
 	workload(&m);
 	tfs_fs_get_info(fs, &info);
 	m.sb_writes = info.generation - gen;
-	(void)tfs_fs_close(fs);		/* errors are allowed */
+	(void)tfs_fs_close(fs); /* errors are allowed */
 	fs = NULL;
 
 	rc = tfs_fs_open(c->path, &c->opts, &fs, err, sizeof(err));
@@ -879,8 +887,8 @@ static unsigned int sweep(struct ctx *c, enum mode md, uint64_t count)
 	for (uint64_t n = 1; n <= count; n++) {
 		/* under a sanitizer, cut and eio-cut take every other n each,
 		 * unless wide: together they still cover every n */
-		if (SANITIZED && !c->wide && ((md == CUT && n % 2) ||
-					      (md == EIO_CUT && n % 2 == 0)))
+		if (SANITIZED && !c->wide &&
+		    ((md == CUT && n % 2) || (md == EIO_CUT && n % 2 == 0)))
 			continue;
 		for (uint64_t s = 0; s < seeds; s++) {
 			for (uint64_t k = 1; k <= ks; k++) {
@@ -891,14 +899,14 @@ static unsigned int sweep(struct ctx *c, enum mode md, uint64_t count)
 				 * (io.h: seed % 4 == 3); wider, the plain
 				 * coin and other coins too.
 				 */
-				uint64_t seed = md == EIO_ONCE_CUT ?
-							4 * (n + 1000 * (s / 2)) +
-								3 - (s % 2) :
-							n + s;
+				uint64_t seed =
+				    md == EIO_ONCE_CUT
+					? 4 * (n + 1000 * (s / 2)) + 3 - (s % 2)
+					: n + s;
 				char label[96];
 
-				int l = snprintf(label, sizeof(label), "%s:%llu",
-						 mode_name[md],
+				int l = snprintf(label, sizeof(label),
+						 "%s:%llu", mode_name[md],
 						 (unsigned long long)n);
 
 				if (md != EIO_ONCE && md != ENOSPC_ONCE)
@@ -921,7 +929,8 @@ static unsigned int sweep(struct ctx *c, enum mode md, uint64_t count)
 						continue;
 				}
 				run(c, label,
-				    fault_of(md, n, seed, k, c->wide && (n & 1)),
+				    fault_of(md, n, seed, k,
+					     c->wide && (n & 1)),
 				    &ops);
 			}
 		}
@@ -941,14 +950,13 @@ static struct tfs_fault_ops count_ops(struct ctx *c)
 	/* else the journal-full part does not do what it is there for */
 	if (c->last_sb_writes < 1)
 		fail_msg("the workload wrote no checkpoint before close");
-	print_message("the workload issues %llu device operations: %llu "
-		      "reads, %llu writes, %llu flushes; %llu superblock "
-		      "writes before close\n",
-		      (unsigned long long)ops.total,
-		      (unsigned long long)ops.reads,
-		      (unsigned long long)ops.writes,
-		      (unsigned long long)ops.flushes,
-		      (unsigned long long)c->last_sb_writes);
+	print_message(
+	    "the workload issues %llu device operations: %llu "
+	    "reads, %llu writes, %llu flushes; %llu superblock "
+	    "writes before close\n",
+	    (unsigned long long)ops.total, (unsigned long long)ops.reads,
+	    (unsigned long long)ops.writes, (unsigned long long)ops.flushes,
+	    (unsigned long long)c->last_sb_writes);
 	assert_true(ops.total > 20);
 	return ops;
 }

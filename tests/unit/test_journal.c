@@ -35,10 +35,10 @@ struct fix {
 	struct tfs_dev *d;
 	struct tfs_journal j;
 	struct tfs_meta *m;
-	struct tfs_alloc *a;	/* the data area; checkpoints take from it */
+	struct tfs_alloc *a; /* the data area; checkpoints take from it */
 	int loaded;
-	uint64_t used;		/* data blocks the committed extents map */
-	uint64_t pblk;		/* next made-up data block */
+	uint64_t used; /* data blocks the committed extents map */
+	uint64_t pblk; /* next made-up data block */
 	char err[256];
 };
 
@@ -89,8 +89,7 @@ static int load(struct fix *f)
 	f->m = tfs_meta_new();
 	assert_non_null(f->m);
 	f->err[0] = '\0';
-	rc = tfs_journal_load(&f->j, f->d, f->m, 0, f->err,
-			      sizeof(f->err));
+	rc = tfs_journal_load(&f->j, f->d, f->m, 0, f->err, sizeof(f->err));
 	f->loaded = rc == 0;
 	if (rc)
 		return rc;
@@ -127,13 +126,13 @@ static int64_t commit_file_pad(struct fix *f, uint64_t ino, const char *name,
 	a.nlink = 1;
 	a.size = blocks * TFS_BLOCK_SIZE;
 	assert_int_equal(tfs_rec_put_inode(&b, &a), 0);
-	assert_int_equal(tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name,
-					  strlen(name)), 0);
+	assert_int_equal(
+	    tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name, strlen(name)), 0);
 	if (blocks) {
 		uint64_t start = f->j.sb.data_start + f->pblk;
 
-		assert_int_equal(tfs_rec_put_extent(&b, ino, 0, start, blocks,
-						    0), 0);
+		assert_int_equal(
+		    tfs_rec_put_extent(&b, ino, 0, start, blocks, 0), 0);
 		nrec++;
 	}
 	while (pad) {
@@ -144,8 +143,8 @@ static int64_t commit_file_pad(struct fix *f, uint64_t ino, const char *name,
 		assert_non_null(v);
 		memset(v, 0x77, n);
 		snprintf(xn, sizeof(xn), "user.pad%zu", pad);
-		assert_int_equal(tfs_rec_put_xattr(&b, ino, xn, strlen(xn), v,
-						   n), 0);
+		assert_int_equal(
+		    tfs_rec_put_xattr(&b, ino, xn, strlen(xn), v, n), 0);
 		free(v);
 		nrec++;
 		pad -= n;
@@ -316,13 +315,16 @@ static void test_journal_unknown_version_is_eproto(void **state)
 	uint8_t b[TFS_BLOCK_SIZE];
 
 	for (int c = 0; c < 2; c++) {
-		assert_int_equal(img_pread(f->path, (uint64_t)c * TFS_BLOCK_SIZE,
-					   b, sizeof(b)), 0);
+		assert_int_equal(img_pread(f->path,
+					   (uint64_t)c * TFS_BLOCK_SIZE, b,
+					   sizeof(b)),
+				 0);
 		tfs_put32(b + 8, TFS_VERSION + 1);
 		tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
-		assert_int_equal(img_pwrite(f->path, (uint64_t)c *
-						     TFS_BLOCK_SIZE, b,
-					    sizeof(b)), 0);
+		assert_int_equal(img_pwrite(f->path,
+					    (uint64_t)c * TFS_BLOCK_SIZE, b,
+					    sizeof(b)),
+				 0);
 	}
 	assert_int_equal(load(f), -EPROTO);
 	assert_non_null(strstr(f->err, "version"));
@@ -337,13 +339,16 @@ static void test_journal_version_1_is_refused_with_what_to_do(void **state)
 	uint8_t b[TFS_BLOCK_SIZE];
 
 	for (int c = 0; c < 2; c++) {
-		assert_int_equal(img_pread(f->path, (uint64_t)c * TFS_BLOCK_SIZE,
-					   b, sizeof(b)), 0);
+		assert_int_equal(img_pread(f->path,
+					   (uint64_t)c * TFS_BLOCK_SIZE, b,
+					   sizeof(b)),
+				 0);
 		tfs_put32(b + 8, 1);
 		tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
-		assert_int_equal(img_pwrite(f->path, (uint64_t)c *
-						     TFS_BLOCK_SIZE, b,
-					    sizeof(b)), 0);
+		assert_int_equal(img_pwrite(f->path,
+					    (uint64_t)c * TFS_BLOCK_SIZE, b,
+					    sizeof(b)),
+				 0);
 	}
 	assert_int_equal(load(f), -EPROTO);
 	assert_non_null(strstr(f->err, "made by an older mkfs.tensorfs"));
@@ -371,7 +376,7 @@ static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 
 	mount(f);
 	assert_true(commit_file(f, 2, "a") >= 0);
-	assert_int_equal(load(f), 0);	/* commit does not touch f->m */
+	assert_int_equal(load(f), 0); /* commit does not touch f->m */
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, TFS_SB_CLEAN), 0);
 	unload(f);
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
@@ -384,11 +389,15 @@ static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 			 0);
 	assert_int_equal(img_flip(f->path, img_ckpt_off(&older, 100)), 0);
 	assert_int_equal(load(f), -EUCLEAN);
-	snprintf(want, sizeof(want), "checkpoint of superblock generation %llu "
-		 "is corrupted", (unsigned long long)sb.generation);
+	snprintf(want, sizeof(want),
+		 "checkpoint of superblock generation %llu "
+		 "is corrupted",
+		 (unsigned long long)sb.generation);
 	assert_non_null(strstr(f->err, want));
-	snprintf(want, sizeof(want), "older superblock copy's (generation "
-		 "%llu)", (unsigned long long)older.generation);
+	snprintf(want, sizeof(want),
+		 "older superblock copy's (generation "
+		 "%llu)",
+		 (unsigned long long)older.generation);
 	assert_non_null(strstr(f->err, want));
 	assert_int_equal(img_flip(f->path, img_ckpt_off(&older, 100)), 0);
 	/* bytes of the last block past the checkpoint's length do not
@@ -402,8 +411,8 @@ static void test_journal_corrupt_checkpoint_is_euclean(void **state)
 }
 
 /* Protects J2, J9. */
-static void test_journal_transaction_that_does_not_apply_is_euclean(
-	void **state)
+static void
+test_journal_transaction_that_does_not_apply_is_euclean(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_buf b = { 0 };
@@ -412,8 +421,8 @@ static void test_journal_transaction_that_does_not_apply_is_euclean(
 	assert_true(commit_file(f, 2, "a") >= 0);
 	/* a valid transaction (good CRC) linking a missing inode */
 	assert_int_equal(tfs_rec_put_link(&b, TFS_ROOT_INO, 99, "ghost", 5), 0);
-	assert_int_equal(tfs_journal_commit(&f->j, b.p, b.len, 1, 100, f->used,
-					    0), 0);
+	assert_int_equal(
+	    tfs_journal_commit(&f->j, b.p, b.len, 1, 100, f->used, 0), 0);
 	tfs_buf_release(&b);
 	assert_int_equal(load(f), -EUCLEAN);
 	assert_non_null(strstr(f->err, "does not apply"));
@@ -442,7 +451,7 @@ static void test_journal_used_blocks_mismatch_is_euclean(void **state)
 
 	mount(f);
 	assert_true(commit_file(f, 2, "a") >= 0);
-	f->used += 5;		/* the next header claims 5 blocks too many */
+	f->used += 5; /* the next header claims 5 blocks too many */
 	assert_true(commit_file(f, 3, "b") >= 0);
 	assert_int_equal(load(f), -EUCLEAN);
 	assert_non_null(strstr(f->err, "blocks"));
@@ -464,7 +473,8 @@ static void test_journal_no_replay_counts_and_leaves_the_tree(void **state)
 	assert_non_null(f->m);
 	assert_int_equal(tfs_journal_load(&f->j, f->d, f->m,
 					  TFS_JLOAD_NO_REPLAY, f->err,
-					  sizeof(f->err)), 0);
+					  sizeof(f->err)),
+			 0);
 	f->loaded = 1;
 	assert_int_equal(f->j.skipped, 2);
 	assert_int_equal(f->j.replayed, 0);
@@ -573,9 +583,10 @@ static void test_journal_ignores_torn_multiblock_tail(void **state)
 	assert_true(off >= 0);
 	assert_int_equal(f->j.head - (uint64_t)off, 6 * TFS_BLOCK_SIZE);
 	/* only the first blocks reached the device: the rest is zeros */
-	assert_int_equal(img_pwrite(f->path, jdev(f, f->j.head) -
-						     TFS_BLOCK_SIZE, zero,
-				    sizeof(zero)), 0);
+	assert_int_equal(img_pwrite(f->path,
+				    jdev(f, f->j.head) - TFS_BLOCK_SIZE, zero,
+				    sizeof(zero)),
+			 0);
 	assert_int_equal(load(f), 0);
 	assert_int_equal(f->j.replayed, 1);
 	assert_true(has(f, "a"));
@@ -623,12 +634,13 @@ static void test_journal_large_transaction_beyond_scratch_buffer(void **state)
 		a.mode = S_IFREG | 0600;
 		a.nlink = 1;
 		assert_int_equal(tfs_rec_put_inode(&b, &a), 0);
-		assert_int_equal(tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name,
-						  (size_t)k), 0);
+		assert_int_equal(
+		    tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name, (size_t)k),
+		    0);
 		n++;
 	}
-	assert_int_equal(tfs_journal_commit(&f->j, b.p, b.len, 2 * n, n + 2, 0,
-					    1), 0);
+	assert_int_equal(
+	    tfs_journal_commit(&f->j, b.p, b.len, 2 * n, n + 2, 0, 1), 0);
 	tfs_buf_release(&b);
 	assert_true(commit_file(f, n + 2, "after") >= 0);
 	assert_int_equal(load(f), 0);
@@ -699,7 +711,7 @@ static void test_journal_checkpoint_takes_new_blocks(void **state)
 	assert_false(tfs_super_same_ckpt(&f->j.sb, &first));
 	assert_int_equal(tfs_journal_held_blocks(&f->j),
 			 tfs_super_map_blocks(&first) +
-				 tfs_super_map_blocks(&f->j.sb));
+			     tfs_super_map_blocks(&f->j.sb));
 	assert_int_equal(f->j.sb.generation, gen + 1);
 	/* J3: a number of its own, above every transaction before it */
 	assert_int_equal(f->j.sb.ckpt_seq, seq + 1);
@@ -738,11 +750,11 @@ static void test_journal_checkpoint_takes_new_blocks(void **state)
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, TFS_SB_CLEAN), 0);
 	assert_int_equal(tfs_alloc_free_blocks(f->a),
 			 free0 - tfs_super_map_blocks(&third) -
-				 tfs_super_map_blocks(&f->j.sb) +
-				 tfs_super_map_blocks(&second));
+			     tfs_super_map_blocks(&f->j.sb) +
+			     tfs_super_map_blocks(&second));
 	assert_int_equal(tfs_journal_held_blocks(&f->j),
 			 tfs_super_map_blocks(&third) +
-				 tfs_super_map_blocks(&f->j.sb));
+			     tfs_super_map_blocks(&f->j.sb));
 	assert_int_equal(load(f), 0);
 	assert_int_equal(f->j.sb.flags, TFS_SB_CLEAN);
 	assert_int_equal(f->j.replayed, 0);
@@ -773,7 +785,8 @@ static void test_journal_checkpoint_larger_than_a_chunk(void **state)
 		assert_int_equal(tfs_dir_add(f->m, r, name, (size_t)k, ino), 0);
 		assert_int_equal(tfs_meta_map(f->m, ip, 0,
 					      f->j.sb.data_start + ino, 1, 0,
-					      NULL, NULL), 0);
+					      NULL, NULL),
+				 0);
 	}
 	assert_true(tfs_meta_bytes(f->m) > 2 * MiB);
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
@@ -821,8 +834,9 @@ static void test_journal_checkpoint_too_big_is_enospc(void **state)
 	assert_int_equal(load(f), 0);
 	gen = f->j.sb.generation;
 	r = root(f);
-	for (uint64_t ino = 10; tfs_meta_bytes(f->m) <=
-				(TFS_MAP_MAX + 1) * TFS_BLOCK_SIZE; ino++) {
+	for (uint64_t ino = 10;
+	     tfs_meta_bytes(f->m) <= (TFS_MAP_MAX + 1) * TFS_BLOCK_SIZE;
+	     ino++) {
 		struct tfs_attr a = { 0 };
 		char name[32];
 		int k = snprintf(name, sizeof(name), "n%llu",
@@ -843,8 +857,8 @@ static void test_journal_checkpoint_too_big_is_enospc(void **state)
 	assert_int_equal(tfs_alloc_put(f->a, f->j.sb.dev_blocks - need, need),
 			 0);
 	fill_alloc(f, 0);
-	assert_int_equal(tfs_alloc_put(f->a, f->j.sb.dev_blocks - need + 1,
-				       need - 1), 0);
+	assert_int_equal(
+	    tfs_alloc_put(f->a, f->j.sb.dev_blocks - need + 1, need - 1), 0);
 	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), -ENOSPC);
 	assert_int_equal(tfs_alloc_free_blocks(f->a), need - 1);
 	/* the superblock did not move */
@@ -874,8 +888,8 @@ static void restore_supers(const struct fix *f, uint8_t b[2][TFS_BLOCK_SIZE])
 }
 
 /* Protects J4, J5. */
-static void test_journal_lost_superblock_write_keeps_previous_state(
-	void **state)
+static void
+test_journal_lost_superblock_write_keeps_previous_state(void **state)
 {
 	struct fix *f = *state;
 	static uint8_t old[2][TFS_BLOCK_SIZE];
@@ -902,8 +916,7 @@ static void test_journal_lost_superblock_write_keeps_previous_state(
 }
 
 /* Protects J4, J8. */
-static void test_journal_torn_superblock_falls_back_to_other_copy(
-	void **state)
+static void test_journal_torn_superblock_falls_back_to_other_copy(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_super sb;
@@ -921,8 +934,8 @@ static void test_journal_torn_superblock_falls_back_to_other_copy(
 	/* the newest copy (the checkpoint's) is torn */
 	assert_int_equal(img_super(f->path, &sb, &copy), 0);
 	assert_int_equal(sb.generation, gen);
-	assert_int_equal(img_flip(f->path, (uint64_t)copy * TFS_BLOCK_SIZE + 90),
-			 0);
+	assert_int_equal(
+	    img_flip(f->path, (uint64_t)copy * TFS_BLOCK_SIZE + 90), 0);
 	assert_int_equal(load(f), 0);
 	assert_int_equal(f->j.sb.generation, gen - 1);
 	assert_false(tfs_super_same_ckpt(&f->j.sb, &sb));
@@ -930,10 +943,10 @@ static void test_journal_torn_superblock_falls_back_to_other_copy(
 	assert_true(has(f, "a") && has(f, "b"));
 	unload(f);
 	/* the older copy torn instead: the newest is used */
-	assert_int_equal(img_flip(f->path, (uint64_t)copy * TFS_BLOCK_SIZE + 90),
-			 0);
-	assert_int_equal(img_flip(f->path, (uint64_t)(copy ^ 1) *
-						   TFS_BLOCK_SIZE + 90), 0);
+	assert_int_equal(
+	    img_flip(f->path, (uint64_t)copy * TFS_BLOCK_SIZE + 90), 0);
+	assert_int_equal(
+	    img_flip(f->path, (uint64_t)(copy ^ 1) * TFS_BLOCK_SIZE + 90), 0);
 	assert_int_equal(load(f), 0);
 	assert_int_equal(f->j.sb.generation, gen);
 	assert_true(tfs_super_same_ckpt(&f->j.sb, &sb));
@@ -943,8 +956,8 @@ static void test_journal_torn_superblock_falls_back_to_other_copy(
 
 /* Protects J4, J7 (a failed checkpoint write is retried), J10 (its
  * blocks go back). */
-static void test_journal_failed_checkpoint_write_keeps_previous_state(
-	void **state)
+static void
+test_journal_failed_checkpoint_write_keeps_previous_state(void **state)
 {
 	struct fix *f = *state;
 	static struct tfs_super before;
@@ -997,8 +1010,8 @@ static void apply_file(struct tfs_meta *m, uint64_t ino, const char *name)
 	a.mode = S_IFREG | 0644;
 	a.nlink = 1;
 	assert_int_equal(tfs_rec_put_inode(&b, &a), 0);
-	assert_int_equal(tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name,
-					  strlen(name)), 0);
+	assert_int_equal(
+	    tfs_rec_put_link(&b, TFS_ROOT_INO, ino, name, strlen(name)), 0);
 	while (tfs_rec_next(b.p, b.len, &pos, &r) == 1)
 		assert_int_equal(tfs_meta_apply(m, &r, NULL, NULL), 0);
 	tfs_buf_release(&b);
@@ -1009,8 +1022,7 @@ static void apply_file(struct tfs_meta *m, uint64_t ino, const char *name)
  * journal (part of it may be on the device); the retry is a checkpoint
  * past that seq, so replay never sees the failed one.
  */
-static void test_journal_commit_io_error_is_returned_and_retried(
-	void **state)
+static void test_journal_commit_io_error_is_returned_and_retried(void **state)
 {
 	struct fix *f = *state;
 	uint64_t seq;
@@ -1025,7 +1037,7 @@ static void test_journal_commit_io_error_is_returned_and_retried(
 	tfs_dev_fail_writes(f->d, 0, 0);
 	assert_int_equal(f->j.seq, seq + 1);
 	assert_int_equal(tfs_journal_free(&f->j), 0);
-	assert_int_equal(f->j.err, 0);	/* a write error is retried */
+	assert_int_equal(f->j.err, 0); /* a write error is retried */
 	/* no transaction may follow one whose end is unknown */
 	assert_int_equal(commit_file(f, 4, "c"), -ENOSPC);
 	/* the retry: a checkpoint of the tree with b, past b's seq */
@@ -1048,8 +1060,8 @@ static void test_journal_commit_io_error_is_returned_and_retried(
  * N does not apply to the tree").  Now (J3, J7) the seq is burnt and the
  * journal stops; whatever of it reached the device, the image loads.
  */
-static void test_failed_flush_after_transaction_leaves_mountable_image(
-	void **state)
+static void
+test_failed_flush_after_transaction_leaves_mountable_image(void **state)
 {
 	struct fix *f = *state;
 	int rc;
@@ -1087,8 +1099,8 @@ static void test_failed_flush_after_transaction_leaves_mountable_image(
  * found it corrupted and the file committed before any fault lost.  Now
  * (J5, J7) nothing more is written.
  */
-static void test_failed_superblock_flush_then_power_cut_keeps_the_tree(
-	void **state)
+static void
+test_failed_superblock_flush_then_power_cut_keeps_the_tree(void **state)
 {
 	struct fix *f = *state;
 	static uint8_t old[2][TFS_BLOCK_SIZE];
@@ -1129,8 +1141,8 @@ static struct tfs_super damage_newest_checkpoint(struct fix *f)
 	return sb;
 }
 
-static void test_journal_falls_back_to_older_copy_when_checkpoint_damaged(
-	void **state)
+static void
+test_journal_falls_back_to_older_copy_when_checkpoint_damaged(void **state)
 {
 	struct fix *f = *state;
 	struct tfs_super sb;
@@ -1238,8 +1250,7 @@ static void fill_old_journal(struct fix *f)
 }
 
 /* Protects J3. */
-static void test_journal_reformat_does_not_replay_old_transactions(
-	void **state)
+static void test_journal_reformat_does_not_replay_old_transactions(void **state)
 {
 	struct fix *f = *state;
 

@@ -52,9 +52,9 @@ static struct tfs_meta *new_with_root(void)
 /* ===== flush sinks for tfs_meta_write_records() ===== */
 
 struct sink {
-	struct tfs_buf all;	/* everything flushed, in order */
+	struct tfs_buf all; /* everything flushed, in order */
 	int calls;
-	int fail_at;		/* fail the n-th call (1-based), 0 never */
+	int fail_at; /* fail the n-th call (1-based), 0 never */
 };
 
 static int sink_flush(struct tfs_buf *b, void *arg)
@@ -252,8 +252,9 @@ static void test_meta_dir_many_entries_hash_grows(void **state)
 	for (int i = 0; i < 30000; i++) {
 		int n = snprintf(name, sizeof(name), "entry-%d", i);
 
-		assert_int_equal(tfs_dir_add(m, root, name, (size_t)n,
-					     (uint64_t)i + 100), 0);
+		assert_int_equal(
+		    tfs_dir_add(m, root, name, (size_t)n, (uint64_t)i + 100),
+		    0);
 	}
 	assert_int_equal(tfs_dir_count(root), 30000);
 	for (int i = 0; i < 30000; i++) {
@@ -308,8 +309,8 @@ static void test_meta_readdir_cookies_survive_removal(void **state)
 	for (int i = 0; i < NENT; i++) {
 		int n = snprintf(name, sizeof(name), "%d", i);
 
-		assert_int_equal(tfs_dir_add(m, root, name, (size_t)n,
-					     (uint64_t)i + 10), 0);
+		assert_int_equal(
+		    tfs_dir_add(m, root, name, (size_t)n, (uint64_t)i + 10), 0);
 	}
 	/*
 	 * Walk the directory one entry at a time, resuming from the cookie
@@ -332,8 +333,9 @@ static void test_meta_readdir_cookies_survive_removal(void **state)
 
 				if (removed[k])
 					continue;
-				assert_int_equal(tfs_dir_remove(m, root, name,
-								(size_t)n), 0);
+				assert_int_equal(
+				    tfs_dir_remove(m, root, name, (size_t)n),
+				    0);
 				removed[k] = 1;
 				break;
 			}
@@ -343,8 +345,9 @@ static void test_meta_readdir_cookies_survive_removal(void **state)
 			int n = snprintf(name, sizeof(name), "%d", i - 1);
 
 			if (!removed[i - 1]) {
-				assert_int_equal(tfs_dir_remove(m, root, name,
-								(size_t)n), 0);
+				assert_int_equal(
+				    tfs_dir_remove(m, root, name, (size_t)n),
+				    0);
 				removed[i - 1] = 1;
 			}
 		}
@@ -352,7 +355,8 @@ static void test_meta_readdir_cookies_survive_removal(void **state)
 			int n = snprintf(name, sizeof(name), "%d", added);
 
 			assert_int_equal(tfs_dir_add(m, root, name, (size_t)n,
-						     (uint64_t)added + 10), 0);
+						     (uint64_t)added + 10),
+					 0);
 			added++;
 		}
 	}
@@ -439,8 +443,8 @@ static void test_meta_readdir_after_mass_removal_compacts(void **state)
 		int k = snprintf(name, sizeof(name), "f%d", i);
 
 		if (i % 10)
-			assert_int_equal(tfs_dir_remove(m, root, name,
-							(size_t)k), 0);
+			assert_int_equal(
+			    tfs_dir_remove(m, root, name, (size_t)k), 0);
 	}
 	assert_int_equal(tfs_dir_count(root), 100);
 	while ((e = tfs_dir_next(root, cookie))) {
@@ -469,12 +473,13 @@ static void test_meta_map_counts_used_blocks_and_bytes(void **state)
 
 	(void)state;
 	assert_non_null(ip);
-	assert_int_equal(tfs_meta_map(m, ip, 0, 1000, 10, 0, freed_sum,
-				      &freed), 0);
+	assert_int_equal(tfs_meta_map(m, ip, 0, 1000, 10, 0, freed_sum, &freed),
+			 0);
 	assert_int_equal(tfs_meta_used_blocks(m), 10);
 	assert_int_equal(freed, 0);
 	assert_int_equal(tfs_meta_map(m, ip, 20, 2000, 5, TFS_EXT_UNWRITTEN,
-				      freed_sum, &freed), 0);
+				      freed_sum, &freed),
+			 0);
 	assert_int_equal(tfs_meta_used_blocks(m), 15);
 	assert_bytes_exact(m);
 	/* remapping blocks 5..9 elsewhere releases the old ones */
@@ -485,13 +490,13 @@ static void test_meta_map_counts_used_blocks_and_bytes(void **state)
 	assert_bytes_exact(m);
 	freed = 0;
 	assert_int_equal(tfs_meta_unmap(m, ip, 3, 20, freed_sum, &freed), 0);
-	assert_int_equal(freed, 2 + 5 + 3);	/* 3..4, 5..9, 20..22 */
+	assert_int_equal(freed, 2 + 5 + 3); /* 3..4, 5..9, 20..22 */
 	assert_int_equal(tfs_meta_used_blocks(m), 5);
 	assert_bytes_exact(m);
 	freed = 0;
-	assert_int_equal(tfs_meta_unmap(m, ip, 0, UINT64_MAX, freed_sum,
-					&freed), 0);
-	assert_int_equal(freed, 3 + 2);	/* 0..2, 23..24 */
+	assert_int_equal(
+	    tfs_meta_unmap(m, ip, 0, UINT64_MAX, freed_sum, &freed), 0);
+	assert_int_equal(freed, 3 + 2); /* 0..2, 23..24 */
 	assert_int_equal(tfs_meta_used_blocks(m), 0);
 	assert_bytes_exact(m);
 	/* removing an inode takes its blocks out of the count */
@@ -584,8 +589,8 @@ static struct tfs_meta *sample_tree(void)
 	assert_int_equal(tfs_dir_add(m, root, "file", 4, 3), 0);
 	assert_int_equal(tfs_dir_add(m, d, "hardlink", 8, 3), 0);
 	assert_int_equal(tfs_meta_map(m, f, 0, 5000, 2, 0, NULL, NULL), 0);
-	assert_int_equal(tfs_meta_map(m, f, 4, 6000, 2, TFS_EXT_UNWRITTEN,
-				      NULL, NULL), 0);
+	assert_int_equal(
+	    tfs_meta_map(m, f, 4, 6000, 2, TFS_EXT_UNWRITTEN, NULL, NULL), 0);
 	assert_int_equal(tfs_xattr_set(m, f, "user.big", 8, big, sizeof(big)),
 			 0);
 	assert_int_equal(tfs_xattr_set(m, f, "user.small", 10, "v", 1), 0);
@@ -607,8 +612,8 @@ static struct tfs_meta *sample_tree(void)
 		a.size = 4096;
 		ip = tfs_meta_add(m, &a);
 		assert_non_null(ip);
-		assert_int_equal(tfs_meta_map(m, ip, 0, 10000 + i, 1, 0, NULL,
-					      NULL), 0);
+		assert_int_equal(
+		    tfs_meta_map(m, ip, 0, 10000 + i, 1, 0, NULL, NULL), 0);
 		assert_int_equal(tfs_dir_add(m, d, name, (size_t)n, i), 0);
 	}
 	/* an unlinked (orphan) inode is part of the tree too */
@@ -727,8 +732,8 @@ static void test_meta_write_records_stops_at_flush_error(void **state)
 
 	(void)state;
 	s.fail_at = 3;
-	assert_int_equal(tfs_meta_write_records(m, &b, 4096, sink_flush, &s,
-						&nrec), -EIO);
+	assert_int_equal(
+	    tfs_meta_write_records(m, &b, 4096, sink_flush, &s, &nrec), -EIO);
 	assert_int_equal(s.calls, 3);
 	tfs_buf_release(&b);
 	tfs_buf_release(&s.all);
@@ -831,38 +836,38 @@ static void test_meta_apply_rejects_records_that_do_not_fit(void **state)
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
 	tfs_rec_put_xattr(&b, 77, "user.a", 6, "", 0);
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_link(&b, 77, 2, "x", 1);		/* no such dir */
+	tfs_rec_put_link(&b, 77, 2, "x", 1); /* no such dir */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_link(&b, 1, 77, "x", 1);		/* no such child */
+	tfs_rec_put_link(&b, 1, 77, "x", 1); /* no such child */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
 	tfs_rec_put_unlink(&b, 77, "f", 1);
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
 	/* records that do not fit the inode's type */
-	tfs_rec_put_link(&b, 2, 4, "x", 1);		/* into a file */
+	tfs_rec_put_link(&b, 2, 4, "x", 1); /* into a file */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_link(&b, 3, 1, "root", 4);		/* naming the root */
+	tfs_rec_put_link(&b, 3, 1, "root", 4); /* naming the root */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_link(&b, 1, 4, "f", 1);		/* name taken */
+	tfs_rec_put_link(&b, 1, 4, "f", 1); /* name taken */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_unlink(&b, 1, "nope", 4);		/* no such entry */
+	tfs_rec_put_unlink(&b, 1, "nope", 4); /* no such entry */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_extent(&b, 3, 0, 1, 1, 0);		/* on a directory */
+	tfs_rec_put_extent(&b, 3, 0, 1, 1, 0); /* on a directory */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_extent(&b, 4, 0, 1, 1, 0);		/* on a symlink */
+	tfs_rec_put_extent(&b, 4, 0, 1, 1, 0); /* on a symlink */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
 	tfs_rec_put_extent(&b, 2, UINT64_MAX - 1, 1, 5, 0); /* wraps */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
 	tfs_rec_put_punch(&b, 3, 0, 1);
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_symlink(&b, 2, "t", 1);		/* not a symlink */
+	tfs_rec_put_symlink(&b, 2, "t", 1); /* not a symlink */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
 	tfs_rec_put_xattr_del(&b, 2, "user.none", 9);
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
 	tfs_rec_put_free(&b, TFS_ROOT_INO);
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	tfs_rec_put_free(&b, 3);			/* not empty */
+	tfs_rec_put_free(&b, 3); /* not empty */
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
-	a = attr(2, S_IFDIR | 0755);			/* type change */
+	a = attr(2, S_IFDIR | 0755); /* type change */
 	tfs_rec_put_inode(&b, &a);
 	assert_int_equal(apply_one(m, &b), -EUCLEAN);
 	/* nothing of it changed the tree */
@@ -929,8 +934,8 @@ static void add_files(struct tfs_meta *m, struct tfs_inode *root, uint64_t n,
 
 		assert_non_null(ip);
 		assert_int_equal(len, 32);
-		assert_int_equal(tfs_meta_map(m, ip, 0, 1000 + 4 * i, 4, 0,
-					      NULL, NULL), 0);
+		assert_int_equal(
+		    tfs_meta_map(m, ip, 0, 1000 + 4 * i, 4, 0, NULL, NULL), 0);
 		assert_int_equal(tfs_dir_add(m, root, name, (size_t)len, a.ino),
 				 0);
 	}
@@ -1029,20 +1034,25 @@ int main(void)
 		cmocka_unit_test(test_meta_table_grows_and_finds_every_inode),
 		cmocka_unit_test(test_meta_dir_add_lookup_remove),
 		cmocka_unit_test(test_meta_dir_many_entries_hash_grows),
-		cmocka_unit_test(test_meta_readdir_cookies_start_after_dot_entries),
+		cmocka_unit_test(
+		    test_meta_readdir_cookies_start_after_dot_entries),
 		cmocka_unit_test(test_meta_readdir_cookies_survive_removal),
 		cmocka_unit_test(test_meta_readdir_after_mass_removal_compacts),
 		cmocka_unit_test(test_meta_map_counts_used_blocks_and_bytes),
 		cmocka_unit_test(test_meta_xattr_set_replace_delete),
 		cmocka_unit_test(test_meta_symlink_target_replaced),
-		cmocka_unit_test(test_meta_write_records_then_apply_rebuilds_tree),
+		cmocka_unit_test(
+		    test_meta_write_records_then_apply_rebuilds_tree),
 		cmocka_unit_test(test_meta_write_records_stops_at_flush_error),
 		cmocka_unit_test(test_meta_apply_builds_and_changes),
-		cmocka_unit_test(test_meta_apply_rejects_records_that_do_not_fit),
-		cmocka_unit_test(test_meta_remove_directory_accounts_its_entries),
+		cmocka_unit_test(
+		    test_meta_apply_rejects_records_that_do_not_fit),
+		cmocka_unit_test(
+		    test_meta_remove_directory_accounts_its_entries),
 		cmocka_unit_test(test_meta_ram_per_file_is_bounded),
 		cmocka_unit_test(test_meta_each_may_remove_the_inode_it_visits),
-		cmocka_unit_test(test_meta_dir_rename_keeps_cookie_and_accounts),
+		cmocka_unit_test(
+		    test_meta_dir_rename_keeps_cookie_and_accounts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

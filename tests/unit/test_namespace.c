@@ -24,7 +24,7 @@ static void test_fs_fresh_root_attrs(void **state)
 	assert_int_equal(st.st_gid, 1000);
 	list(f->fs, TFS_ROOT_INO, 0, &e);
 	assert_int_equal(e.n, 2);
-	assert_int_equal(e.v[1].ino, TFS_ROOT_INO);	/* the root's ".." */
+	assert_int_equal(e.v[1].ino, TFS_ROOT_INO); /* the root's ".." */
 	ents_free(&e);
 	assert_int_equal(tfs_fs_replayed(f->fs), 0);
 }
@@ -34,10 +34,10 @@ static void test_fs_mknod_lookup_getattr(void **state)
 	struct fx *f = *state;
 	struct stat st, st2;
 
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "f", 0640, 0, 1001,
-				   1002, &st), 0);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "f", 0640, 0, 1001, 1002, &st), 0);
 	assert_true(st.st_ino > TFS_ROOT_INO);
-	assert_int_equal(st.st_mode, S_IFREG | 0640);	/* no type: regular */
+	assert_int_equal(st.st_mode, S_IFREG | 0640); /* no type: regular */
 	assert_int_equal(st.st_nlink, 1);
 	assert_int_equal(st.st_uid, 1001);
 	assert_int_equal(st.st_gid, 1002);
@@ -48,15 +48,15 @@ static void test_fs_mknod_lookup_getattr(void **state)
 	assert_int_equal(tfs_getattr(f->fs, st.st_ino, &st2), 0);
 	assert_int_equal(st2.st_mode, S_IFREG | 0640);
 	/* a taken name, whatever is being made */
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "f", 0644, 0, 0, 0,
-				   &st2), -EEXIST);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "f", 0644, 0, 0, 0, &st2), -EEXIST);
 	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, "f", 0755, 0, 0, &st2),
 			 -EEXIST);
-	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "f", "x", 0, 0,
-				     &st2), -EEXIST);
+	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "f", "x", 0, 0, &st2),
+			 -EEXIST);
 	/* the out stat may be NULL */
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "g", 0644, 0, 0, 0,
-				   NULL), 0);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "g", 0644, 0, 0, 0, NULL), 0);
 	assert_int_equal(st_of(f->fs, TFS_ROOT_INO).st_nlink, 2);
 }
 
@@ -73,18 +73,20 @@ static void test_fs_name_and_inode_errors(void **state)
 	memset(n256, 'b', 256);
 	n256[256] = '\0';
 	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, "nope", &st), -ENOENT);
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, n255, 0644, 0, 0, 0,
-				   &st), 0);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, n255, 0644, 0, 0, 0, &st), 0);
 	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, n255, &st), 0);
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, n256, 0644, 0, 0, 0,
-				   &st), -ENAMETOOLONG);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, n256, 0644, 0, 0, 0, &st),
+	    -ENAMETOOLONG);
 	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, n256, 0755, 0, 0, &st),
 			 -ENAMETOOLONG);
 	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, n256, &st),
 			 -ENAMETOOLONG);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, n256), -ENAMETOOLONG);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO,
-				    n256, 0), -ENAMETOOLONG);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO, n256, 0),
+	    -ENAMETOOLONG);
 	assert_int_equal(tfs_link(f->fs, file, TFS_ROOT_INO, n256, &st),
 			 -ENAMETOOLONG);
 	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "", 0644, 0, 0, 0, &st),
@@ -112,8 +114,7 @@ static void test_fs_name_and_inode_errors(void **state)
 			 -ENOENT);
 	assert_int_equal(tfs_setxattr(f->fs, 9999, "user.a", "", 0, 0),
 			 -ENOENT);
-	assert_int_equal(tfs_getxattr(f->fs, 9999, "user.a", buf, 16),
-			 -ENOENT);
+	assert_int_equal(tfs_getxattr(f->fs, 9999, "user.a", buf, 16), -ENOENT);
 	assert_int_equal(tfs_listxattr(f->fs, 9999, buf, 16), -ENOENT);
 	assert_int_equal(tfs_removexattr(f->fs, 9999, "user.a"), -ENOENT);
 	assert_int_equal(tfs_extent_count(f->fs, 9999), -ENOENT);
@@ -183,38 +184,46 @@ static void test_fs_mknod_special_files(void **state)
 	uint64_t fifo, chr, sock, reg;
 
 	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "fifo", S_IFIFO | 0600,
-				   0, 0, 0, &st), 0);
+				   0, 0, 0, &st),
+			 0);
 	fifo = st.st_ino;
 	assert_true(S_ISFIFO(st.st_mode));
 	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "chr", S_IFCHR | 0600,
-				   makedev(1, 3), 0, 0, &st), 0);
+				   makedev(1, 3), 0, 0, &st),
+			 0);
 	chr = st.st_ino;
 	assert_true(S_ISCHR(st.st_mode));
 	assert_int_equal(st.st_rdev, makedev(1, 3));
 	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "blk", S_IFBLK | 0600,
-				   makedev(8, 1), 0, 0, &st), 0);
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "sock",
-				   S_IFSOCK | 0600, 0, 0, 0, &st), 0);
+				   makedev(8, 1), 0, 0, &st),
+			 0);
+	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "sock", S_IFSOCK | 0600,
+				   0, 0, 0, &st),
+			 0);
 	sock = st.st_ino;
 	assert_true(S_ISSOCK(st.st_mode));
 	/* a regular file has no device number */
 	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "reg", S_IFREG | 0600,
-				   makedev(1, 3), 0, 0, &st), 0);
+				   makedev(1, 3), 0, 0, &st),
+			 0);
 	reg = st.st_ino;
 	assert_int_equal(st.st_rdev, 0);
 	/* directories and symlinks have their own calls */
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "d", S_IFDIR | 0755, 0,
-				   0, 0, &st), -EINVAL);
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "l", S_IFLNK | 0777, 0,
-				   0, 0, &st), -EINVAL);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "d", S_IFDIR | 0755, 0, 0, 0, &st),
+	    -EINVAL);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "l", S_IFLNK | 0777, 0, 0, 0, &st),
+	    -EINVAL);
 	assert_false(exists(f->fs, TFS_ROOT_INO, "d"));
 	reopen(f);
 	assert_true(S_ISFIFO(st_of(f->fs, fifo).st_mode));
 	assert_int_equal(st_of(f->fs, chr).st_rdev, makedev(1, 3));
 	assert_true(S_ISSOCK(st_of(f->fs, sock).st_mode));
 	assert_int_equal(st_of(f->fs, reg).st_rdev, 0);
-	assert_int_equal(st_of(f->fs, ino_of(f->fs, TFS_ROOT_INO, "blk"))
-				 .st_rdev, makedev(8, 1));
+	assert_int_equal(
+	    st_of(f->fs, ino_of(f->fs, TFS_ROOT_INO, "blk")).st_rdev,
+	    makedev(8, 1));
 }
 
 static void test_fs_mkdir_rmdir_link_counts(void **state)
@@ -224,7 +233,8 @@ static void test_fs_mkdir_rmdir_link_counts(void **state)
 	uint64_t d, e;
 
 	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, "d", S_IFREG | 0750,
-				   1000, 1000, &st), 0);
+				   1000, 1000, &st),
+			 0);
 	d = st.st_ino;
 	/* mode has only the permission bits: always a directory */
 	assert_int_equal(st.st_mode, S_IFDIR | 0750);
@@ -233,7 +243,7 @@ static void test_fs_mkdir_rmdir_link_counts(void **state)
 	e = mkd(f->fs, d, "e");
 	assert_int_equal(st_of(f->fs, d).st_nlink, 3);
 	assert_int_equal(st_of(f->fs, e).st_nlink, 2);
-	mk(f->fs, d, "file");		/* files do not count */
+	mk(f->fs, d, "file"); /* files do not count */
 	assert_int_equal(st_of(f->fs, d).st_nlink, 3);
 	assert_int_equal(tfs_opendir(f->fs, d), 0);
 	assert_int_equal(tfs_rmdir(f->fs, d, "e"), 0);
@@ -303,7 +313,8 @@ static void test_fs_symlink_readlink(void **state)
 	uint64_t l, file = mk(f->fs, TFS_ROOT_INO, "file");
 
 	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "l", "target/path",
-				     1000, 1000, &st), 0);
+				     1000, 1000, &st),
+			 0);
 	l = st.st_ino;
 	assert_int_equal(st.st_mode, S_IFLNK | 0777);
 	assert_int_equal(st.st_size, 11);
@@ -315,24 +326,26 @@ static void test_fs_symlink_readlink(void **state)
 	assert_int_equal(tfs_readlink(f->fs, TFS_ROOT_INO, buf, sizeof(buf)),
 			 -EINVAL);
 	assert_int_equal(tfs_read(f->fs, l, buf, 1, 0), -EINVAL);
-	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "empty", "", 0, 0,
-				     &st), -ENOENT);
+	assert_int_equal(
+	    tfs_symlink(f->fs, TFS_ROOT_INO, "empty", "", 0, 0, &st), -ENOENT);
 	memset(t4095, 'p', TFS_SYMLINK_MAX);
 	t4095[TFS_SYMLINK_MAX] = '\0';
 	memset(t4096, 'q', TFS_SYMLINK_MAX + 1);
 	t4096[TFS_SYMLINK_MAX + 1] = '\0';
-	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "long", t4095, 0, 0,
-				     &st), 0);
+	assert_int_equal(
+	    tfs_symlink(f->fs, TFS_ROOT_INO, "long", t4095, 0, 0, &st), 0);
 	assert_int_equal(st.st_size, TFS_SYMLINK_MAX);
-	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "toolong", t4096, 0,
-				     0, &st), -ENAMETOOLONG);
+	assert_int_equal(
+	    tfs_symlink(f->fs, TFS_ROOT_INO, "toolong", t4096, 0, 0, &st),
+	    -ENAMETOOLONG);
 	assert_false(exists(f->fs, TFS_ROOT_INO, "toolong"));
 	reopen(f);
 	assert_int_equal(tfs_readlink(f->fs, l, buf, sizeof(buf)), 11);
 	assert_memory_equal(buf, "target/path", 11);
-	assert_int_equal(tfs_readlink(f->fs, ino_of(f->fs, TFS_ROOT_INO,
-						      "long"),
-				      buf, sizeof(buf)), TFS_SYMLINK_MAX);
+	assert_int_equal(tfs_readlink(f->fs,
+				      ino_of(f->fs, TFS_ROOT_INO, "long"), buf,
+				      sizeof(buf)),
+			 TFS_SYMLINK_MAX);
 	assert_memory_equal(buf, t4095, TFS_SYMLINK_MAX);
 }
 
@@ -384,7 +397,7 @@ static void test_fs_setattr_changes_and_errors(void **state)
 
 	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, "l", "t", 0, 0, &st),
 			 0);
-	in.st_mode = S_IFDIR | 04711;	/* the type bits are ignored */
+	in.st_mode = S_IFDIR | 04711; /* the type bits are ignored */
 	assert_int_equal(tfs_setattr(f->fs, file, &in, TFS_SET_MODE, &out), 0);
 	assert_int_equal(out.st_mode, S_IFREG | 04711);
 	in.st_mode = 0700;
@@ -403,8 +416,10 @@ static void test_fs_setattr_changes_and_errors(void **state)
 	in.st_mtim.tv_nsec = 222;
 	in.st_ctim.tv_sec = 3000;
 	in.st_ctim.tv_nsec = 333;
-	assert_int_equal(tfs_setattr(f->fs, file, &in, TFS_SET_ATIME |
-			 TFS_SET_MTIME | TFS_SET_CTIME, &out), 0);
+	assert_int_equal(
+	    tfs_setattr(f->fs, file, &in,
+			TFS_SET_ATIME | TFS_SET_MTIME | TFS_SET_CTIME, &out),
+	    0);
 	assert_int_equal(out.st_atim.tv_sec, 1000);
 	assert_int_equal(out.st_atim.tv_nsec, 111);
 	assert_int_equal(out.st_mtim.tv_sec, 2000);
@@ -413,8 +428,10 @@ static void test_fs_setattr_changes_and_errors(void **state)
 	assert_int_equal(out.st_ctim.tv_nsec, 333);
 	/* _NOW means now; a change without SET_CTIME sets ctime to now */
 	clock_gettime(CLOCK_REALTIME, &t0);
-	assert_int_equal(tfs_setattr(f->fs, file, &in, TFS_SET_ATIME_NOW |
-			 TFS_SET_MTIME_NOW, &out), 0);
+	assert_int_equal(tfs_setattr(f->fs, file, &in,
+				     TFS_SET_ATIME_NOW | TFS_SET_MTIME_NOW,
+				     &out),
+			 0);
 	assert_true(out.st_atim.tv_sec >= t0.tv_sec);
 	assert_true(out.st_mtim.tv_sec >= t0.tv_sec);
 	assert_true(out.st_ctim.tv_sec >= t0.tv_sec);
@@ -429,7 +446,8 @@ static void test_fs_setattr_changes_and_errors(void **state)
 	assert_int_equal(tfs_setattr(f->fs, d, &in, TFS_SET_SIZE, NULL),
 			 -EISDIR);
 	assert_int_equal(tfs_setattr(f->fs, ino_of(f->fs, TFS_ROOT_INO, "l"),
-				     &in, TFS_SET_SIZE, NULL), -EINVAL);
+				     &in, TFS_SET_SIZE, NULL),
+			 -EINVAL);
 	in.st_size = -1;
 	assert_int_equal(tfs_setattr(f->fs, file, &in, TFS_SET_SIZE, NULL),
 			 -EINVAL);
@@ -455,8 +473,8 @@ static void test_fs_rename_within_and_across_directories(void **state)
 	struct stat st;
 
 	wr_pat(f->fs, x, 5000, 0, 8);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "a", TFS_ROOT_INO,
-				    "b", 0), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "a", TFS_ROOT_INO, "b", 0), 0);
 	assert_false(exists(f->fs, TFS_ROOT_INO, "a"));
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "b"), a);
 	/* across directories; the parents' times change */
@@ -472,8 +490,9 @@ static void test_fs_rename_within_and_across_directories(void **state)
 	assert_int_equal(st.st_nlink, 1);
 	assert_pat(f->fs, x, 5000, 0, 8);
 	/* with RENAME_NOREPLACE to a free name */
-	assert_int_equal(tfs_rename(f->fs, d2, "y", TFS_ROOT_INO, "z",
-				    TFS_RENAME_NOREPLACE), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, d2, "y", TFS_ROOT_INO, "z", TFS_RENAME_NOREPLACE),
+	    0);
 	reopen(f);
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "z"), x);
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "b"), a);
@@ -486,23 +505,23 @@ static void test_fs_rename_over_existing_file_replaces_it(void **state)
 {
 	struct fx *f = *state;
 	uint64_t free0 = bfree(f->fs);
-	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a"), b = mk(f->fs, TFS_ROOT_INO,
-							  "b");
+	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a"),
+		 b = mk(f->fs, TFS_ROOT_INO, "b");
 	uint64_t c = mk(f->fs, TFS_ROOT_INO, "c");
 	struct stat st;
 
 	wr_pat(f->fs, a, 8192, 0, 1);
 	wr_pat(f->fs, b, 8192, 0, 2);
 	wr_pat(f->fs, c, 8192, 0, 3);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "a", TFS_ROOT_INO,
-				    "b", 0), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "a", TFS_ROOT_INO, "b", 0), 0);
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "b"), a);
 	assert_int_equal(tfs_getattr(f->fs, b, &st), -ENOENT);
 	assert_int_equal(bfree(f->fs), free0 - 4);
 	/* a replaced file that is open lives until its release */
 	assert_int_equal(tfs_open(f->fs, c, O_RDONLY), 0);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "b", TFS_ROOT_INO,
-				    "c", 0), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "b", TFS_ROOT_INO, "c", 0), 0);
 	assert_int_equal(st_of(f->fs, c).st_nlink, 0);
 	assert_pat(f->fs, c, 8192, 0, 3);
 	assert_int_equal(tfs_release(f->fs, c), 0);
@@ -556,8 +575,8 @@ static void test_fs_rename_directory_updates_dotdot_and_links(void **state)
 	assert_int_equal(st_of(f->fs, d2).st_nlink, 2);
 	assert_int_equal(st_of(f->fs, TFS_ROOT_INO).st_nlink, 5);
 	/* within one directory the counts stay */
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "top", TFS_ROOT_INO,
-				    "top2", 0), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "top", TFS_ROOT_INO, "top2", 0), 0);
 	assert_int_equal(st_of(f->fs, TFS_ROOT_INO).st_nlink, 5);
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
 	assert_int_equal(dotdot(crash(f), sub), TFS_ROOT_INO);
@@ -578,23 +597,31 @@ static void test_fs_rename_errors(void **state)
 
 	mk(f->fs, full, "inside");
 	mk(f->fs, TFS_ROOT_INO, "other");
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "nope", TFS_ROOT_INO,
-				    "x", 0), -ENOENT);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "d", TFS_ROOT_INO,
-				    "file", 0), -ENOTDIR);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "nope", TFS_ROOT_INO, "x", 0),
+	    -ENOENT);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "d", TFS_ROOT_INO, "file", 0),
+	    -ENOTDIR);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO, "d", 0),
+	    -EISDIR);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "d", TFS_ROOT_INO, "full", 0),
+	    -ENOTEMPTY);
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO,
-				    "d", 0), -EISDIR);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "d", TFS_ROOT_INO,
-				    "full", 0), -ENOTEMPTY);
+				    "other", TFS_RENAME_NOREPLACE),
+			 -EEXIST);
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO,
-				    "other", TFS_RENAME_NOREPLACE), -EEXIST);
+				    "missing", TFS_RENAME_EXCHANGE),
+			 -ENOENT);
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO,
-				    "missing", TFS_RENAME_EXCHANGE), -ENOENT);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO,
-				    "other", TFS_RENAME_NOREPLACE |
-					     TFS_RENAME_EXCHANGE), -EINVAL);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO,
-				    "other", 0x8), -EINVAL);
+				    "other",
+				    TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE),
+			 -EINVAL);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "file", TFS_ROOT_INO, "other", 0x8),
+	    -EINVAL);
 	assert_int_equal(tfs_rename(f->fs, file, "x", TFS_ROOT_INO, "y", 0),
 			 -ENOTDIR);
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "file", file, "y", 0),
@@ -625,18 +652,21 @@ static void test_fs_rename_into_own_subdir_is_einval(void **state)
 			 -EINVAL);
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "a", b, "c", 0),
 			 -EINVAL);
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "a", c, "x",
-				    TFS_RENAME_NOREPLACE), -EINVAL);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "a", c, "x", TFS_RENAME_NOREPLACE),
+	    -EINVAL);
 	assert_int_equal(tfs_rename(f->fs, a, "b", c, "x", 0), -EINVAL);
 	/* exchanging a directory with one inside it, either way round */
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "a", b, "c",
-				    TFS_RENAME_EXCHANGE), -EINVAL);
-	assert_int_equal(tfs_rename(f->fs, b, "c", TFS_ROOT_INO, "a",
-				    TFS_RENAME_EXCHANGE), -EINVAL);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "a", b, "c", TFS_RENAME_EXCHANGE),
+	    -EINVAL);
+	assert_int_equal(
+	    tfs_rename(f->fs, b, "c", TFS_ROOT_INO, "a", TFS_RENAME_EXCHANGE),
+	    -EINVAL);
 	assert_same_tree(f->fs, before);
 	/* a name onto itself is fine and changes nothing */
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "a", TFS_ROOT_INO, "a",
-				    0), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "a", TFS_ROOT_INO, "a", 0), 0);
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "a"), a);
 	free(before);
 	assert_fsck_clean(f->fs);
@@ -648,8 +678,8 @@ static void test_fs_rename_exchange(void **state)
 	uint64_t d1 = mkd(f->fs, TFS_ROOT_INO, "d1");
 	uint64_t d2 = mkd(f->fs, TFS_ROOT_INO, "d2");
 	uint64_t file = mk(f->fs, d1, "file"), dir = mkd(f->fs, d2, "dir");
-	uint64_t p = mk(f->fs, TFS_ROOT_INO, "p"), q = mk(f->fs, TFS_ROOT_INO,
-							  "q");
+	uint64_t p = mk(f->fs, TFS_ROOT_INO, "p"),
+		 q = mk(f->fs, TFS_ROOT_INO, "q");
 	char *want;
 
 	wr_pat(f->fs, file, 5000, 0, 1);
@@ -657,8 +687,8 @@ static void test_fs_rename_exchange(void **state)
 	assert_int_equal(st_of(f->fs, d1).st_nlink, 2);
 	assert_int_equal(st_of(f->fs, d2).st_nlink, 3);
 	/* a file and a directory in different parents trade places */
-	assert_int_equal(tfs_rename(f->fs, d1, "file", d2, "dir",
-				    TFS_RENAME_EXCHANGE), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, d1, "file", d2, "dir", TFS_RENAME_EXCHANGE), 0);
 	assert_int_equal(ino_of(f->fs, d1, "file"), dir);
 	assert_int_equal(ino_of(f->fs, d2, "dir"), file);
 	assert_int_equal(dotdot(f->fs, dir), d1);
@@ -668,7 +698,8 @@ static void test_fs_rename_exchange(void **state)
 	assert_pat(f->fs, file, 5000, 0, 1);
 	/* two files in one directory */
 	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "p", TFS_ROOT_INO, "q",
-				    TFS_RENAME_EXCHANGE), 0);
+				    TFS_RENAME_EXCHANGE),
+			 0);
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "p"), q);
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "q"), p);
 	assert_int_equal(st_of(f->fs, p).st_nlink, 1);
@@ -690,8 +721,8 @@ static void test_fs_rename_between_hard_links_is_a_noop(void **state)
 
 	assert_int_equal(tfs_link(f->fs, a, TFS_ROOT_INO, "b", &st), 0);
 	/* POSIX: both names of one file: do nothing, succeed */
-	assert_int_equal(tfs_rename(f->fs, TFS_ROOT_INO, "a", TFS_ROOT_INO,
-				    "b", 0), 0);
+	assert_int_equal(
+	    tfs_rename(f->fs, TFS_ROOT_INO, "a", TFS_ROOT_INO, "b", 0), 0);
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "a"), a);
 	assert_int_equal(ino_of(f->fs, TFS_ROOT_INO, "b"), a);
 	assert_int_equal(st_of(f->fs, a).st_nlink, 2);
@@ -730,8 +761,8 @@ static void test_fs_readdir_dots_cookies_and_errors(void **state)
 		if (i)
 			assert_true(e.v[i].cookie > e.v[i - 1].cookie);
 		memset(&part, 0, sizeof(part));
-		assert_int_equal(tfs_readdir(f->fs, d, e.v[i].cookie, fill,
-					     &part), 0);
+		assert_int_equal(
+		    tfs_readdir(f->fs, d, e.v[i].cookie, fill, &part), 0);
 		assert_int_equal(part.n, e.n - i - 1);
 		if (part.n)
 			assert_string_equal(part.v[0].name, e.v[i + 1].name);
@@ -762,7 +793,9 @@ static void test_fs_readdir_dots_cookies_and_errors(void **state)
 static void test_fs_readdir_100k(void **state)
 {
 	struct fx *f = *state;
-	enum { N = 100000 };
+	enum {
+		N = 100000
+	};
 	uint64_t d = mkd(f->fs, TFS_ROOT_INO, "big"), cookie = 0;
 	static unsigned char seen[N];
 	struct ents e;
@@ -808,7 +841,7 @@ static void test_fs_readdir_100k(void **state)
 			snprintf(name, sizeof(name), "f%d", next_odd);
 			assert_int_equal(tfs_unlink(f->fs, d, name), 0);
 			if (!seen[next_odd])
-				seen[next_odd] = 2;	/* never to be listed */
+				seen[next_odd] = 2; /* never to be listed */
 			removed++;
 		}
 		ents_free(&e);
@@ -891,8 +924,9 @@ static void test_fs_metadata_full_is_enospc(void **state)
 			 -ENOSPC);
 	assert_int_equal(tfs_symlink(f->fs, TFS_ROOT_INO, name, "t", 0, 0, &st),
 			 -ENOSPC);
-	assert_int_equal(tfs_setxattr(f->fs, file, "user.big", big,
-				      sizeof(big), 0), -ENOSPC);
+	assert_int_equal(
+	    tfs_setxattr(f->fs, file, "user.big", big, sizeof(big), 0),
+	    -ENOSPC);
 	assert_false(exists(f->fs, TFS_ROOT_INO, name));
 	/* what was made is committed and reloads */
 	reopen(f);
@@ -901,8 +935,8 @@ static void test_fs_metadata_full_is_enospc(void **state)
 		snprintf(name + 240, 16, "%06d", i);
 		assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, name), 0);
 	}
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "x", 0644, 0, 0, 0,
-				   &st), 0);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "x", 0644, 0, 0, 0, &st), 0);
 	reopen(f);
 	assert_true(exists(f->fs, TFS_ROOT_INO, "x"));
 	snprintf(name + 240, 16, "%06d", n - 1);
@@ -918,8 +952,8 @@ static void test_fs_setgid_directory_passes_its_group_on(void **state)
 	struct stat st;
 	uint64_t d;
 
-	assert_int_equal(tfs_mkdir(f->fs, TFS_ROOT_INO, "g", 02775, 1000, 500,
-				   &st), 0);
+	assert_int_equal(
+	    tfs_mkdir(f->fs, TFS_ROOT_INO, "g", 02775, 1000, 500, &st), 0);
 	d = st.st_ino;
 	assert_int_equal(st.st_mode, S_IFDIR | 02775);
 	assert_int_equal(tfs_mknod(f->fs, d, "file", 0644, 0, 1001, 600, &st),
@@ -931,8 +965,9 @@ static void test_fs_setgid_directory_passes_its_group_on(void **state)
 	assert_int_equal(st.st_gid, 500);
 	assert_int_equal(st.st_mode & S_ISGID, S_ISGID);
 	/* without setgid, the caller's group */
-	assert_int_equal(tfs_mknod(f->fs, TFS_ROOT_INO, "plain", 0644, 0, 1001,
-				   600, &st), 0);
+	assert_int_equal(
+	    tfs_mknod(f->fs, TFS_ROOT_INO, "plain", 0644, 0, 1001, 600, &st),
+	    0);
 	assert_int_equal(st.st_gid, 600);
 }
 
@@ -963,10 +998,14 @@ static void test_fs_times_change_on_write_and_create(void **state)
 	struct stat in = { 0 }, st;
 
 	in.st_atim.tv_sec = in.st_mtim.tv_sec = in.st_ctim.tv_sec = 1000;
-	assert_int_equal(tfs_setattr(f->fs, d, &in, TFS_SET_ATIME |
-			 TFS_SET_MTIME | TFS_SET_CTIME, NULL), 0);
-	assert_int_equal(tfs_setattr(f->fs, ino, &in, TFS_SET_ATIME |
-			 TFS_SET_MTIME | TFS_SET_CTIME, NULL), 0);
+	assert_int_equal(
+	    tfs_setattr(f->fs, d, &in,
+			TFS_SET_ATIME | TFS_SET_MTIME | TFS_SET_CTIME, NULL),
+	    0);
+	assert_int_equal(
+	    tfs_setattr(f->fs, ino, &in,
+			TFS_SET_ATIME | TFS_SET_MTIME | TFS_SET_CTIME, NULL),
+	    0);
 	/* a write changes the file's mtime and ctime, not its atime */
 	wr(f->fs, ino, "x", 1, 0);
 	st = st_of(f->fs, ino);
@@ -980,8 +1019,9 @@ static void test_fs_times_change_on_write_and_create(void **state)
 	assert_true(st.st_mtim.tv_sec > 1000);
 	assert_true(st.st_ctim.tv_sec > 1000);
 	/* a link changes the file's ctime only */
-	assert_int_equal(tfs_setattr(f->fs, ino, &in, TFS_SET_MTIME |
-			 TFS_SET_CTIME, NULL), 0);
+	assert_int_equal(
+	    tfs_setattr(f->fs, ino, &in, TFS_SET_MTIME | TFS_SET_CTIME, NULL),
+	    0);
 	assert_int_equal(tfs_link(f->fs, ino, TFS_ROOT_INO, "l", &st), 0);
 	st = st_of(f->fs, ino);
 	assert_int_equal(st.st_mtim.tv_sec, 1000);
@@ -1114,10 +1154,9 @@ static void test_fs_lookup_ref_keeps_unlinked_file_and_dir(void **state)
 	assert_int_equal(st.st_nlink, 0);
 	assert_true(S_ISDIR(st.st_mode));
 	list(f->fs, d, 0, &e);
-	assert_int_equal(e.n, 2);		/* "." and ".." */
+	assert_int_equal(e.n, 2); /* "." and ".." */
 	ents_free(&e);
-	assert_int_equal(tfs_mknod(f->fs, d, "x", 0644, 0, 0, 0, &st),
-			 -ENOENT);
+	assert_int_equal(tfs_mknod(f->fs, d, "x", 0644, 0, 0, 0, &st), -ENOENT);
 	assert_true(bfree(f->fs) < free0 + 256);
 	/* one of two forgotten: still there */
 	tfs_forget(f->fs, file, 1);
@@ -1131,7 +1170,7 @@ static void test_fs_lookup_ref_keeps_unlinked_file_and_dir(void **state)
 	assert_int_equal(tfs_release(f->fs, file), 0);
 	assert_int_equal(tfs_getattr(f->fs, file, &st), -ENOENT);
 	assert_int_equal(tfs_open(f->fs, d, O_RDONLY | O_DIRECTORY), 0);
-	tfs_forget(f->fs, d, 5);		/* more than it has: all */
+	tfs_forget(f->fs, d, 5); /* more than it has: all */
 	assert_int_equal(tfs_getattr(f->fs, d, &st), 0);
 	assert_int_equal(tfs_release(f->fs, d), 0);
 	assert_int_equal(tfs_getattr(f->fs, d, &st), -ENOENT);
@@ -1155,7 +1194,7 @@ static void test_fs_linked_inode_outlives_its_lookups(void **state)
 	assert_int_equal(tfs_lookup_ref(f->fs, file), 0);
 	assert_int_equal(tfs_lookup_ref(f->fs, file), 0);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "f"), 0);
-	tfs_forget_many(f->fs, v, 2);	/* an unknown inode is ignored */
+	tfs_forget_many(f->fs, v, 2); /* an unknown inode is ignored */
 	assert_int_equal(tfs_getattr(f->fs, file, &st), 0);
 	assert_int_equal(st.st_nlink, 1);
 	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "g"), 0);
@@ -1217,7 +1256,7 @@ static void test_fs_rename_in_place_keeps_readdir_position(void **state)
 		assert_int_equal(tfs_readdir(f->fs, d, cookie, fill, &e2), 0);
 		if (e2.n == before)
 			break;
-		assert_true(++n < 200);		/* it ends */
+		assert_true(++n < 200); /* it ends */
 		cookie = e2.v[e2.n - 1].cookie;
 		nm = e2.v[e2.n - 1].name;
 		if (nm[0] == '.')
@@ -1255,7 +1294,8 @@ static void test_fs_rename_whiteout(void **state)
 	struct stat st;
 
 	assert_int_equal(tfs_rename2(f->fs, TFS_ROOT_INO, "a", d, "b",
-				     TFS_RENAME_WHITEOUT, 1234, 5678), 0);
+				     TFS_RENAME_WHITEOUT, 1234, 5678),
+			 0);
 	assert_int_equal(ino_of(f->fs, d, "b"), a);
 	assert_int_equal(tfs_lookup(f->fs, TFS_ROOT_INO, "a", &st), 0);
 	assert_int_equal(st.st_mode, S_IFCHR);
@@ -1264,15 +1304,16 @@ static void test_fs_rename_whiteout(void **state)
 	assert_int_equal(st.st_gid, 5678);
 	assert_int_equal(st.st_nlink, 1);
 	assert_int_equal(tfs_rename2(f->fs, d, "b", TFS_ROOT_INO, "x",
-				     TFS_RENAME_WHITEOUT |
-					     TFS_RENAME_EXCHANGE,
-				     0, 0), -EINVAL);
+				     TFS_RENAME_WHITEOUT | TFS_RENAME_EXCHANGE,
+				     0, 0),
+			 -EINVAL);
 	assert_int_equal(tfs_rename2(f->fs, d, "b", TFS_ROOT_INO, "a",
-				     TFS_RENAME_WHITEOUT |
-					     TFS_RENAME_NOREPLACE,
-				     0, 0), -EEXIST);
+				     TFS_RENAME_WHITEOUT | TFS_RENAME_NOREPLACE,
+				     0, 0),
+			 -EEXIST);
 	assert_int_equal(tfs_rename2(f->fs, d, "nope", TFS_ROOT_INO, "y",
-				     TFS_RENAME_WHITEOUT, 0, 0), -ENOENT);
+				     TFS_RENAME_WHITEOUT, 0, 0),
+			 -ENOENT);
 	assert_false(exists(f->fs, d, "nope"));
 	assert_int_equal(tfs_fs_sync(f->fs), 0);
 	assert_fsck_clean(crash(f));
@@ -1298,10 +1339,10 @@ static void set_times(struct tfs_fs *fs, uint64_t ino, time_t a, time_t m,
 	in.st_atim = ago(a);
 	in.st_mtim = ago(m);
 	in.st_ctim = ago(c);
-	assert_int_equal(tfs_setattr(fs, ino, &in,
-				     TFS_SET_ATIME | TFS_SET_MTIME |
-					     TFS_SET_CTIME,
-				     NULL), 0);
+	assert_int_equal(
+	    tfs_setattr(fs, ino, &in,
+			TFS_SET_ATIME | TFS_SET_MTIME | TFS_SET_CTIME, NULL),
+	    0);
 }
 
 /* Does a read move ino's atime?  tfs_atime_due() must have said so. */
@@ -1324,26 +1365,25 @@ static void test_fs_reads_move_atime_as_relatime(void **state)
 	uint64_t file = mk(f->fs, TFS_ROOT_INO, "f");
 
 	/* relatime, the default */
-	set_times(f->fs, file, 3600, 7200, 7200);	/* read since changed */
+	set_times(f->fs, file, 3600, 7200, 7200); /* read since changed */
 	assert_false(atime_moves(f->fs, file));
-	set_times(f->fs, file, 7200, 3600, 7200);	/* mtime newer */
+	set_times(f->fs, file, 7200, 3600, 7200); /* mtime newer */
 	assert_true(atime_moves(f->fs, file));
-	set_times(f->fs, file, 7200, 7200, 3600);	/* ctime newer */
+	set_times(f->fs, file, 7200, 7200, 3600); /* ctime newer */
 	assert_true(atime_moves(f->fs, file));
 	set_times(f->fs, file, 2 * 86400, 3 * 86400, 3 * 86400);
-	assert_true(atime_moves(f->fs, file));		/* a day old */
+	assert_true(atime_moves(f->fs, file)); /* a day old */
 	/* a failed read moves nothing */
 	set_times(f->fs, file, 7200, 3600, 3600);
 	tfs_file_note_read(f->fs, file, -EIO);
-	assert_int_equal(st_of(f->fs, file).st_atim.tv_sec,
-			 ago(7200).tv_sec);
+	assert_int_equal(st_of(f->fs, file).st_atim.tv_sec, ago(7200).tv_sec);
 	/* noatime, strictatime */
 	tfs_fs_set_atime(f->fs, TFS_ATIME_NOATIME);
 	assert_false(atime_moves(f->fs, file));
 	tfs_fs_set_atime(f->fs, TFS_ATIME_STRICT);
 	set_times(f->fs, file, 3600, 7200, 7200);
 	assert_true(atime_moves(f->fs, file));
-	tfs_file_note_read(f->fs, 999999, 1);		/* unknown: nothing */
+	tfs_file_note_read(f->fs, 999999, 1); /* unknown: nothing */
 	assert_int_equal(tfs_atime_due(f->fs, 999999), 0);
 	/* committed with the rest, without its own commit */
 	tfs_fs_set_atime(f->fs, TFS_ATIME_RELATIME);

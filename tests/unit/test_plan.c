@@ -71,12 +71,12 @@ static void zero3_nvme(struct tfs_config *c)
 static struct tfs_plan_facts node8(uint64_t params)
 {
 	struct tfs_plan_facts f = {
-	    .params = params,
-	    .ranks = 8,
-	    .nodes = 1,
-	    .stage = 3,
-	    .ram = 256 * GIB,
-	    .memlock = UINT64_MAX,
+		.params = params,
+		.ranks = 8,
+		.nodes = 1,
+		.stage = 3,
+		.ram = 256 * GIB,
+		.memlock = UINT64_MAX,
 	};
 
 	return f;
@@ -120,7 +120,7 @@ static void test_plan_counts_llama_2_7b_exactly(void **state)
 	 *       + 2 x 4096 = 202383360; x 32 = 6476267520
 	 * + 2 x 32000 x 4096 (262144000) + 4096 = 6738415616, the published
 	 * count; largest: the embedding, 32000 x 4096 = 131072000 */
-	struct tfs_plan_shape s = {4096, 32, 11008, 32000, 32, 32, 0, 0};
+	struct tfs_plan_shape s = { 4096, 32, 11008, 32000, 32, 32, 0, 0 };
 	uint64_t n, big;
 
 	(void)state;
@@ -136,11 +136,11 @@ static void test_plan_counts_grouped_query_attention(void **state)
 	 * (16777216), MLP 3 x 8192 x 28672 (704643072), norms 16384:
 	 * layer 855654400, x 80 = 68452352000; + 2 x 262144000 + 8192 =
 	 * 68976648192.  Largest: the embedding 262144000 (> 8192 x 28672). */
-	struct tfs_plan_shape s = {8192, 80, 28672, 32000, 64, 8, 0, 0};
+	struct tfs_plan_shape s = { 8192, 80, 28672, 32000, 64, 8, 0, 0 };
 	/* Llama 3 8B: H 4096, L 32, I 14336, V 128256, 32/8 heads: layer =
 	 * 2 x 16777216 + 2 x 4194304 + 176160768 + 8192 = 218112000, x 32 =
 	 * 6979584000, + 2 x 525336576 + 4096 = 8030261248 */
-	struct tfs_plan_shape l3 = {4096, 32, 14336, 128256, 32, 8, 0, 0};
+	struct tfs_plan_shape l3 = { 4096, 32, 14336, 128256, 32, 8, 0, 0 };
 	uint64_t n, big;
 
 	(void)state;
@@ -155,9 +155,9 @@ static void test_plan_counts_grouped_query_attention(void **state)
 static void test_plan_tied_embeddings_count_once(void **state)
 {
 	/* the 7B shape tied: 6738415616 - 131072000 = 6607343616 */
-	struct tfs_plan_shape s = {4096, 32, 11008, 32000, 32, 32, 0, 1};
-	struct tfs_plan_shape bad = {4096, 32, 11008, 32000, 0, 0, 0, 0};
-	struct tfs_plan_shape odd = {4096, 32, 11008, 32000, 3, 0, 0, 0};
+	struct tfs_plan_shape s = { 4096, 32, 11008, 32000, 32, 32, 0, 1 };
+	struct tfs_plan_shape bad = { 4096, 32, 11008, 32000, 0, 0, 0, 0 };
+	struct tfs_plan_shape odd = { 4096, 32, 11008, 32000, 3, 0, 0, 0 };
 	uint64_t n, big;
 
 	(void)state;
@@ -288,21 +288,22 @@ static void test_plan_70b_on_8_ranks_pins_more_than_ram(void **state)
 	 * + 25% = 1401320 */
 	assert_int_equal(plan->rec_node_pageable,
 			 6400000000ull + 64 * MIB +
-				 1401320ull * TFS_META_BYTES_PER_FILE);
+			     1401320ull * TFS_META_BYTES_PER_FILE);
 	assert_int_equal(plan->rec_severity, TFS_PLAN_FITS);
 }
 
 static void test_plan_counts_files_from_the_largest_parameter(void **state)
 {
 	struct tfs_config c;
-	struct tfs_plan_facts f = node8(6738415616ull);	/* Llama 2 7B */
+	struct tfs_plan_facts f = node8(6738415616ull); /* Llama 2 7B */
 	char err[256];
 
 	(void)state;
 	zero3_nvme(&c);
 	assert_int_equal(tfs_config_set(&c, "offload_optimizer.device", "cpu",
-					err, sizeof(err)), 0);
-	f.largest_param = 131072000;	/* the embedding, 32000 x 4096 */
+					err, sizeof(err)),
+			 0);
+	f.largest_param = 131072000; /* the embedding, 32000 x 4096 */
 	tfs_plan_init(plan);
 	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
 	/* parameter files only: 8 x ceil(N / largest) = 8 x 52 = 416
@@ -311,11 +312,12 @@ static void test_plan_counts_files_from_the_largest_parameter(void **state)
 	/* few files: the headroom of TFS_MEM_HEADROOM_FILES counts */
 	assert_int_equal(plan->tfs[3].pageable,
 			 (3328ull + TFS_MEM_HEADROOM_FILES) *
-				 TFS_META_BYTES_PER_FILE);
+			     TFS_META_BYTES_PER_FILE);
 	assert_non_null(strstr(plan->tfs[3].formula, "3328 files + 16384"));
 	/* nothing on NVMe, no files */
-	assert_int_equal(tfs_config_set(&c, "offload_param.device", "cpu", err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    tfs_config_set(&c, "offload_param.device", "cpu", err, sizeof(err)),
+	    0);
 	tfs_plan_init(plan);
 	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
 	assert_int_equal(plan->files, 0);
@@ -680,32 +682,35 @@ static void test_plan_rejects_unusable_facts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_plan_counts_llama_2_7b_exactly),
-	    cmocka_unit_test(test_plan_counts_grouped_query_attention),
-	    cmocka_unit_test(test_plan_tied_embeddings_count_once),
-	    cmocka_unit_test(
-		test_plan_7b_on_8_ranks_fits_with_every_item_exact),
-	    cmocka_unit_test(test_plan_70b_on_8_ranks_pins_more_than_ram),
-	    cmocka_unit_test(test_plan_counts_files_from_the_largest_parameter),
-	    cmocka_unit_test(test_plan_aligns_to_intra_op_parallelism),
-	    cmocka_unit_test(test_plan_cpu_offload_holds_everything_in_ram),
-	    cmocka_unit_test(test_plan_stage_2_treats_nvme_as_cpu),
-	    cmocka_unit_test(
-		test_plan_buffer_size_below_largest_partition_fails),
-	    cmocka_unit_test(test_plan_buffer_size_equal_to_partition_fails),
-	    cmocka_unit_test(test_plan_small_partitions_are_never_swapped),
-	    cmocka_unit_test(test_plan_fast_init_with_small_buffers_fails),
-	    cmocka_unit_test(
-		test_plan_optimizer_buffer_count_below_adam_states_fails),
-	    cmocka_unit_test(test_plan_thread_count_is_a_warning),
-	    cmocka_unit_test(test_plan_missing_nvme_path_fails),
-	    cmocka_unit_test(
-		test_plan_block_size_not_4k_fails_as_the_mount_would),
-	    cmocka_unit_test(test_plan_memlock_below_pinned),
-	    cmocka_unit_test(test_plan_nvme_capacity),
-	    cmocka_unit_test(test_plan_sub_group_bound_uses_largest_partition),
-	    cmocka_unit_test(test_plan_inputs_problems_are_kept),
-	    cmocka_unit_test(test_plan_rejects_unusable_facts),
+		cmocka_unit_test(test_plan_counts_llama_2_7b_exactly),
+		cmocka_unit_test(test_plan_counts_grouped_query_attention),
+		cmocka_unit_test(test_plan_tied_embeddings_count_once),
+		cmocka_unit_test(
+		    test_plan_7b_on_8_ranks_fits_with_every_item_exact),
+		cmocka_unit_test(test_plan_70b_on_8_ranks_pins_more_than_ram),
+		cmocka_unit_test(
+		    test_plan_counts_files_from_the_largest_parameter),
+		cmocka_unit_test(test_plan_aligns_to_intra_op_parallelism),
+		cmocka_unit_test(test_plan_cpu_offload_holds_everything_in_ram),
+		cmocka_unit_test(test_plan_stage_2_treats_nvme_as_cpu),
+		cmocka_unit_test(
+		    test_plan_buffer_size_below_largest_partition_fails),
+		cmocka_unit_test(
+		    test_plan_buffer_size_equal_to_partition_fails),
+		cmocka_unit_test(test_plan_small_partitions_are_never_swapped),
+		cmocka_unit_test(test_plan_fast_init_with_small_buffers_fails),
+		cmocka_unit_test(
+		    test_plan_optimizer_buffer_count_below_adam_states_fails),
+		cmocka_unit_test(test_plan_thread_count_is_a_warning),
+		cmocka_unit_test(test_plan_missing_nvme_path_fails),
+		cmocka_unit_test(
+		    test_plan_block_size_not_4k_fails_as_the_mount_would),
+		cmocka_unit_test(test_plan_memlock_below_pinned),
+		cmocka_unit_test(test_plan_nvme_capacity),
+		cmocka_unit_test(
+		    test_plan_sub_group_bound_uses_largest_partition),
+		cmocka_unit_test(test_plan_inputs_problems_are_kept),
+		cmocka_unit_test(test_plan_rejects_unusable_facts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -67,8 +67,9 @@ static void test_stats_renderings_carry_every_counter(void **state)
 	/* Prometheus: HELP, TYPE and a sample for each */
 	assert_int_equal(count(prom, "# HELP tensorfs_"), n);
 	assert_int_equal(count(prom, "# TYPE tensorfs_"), n);
-	assert_non_null(strstr(prom, "# TYPE tensorfs_cache_hits_total counter\n"
-				     "tensorfs_cache_hits_total 7\n"));
+	assert_non_null(strstr(prom,
+			       "# TYPE tensorfs_cache_hits_total counter\n"
+			       "tensorfs_cache_hits_total 7\n"));
 	assert_non_null(strstr(prom, "# TYPE tensorfs_dirty_bytes gauge\n"));
 	/* base units: seconds, not nanoseconds */
 	assert_non_null(strstr(prom, "tensorfs_dev_latency_seconds_total "
@@ -112,8 +113,8 @@ static void test_stats_counters_move_with_the_file_system(void **state)
 	assert_int_equal(a.inodes, 1);
 	assert_true(a.meta_ram_bytes > 0);
 	ram0 = a.meta_ram_bytes;
-	assert_int_equal(tfs_mknod(fs, TFS_FS_ROOT, "f", S_IFREG | 0644, 0, 0,
-				   0, &st), 0);
+	assert_int_equal(
+	    tfs_mknod(fs, TFS_FS_ROOT, "f", S_IFREG | 0644, 0, 0, 0, &st), 0);
 	memset(buf, 0x5a, sizeof(buf));
 	assert_int_equal(tfs_write(fs, st.st_ino, buf, sizeof(buf), 100, NULL),
 			 (ssize_t)sizeof(buf));

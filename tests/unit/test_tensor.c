@@ -105,10 +105,10 @@ static void test_tensor_every_minifloat_survives_encode_decode(void **state)
 	static const struct {
 		int dt;
 		unsigned int n;
-	} f[] = {{TFS_TENSOR_FP16, 65536},
-		 {TFS_TENSOR_BF16, 65536},
-		 {TFS_TENSOR_FP8_E4M3, 256},
-		 {TFS_TENSOR_FP8_E5M2, 256}};
+	} f[] = { { TFS_TENSOR_FP16, 65536 },
+		  { TFS_TENSOR_BF16, 65536 },
+		  { TFS_TENSOR_FP8_E4M3, 256 },
+		  { TFS_TENSOR_FP8_E5M2, 256 } };
 	unsigned char b[2], back[2];
 
 	(void)state;
@@ -209,11 +209,11 @@ static void test_tensor_shortest_matches_python_repr(void **state)
 	shortest(TFS_TENSOR_BF16, 3.140625, "314", 0);
 	shortest(TFS_TENSOR_FP8_E4M3, 448, "45", 2);
 	shortest(TFS_TENSOR_FP8_E5M2, 57344, "6", 4);
-	assert_int_equal(tfs_tensor_shortest(TFS_TENSOR_INT32, 1, (char[32]){0},
-					     32, &(int){0}),
+	assert_int_equal(tfs_tensor_shortest(TFS_TENSOR_INT32, 1,
+					     (char[32]){ 0 }, 32, &(int){ 0 }),
 			 -EINVAL);
 	assert_int_equal(tfs_tensor_shortest(TFS_TENSOR_FP32, NAN,
-					     (char[32]){0}, 32, &(int){0}),
+					     (char[32]){ 0 }, 32, &(int){ 0 }),
 			 -EINVAL);
 }
 
@@ -221,8 +221,8 @@ static void test_tensor_shortest_matches_python_repr(void **state)
  * digit fewer does not. */
 static void test_tensor_shortest_is_shortest_for_every_small_float(void **state)
 {
-	static const int dts[] = {TFS_TENSOR_FP16, TFS_TENSOR_BF16,
-				  TFS_TENSOR_FP8_E4M3, TFS_TENSOR_FP8_E5M2};
+	static const int dts[] = { TFS_TENSOR_FP16, TFS_TENSOR_BF16,
+				   TFS_TENSOR_FP8_E4M3, TFS_TENSOR_FP8_E5M2 };
 	char d[32], s[64];
 	unsigned char b[2], r[2];
 	int e, n;
@@ -268,12 +268,12 @@ static void test_tensor_shortest_is_shortest_for_every_small_float(void **state)
 
 static void test_tensor_integers_read_little_endian(void **state)
 {
-	const unsigned char i16[] = {0xff, 0x7f}, m16[] = {0x00, 0x80};
-	const unsigned char i64[] = {0, 0, 0, 0, 0, 0, 0, 0x80};
-	const unsigned char u64[] = {0xff, 0xff, 0xff, 0xff,
-				     0xff, 0xff, 0xff, 0xff};
-	const unsigned char f32[] = {0x00, 0x00, 0x80, 0x3f};
-	const unsigned char f64[] = {0, 0, 0, 0, 0, 0, 0xf0, 0xbf};
+	const unsigned char i16[] = { 0xff, 0x7f }, m16[] = { 0x00, 0x80 };
+	const unsigned char i64[] = { 0, 0, 0, 0, 0, 0, 0, 0x80 };
+	const unsigned char u64[] = { 0xff, 0xff, 0xff, 0xff,
+				      0xff, 0xff, 0xff, 0xff };
+	const unsigned char f32[] = { 0x00, 0x00, 0x80, 0x3f };
+	const unsigned char f64[] = { 0, 0, 0, 0, 0, 0, 0xf0, 0xbf };
 	const unsigned char two = 2, m1 = 0xff;
 
 	(void)state;
@@ -296,32 +296,32 @@ static void test_tensor_dtype_lookup_takes_every_spelling(void **state)
 		const char *name;
 		int dt;
 	} t[] = {
-	    {"fp16", TFS_TENSOR_FP16},
-	    {"<f2", TFS_TENSOR_FP16},
-	    {"F16", TFS_TENSOR_FP16},
-	    {"float16", TFS_TENSOR_FP16},
-	    {"torch.float16", TFS_TENSOR_FP16},
-	    {"half", TFS_TENSOR_FP16},
-	    {"BF16", TFS_TENSOR_BF16},
-	    {"bfloat16", TFS_TENSOR_BF16},
-	    {"F8_E4M3", TFS_TENSOR_FP8_E4M3},
-	    {"float8_e4m3fn", TFS_TENSOR_FP8_E4M3},
-	    {"F8_E5M2", TFS_TENSOR_FP8_E5M2},
-	    {"fp8_e5m2", TFS_TENSOR_FP8_E5M2},
-	    {"I64", TFS_TENSOR_INT64},
-	    {"<i8", TFS_TENSOR_INT64},
-	    {"long", TFS_TENSOR_INT64},
-	    {"BOOL", TFS_TENSOR_BOOL},
-	    {"|b1", TFS_TENSOR_BOOL},
-	    {"U8", TFS_TENSOR_UINT8},
-	    {"|u1", TFS_TENSOR_UINT8},
-	    {"<f4", TFS_TENSOR_FP32},
-	    {"float", TFS_TENSOR_FP32},
-	    {"f8", TFS_TENSOR_FP64},
-	    {"double", TFS_TENSOR_FP64},
-	    {"|i1", TFS_TENSOR_INT8},
-	    {"=i4", TFS_TENSOR_INT32},
-	    {"U64", TFS_TENSOR_UINT64},
+		{ "fp16", TFS_TENSOR_FP16 },
+		{ "<f2", TFS_TENSOR_FP16 },
+		{ "F16", TFS_TENSOR_FP16 },
+		{ "float16", TFS_TENSOR_FP16 },
+		{ "torch.float16", TFS_TENSOR_FP16 },
+		{ "half", TFS_TENSOR_FP16 },
+		{ "BF16", TFS_TENSOR_BF16 },
+		{ "bfloat16", TFS_TENSOR_BF16 },
+		{ "F8_E4M3", TFS_TENSOR_FP8_E4M3 },
+		{ "float8_e4m3fn", TFS_TENSOR_FP8_E4M3 },
+		{ "F8_E5M2", TFS_TENSOR_FP8_E5M2 },
+		{ "fp8_e5m2", TFS_TENSOR_FP8_E5M2 },
+		{ "I64", TFS_TENSOR_INT64 },
+		{ "<i8", TFS_TENSOR_INT64 },
+		{ "long", TFS_TENSOR_INT64 },
+		{ "BOOL", TFS_TENSOR_BOOL },
+		{ "|b1", TFS_TENSOR_BOOL },
+		{ "U8", TFS_TENSOR_UINT8 },
+		{ "|u1", TFS_TENSOR_UINT8 },
+		{ "<f4", TFS_TENSOR_FP32 },
+		{ "float", TFS_TENSOR_FP32 },
+		{ "f8", TFS_TENSOR_FP64 },
+		{ "double", TFS_TENSOR_FP64 },
+		{ "|i1", TFS_TENSOR_INT8 },
+		{ "=i4", TFS_TENSOR_INT32 },
+		{ "U64", TFS_TENSOR_UINT64 },
 	};
 
 	(void)state;
@@ -391,20 +391,20 @@ static void test_tensor_shape_parses_plain_and_python_forms(void **state)
 static void test_tensor_shape_rejects_malformed(void **state)
 {
 	static const char *const bad[] = {
-	    "4096,,1024",
-	    "-1",
-	    "abc",
-	    "4096,1024)",
-	    "(4096,1024",
-	    "1.5",
-	    "4096 1024",
-	    ",",
-	    "(,)",
-	    "4096,",
-	    "18446744073709551616",
-	    "[3)",
-	    "(3,))",
-	    "3x4",
+		"4096,,1024",
+		"-1",
+		"abc",
+		"4096,1024)",
+		"(4096,1024",
+		"1.5",
+		"4096 1024",
+		",",
+		"(,)",
+		"4096,",
+		"18446744073709551616",
+		"[3)",
+		"(3,))",
+		"3x4",
 	};
 	struct tfs_tensor_shape sh;
 	char many[400] = "1";
@@ -962,8 +962,9 @@ static void test_tensor_parsers_survive_truncation_and_bit_flips(void **state)
 					buf[at] ^=
 					    (unsigned char)(1u << (rnd() % 8));
 				else
-					buf[at] = "{}[](),:'\"0123456789-eE .\\"
-					    [rnd() % 26];
+					buf[at] =
+					    "{}[](),:'\"0123456789-eE .\\"[rnd() %
+									   26];
 			}
 			parse_any(buf, n[g],
 				  rnd() % 4 ? n[g] + data : UINT64_MAX);
@@ -971,24 +972,43 @@ static void test_tensor_parsers_survive_truncation_and_bit_flips(void **state)
 	}
 }
 
-static void test_tensor_deepspeed_dtype_comes_from_the_swap_directory(void **state)
+static void
+test_tensor_deepspeed_dtype_comes_from_the_swap_directory(void **state)
 {
 	(void)state;
-	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/bfloat16params/rank0/12_param.tensor.swp"),
-			 TFS_TENSOR_BF16);
-	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/float16params/rank17/3_param.tensor.swp"),
-			 TFS_TENSOR_FP16);
-	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/float16params/3_param.tensor.swp"),
-			 TFS_TENSOR_FP16);
-	assert_int_equal(tfs_tensor_deepspeed_dtype("/x/zero_stage_3/optimizer/rank3/optimizer_state_and_gradient.swp"),
-			 TFS_TENSOR_FP32);
-	assert_int_equal(tfs_tensor_deepspeed_dtype("zero_stage_3//float32params//rank0//1_param.tensor.swp"),
-			 TFS_TENSOR_FP32);
+	assert_int_equal(
+	    tfs_tensor_deepspeed_dtype(
+		"/nvme/zero_stage_3/bfloat16params/rank0/12_param.tensor.swp"),
+	    TFS_TENSOR_BF16);
+	assert_int_equal(
+	    tfs_tensor_deepspeed_dtype(
+		"/nvme/zero_stage_3/float16params/rank17/3_param.tensor.swp"),
+	    TFS_TENSOR_FP16);
+	assert_int_equal(
+	    tfs_tensor_deepspeed_dtype(
+		"/nvme/zero_stage_3/float16params/3_param.tensor.swp"),
+	    TFS_TENSOR_FP16);
+	assert_int_equal(
+	    tfs_tensor_deepspeed_dtype(
+		"/x/zero_stage_3/optimizer/rank3/optimizer_state_and_gradient.swp"),
+	    TFS_TENSOR_FP32);
+	assert_int_equal(
+	    tfs_tensor_deepspeed_dtype(
+		"zero_stage_3//float32params//rank0//1_param.tensor.swp"),
+	    TFS_TENSOR_FP32);
 	/* not DeepSpeed's: no zero_stage_3, no .swp, another folder */
-	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/bfloat16params/rank0/1.swp"), -ENOENT);
-	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/bfloat16params/rank0/1.bin"), -ENOENT);
-	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/float8params/rank0/1.swp"), -ENOENT);
-	assert_int_equal(tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/rank0/1.swp"), -ENOENT);
+	assert_int_equal(
+	    tfs_tensor_deepspeed_dtype("/nvme/bfloat16params/rank0/1.swp"),
+	    -ENOENT);
+	assert_int_equal(tfs_tensor_deepspeed_dtype(
+			     "/nvme/zero_stage_3/bfloat16params/rank0/1.bin"),
+			 -ENOENT);
+	assert_int_equal(tfs_tensor_deepspeed_dtype(
+			     "/nvme/zero_stage_3/float8params/rank0/1.swp"),
+			 -ENOENT);
+	assert_int_equal(
+	    tfs_tensor_deepspeed_dtype("/nvme/zero_stage_3/rank0/1.swp"),
+	    -ENOENT);
 	assert_int_equal(tfs_tensor_deepspeed_dtype(".swp"), -ENOENT);
 	assert_int_equal(tfs_tensor_deepspeed_dtype("/"), -ENOENT);
 }
@@ -996,38 +1016,41 @@ static void test_tensor_deepspeed_dtype_comes_from_the_swap_directory(void **sta
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tensor_deepspeed_dtype_comes_from_the_swap_directory),
-	    cmocka_unit_test(test_tensor_fp16_decodes_known_bit_patterns),
-	    cmocka_unit_test(test_tensor_bf16_decodes_known_bit_patterns),
-	    cmocka_unit_test(test_tensor_e4m3_decodes_known_bit_patterns),
-	    cmocka_unit_test(test_tensor_e5m2_decodes_known_bit_patterns),
-	    cmocka_unit_test(
-		test_tensor_every_minifloat_survives_encode_decode),
-	    cmocka_unit_test(test_tensor_encode_rounds_to_nearest_even),
-	    cmocka_unit_test(test_tensor_shortest_matches_python_repr),
-	    cmocka_unit_test(
-		test_tensor_shortest_is_shortest_for_every_small_float),
-	    cmocka_unit_test(test_tensor_integers_read_little_endian),
-	    cmocka_unit_test(test_tensor_dtype_lookup_takes_every_spelling),
-	    cmocka_unit_test(test_tensor_dtypes_agree_with_the_config_table),
-	    cmocka_unit_test(test_tensor_shape_parses_plain_and_python_forms),
-	    cmocka_unit_test(test_tensor_shape_rejects_malformed),
-	    cmocka_unit_test(test_tensor_shape_formats_and_parses_back),
-	    cmocka_unit_test(test_tensor_shape_check_compares_with_bytes),
-	    cmocka_unit_test(test_tensor_npy_versions_1_2_3_parse),
-	    cmocka_unit_test(
-		test_tensor_npy_reads_order_scalars_and_byte_order),
-	    cmocka_unit_test(test_tensor_npy_rejects_each_malformed_header),
-	    cmocka_unit_test(test_tensor_npy_rejects_bad_preamble),
-	    cmocka_unit_test(test_tensor_safetensors_header_parses),
-	    cmocka_unit_test(
-		test_tensor_safetensors_lists_dtypes_it_does_not_decode),
-	    cmocka_unit_test(
-		test_tensor_safetensors_rejects_each_malformed_header),
-	    cmocka_unit_test(test_tensor_safetensors_rejects_bad_lengths),
-	    cmocka_unit_test(test_tensor_parsers_survive_random_bytes),
-	    cmocka_unit_test(
-		test_tensor_parsers_survive_truncation_and_bit_flips),
+		cmocka_unit_test(
+		    test_tensor_deepspeed_dtype_comes_from_the_swap_directory),
+		cmocka_unit_test(test_tensor_fp16_decodes_known_bit_patterns),
+		cmocka_unit_test(test_tensor_bf16_decodes_known_bit_patterns),
+		cmocka_unit_test(test_tensor_e4m3_decodes_known_bit_patterns),
+		cmocka_unit_test(test_tensor_e5m2_decodes_known_bit_patterns),
+		cmocka_unit_test(
+		    test_tensor_every_minifloat_survives_encode_decode),
+		cmocka_unit_test(test_tensor_encode_rounds_to_nearest_even),
+		cmocka_unit_test(test_tensor_shortest_matches_python_repr),
+		cmocka_unit_test(
+		    test_tensor_shortest_is_shortest_for_every_small_float),
+		cmocka_unit_test(test_tensor_integers_read_little_endian),
+		cmocka_unit_test(test_tensor_dtype_lookup_takes_every_spelling),
+		cmocka_unit_test(
+		    test_tensor_dtypes_agree_with_the_config_table),
+		cmocka_unit_test(
+		    test_tensor_shape_parses_plain_and_python_forms),
+		cmocka_unit_test(test_tensor_shape_rejects_malformed),
+		cmocka_unit_test(test_tensor_shape_formats_and_parses_back),
+		cmocka_unit_test(test_tensor_shape_check_compares_with_bytes),
+		cmocka_unit_test(test_tensor_npy_versions_1_2_3_parse),
+		cmocka_unit_test(
+		    test_tensor_npy_reads_order_scalars_and_byte_order),
+		cmocka_unit_test(test_tensor_npy_rejects_each_malformed_header),
+		cmocka_unit_test(test_tensor_npy_rejects_bad_preamble),
+		cmocka_unit_test(test_tensor_safetensors_header_parses),
+		cmocka_unit_test(
+		    test_tensor_safetensors_lists_dtypes_it_does_not_decode),
+		cmocka_unit_test(
+		    test_tensor_safetensors_rejects_each_malformed_header),
+		cmocka_unit_test(test_tensor_safetensors_rejects_bad_lengths),
+		cmocka_unit_test(test_tensor_parsers_survive_random_bytes),
+		cmocka_unit_test(
+		    test_tensor_parsers_survive_truncation_and_bit_flips),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

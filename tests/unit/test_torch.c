@@ -24,7 +24,7 @@
 #include "torch.h"
 #include "zip.h"
 
-#define DATA TFS_TEST_DATA "/torch/"
+#define DATA	 TFS_TEST_DATA "/torch/"
 #define NPZ_DATA TFS_TEST_DATA "/npz/"
 
 /* ===== helpers ===== */
@@ -59,7 +59,7 @@ static unsigned char *slurp(const char *name, size_t *len)
 static int parse_mem(const unsigned char *b, size_t len,
 		     struct tfs_tensor_list **l, char *err, size_t errlen)
 {
-	struct tfs_zip_mem m = {b, len};
+	struct tfs_zip_mem m = { b, len };
 
 	return tfs_tensor_read(tfs_zip_read_mem, &m, len, 0, l, NULL, err,
 			       errlen);
@@ -106,7 +106,7 @@ static void check_line(char *line, const unsigned char *b,
 	tfs_tensor_shape_format(&t->shape, 0, buf, sizeof(buf));
 	assert_string_equal(buf, shape);
 	if (t->stride) {
-		struct tfs_tensor_shape s = {.ndim = t->shape.ndim};
+		struct tfs_tensor_shape s = { .ndim = t->shape.ndim };
 
 		memcpy(s.dim, t->stride, s.ndim * sizeof(s.dim[0]));
 		tfs_tensor_shape_format(&s, 0, buf, sizeof(buf));
@@ -204,10 +204,10 @@ static int grow_sink(void *sctx, const void *buf, size_t len)
 /* The deflated entry of array t of the archive b, inflated whole into
  * g (cap bytes): tfs_zip_inflate()'s return. */
 static int inflate_array(const unsigned char *b, size_t len,
-			 const struct tfs_tensor *t, struct grow *g,
-			 char *err, size_t errlen)
+			 const struct tfs_tensor *t, struct grow *g, char *err,
+			 size_t errlen)
 {
-	struct tfs_zip_mem m = {b, len};
+	struct tfs_zip_mem m = { b, len };
 
 	g->len = 0;
 	return tfs_npz_inflate(t, tfs_zip_read_mem, &m, grow_sink, g, err,
@@ -218,7 +218,7 @@ static void survives_truncation_and_bit_flips(const unsigned char *b,
 					      size_t len, size_t step)
 {
 	static unsigned char out[1 << 16];
-	struct grow g = {out, 0, sizeof(out)};
+	struct grow g = { out, 0, sizeof(out) };
 	unsigned char *c = malloc(len);
 	char err[256];
 
@@ -264,9 +264,9 @@ static void survives_truncation_and_bit_flips(const unsigned char *b,
 
 static void test_torch_survives_truncation_and_bit_flips(void **state)
 {
-	static const char *const files[] = {"state_dict.pt",
-					    "state_dict.legacy.pt",
-					    "state_dict.legacy-p4.pt"};
+	static const char *const files[] = { "state_dict.pt",
+					     "state_dict.legacy.pt",
+					     "state_dict.legacy-p4.pt" };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -296,9 +296,8 @@ static void test_pickle_never_calls_what_it_names(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(pickle_err(sys_call, sizeof(sys_call) - 1, err,
-				    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    pickle_err(sys_call, sizeof(sys_call) - 1, err, sizeof(err)), 0);
 }
 
 static void test_pickle_refuses_opcodes_torch_does_not_write(void **state)
@@ -307,24 +306,24 @@ static void test_pickle_refuses_opcodes_torch_does_not_write(void **state)
 		const char *pkl;
 		const char *word;
 	} bad[] = {
-	    {"\x80\x02(ios\nsystem\n.", "INST"},
-	    {"\x80\x02I1\n.", "INT (protocol 0)"},
-	    {"\x80\x02\x82\x01.", "EXT1"},
-	    {"\x80\x02\xff.", "0xff"},
-	    {"\x80\x02]q\x01h\x05.", "never PUT"},
-	    {"\x80\x02]r\xff\xff\xff\x7f.", "beyond"},
-	    {"\x80\x02K\x01", "truncated"},
-	    {"\x80\x02(K\x01K\x02.", "not one"},
-	    {"\x80\x02X\xff\xff\xff\x7f.", "past the end"},
-	    {"\x80\x02K\x01K\x02s.", "on no dict"},
+		{ "\x80\x02(ios\nsystem\n.", "INST" },
+		{ "\x80\x02I1\n.", "INT (protocol 0)" },
+		{ "\x80\x02\x82\x01.", "EXT1" },
+		{ "\x80\x02\xff.", "0xff" },
+		{ "\x80\x02]q\x01h\x05.", "never PUT" },
+		{ "\x80\x02]r\xff\xff\xff\x7f.", "beyond" },
+		{ "\x80\x02K\x01", "truncated" },
+		{ "\x80\x02(K\x01K\x02.", "not one" },
+		{ "\x80\x02X\xff\xff\xff\x7f.", "past the end" },
+		{ "\x80\x02K\x01K\x02s.", "on no dict" },
 	};
 	char err[256];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
-		assert_int_equal(pickle_err(bad[i].pkl, strlen(bad[i].pkl),
-					    err, sizeof(err)),
+		assert_int_equal(pickle_err(bad[i].pkl, strlen(bad[i].pkl), err,
+					    sizeof(err)),
 				 -EINVAL);
 		if (!strstr(err, bad[i].word))
 			fail_msg("case %zu: '%s' lacks '%s'", i, err,
@@ -335,7 +334,8 @@ static void test_pickle_refuses_opcodes_torch_does_not_write(void **state)
 static void test_pickle_bounds_cycles_and_depth(void **state)
 {
 	/* a list appended to itself: walked to the depth limit, no further */
-	static const char cycle[] = "\x80\x02]q\x00h\x00" "a.";
+	static const char cycle[] = "\x80\x02]q\x00h\x00"
+				    "a.";
 	char err[256], *deep;
 	size_t n = 0;
 
@@ -398,8 +398,8 @@ static void put(struct bytes *b, const void *p, size_t n)
 /* BINUNICODE s */
 static void put_str(struct bytes *b, const char *s, size_t n)
 {
-	unsigned char h[5] = {'X', (unsigned char)n, (unsigned char)(n >> 8),
-			      (unsigned char)(n >> 16), 0};
+	unsigned char h[5] = { 'X', (unsigned char)n, (unsigned char)(n >> 8),
+			       (unsigned char)(n >> 16), 0 };
 
 	put(b, h, 5);
 	put(b, s, n);
@@ -414,20 +414,20 @@ static void put_str(struct bytes *b, const char *s, size_t n)
 static struct bytes legacy_file(size_t pad, const char *cls, const char *view,
 				size_t viewlen, uint64_t numel)
 {
-	static const unsigned char magic[] = {
-	    0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
-	    0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
-	static const float data[2] = {1.5f, -2.0f};
-	struct bytes b = {NULL, 0};
+	static const unsigned char magic[] = { 0x80, 0x02, 0x8a, 0x0a, 0x6c,
+					       0xfc, 0x9c, 0x46, 0xf9, 0x20,
+					       0x6a, 0xa8, 0x50, 0x19, 0x2e };
+	static const float data[2] = { 1.5f, -2.0f };
+	struct bytes b = { NULL, 0 };
 	char *x = malloc(pad + 1);
 	unsigned char n[8];
 
 	assert_non_null(x);
 	memset(x, 'x', pad);
 	put(&b, magic, sizeof(magic));
-	PUT(&b, "\x80\x02M\xe9\x03.");	 /* 1001 */
-	PUT(&b, "\x80\x02}.");		 /* system info */
-	PUT(&b, "\x80\x02}(");		 /* the object */
+	PUT(&b, "\x80\x02M\xe9\x03."); /* 1001 */
+	PUT(&b, "\x80\x02}.");	       /* system info */
+	PUT(&b, "\x80\x02}(");	       /* the object */
 	put_str(&b, "pad", 3);
 	put_str(&b, x, pad);
 	put_str(&b, "t", 1);
@@ -454,7 +454,7 @@ static struct bytes legacy_file(size_t pad, const char *cls, const char *view,
 static int parse_legacy(struct bytes b, size_t max_pickle,
 			struct tfs_tensor_list **l, char *err, size_t errlen)
 {
-	struct tfs_zip_mem m = {b.p, b.n};
+	struct tfs_zip_mem m = { b.p, b.n };
 
 	/* the legacy reader itself: through tfs_tensor_read() a file cut
 	 * inside the magic number is raw bytes, not a broken file */
@@ -465,8 +465,9 @@ static int parse_legacy(struct bytes b, size_t max_pickle,
 static void test_torch_reads_the_legacy_format(void **state)
 {
 	/* a saved object of 200 KiB: read in a window that grows */
-	struct bytes b =
-	    legacy_file(200000, "torch\nFloatStorage\n", "N", 1, 2), b2;
+	struct bytes b = legacy_file(200000, "torch\nFloatStorage\n", "N", 1,
+				     2),
+		     b2;
 	struct tfs_tensor_list *l = NULL;
 	const struct tfs_tensor *t;
 	char err[256];
@@ -501,8 +502,7 @@ static void test_torch_reads_the_legacy_format(void **state)
 	free(b2.p);
 
 	/* the object's pickle longer than the bytes a caller lets it read */
-	assert_int_equal(parse_legacy(b, 100000, &l, err, sizeof(err)),
-			 -E2BIG);
+	assert_int_equal(parse_legacy(b, 100000, &l, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "longer than the 100000 bytes"));
 	assert_null(l);
 	free(b.p);
@@ -516,16 +516,19 @@ static void test_torch_refuses_broken_legacy_files(void **state)
 		uint64_t numel;
 		const char *word;
 	} bad[] = {
-	    /* a storage view (PyTorch before 1.0) */
-	    {"torch\nFloatStorage\n", "X\x01\x00\x00\x00" "1K\x00K\x08\x87",
-	     11, 2, "view of another storage"},
-	    /* a class of unknown element size: nothing after it is found */
-	    {"torch\nQUInt4x2Storage\n", "N", 1, 2, "element size"},
-	    /* more elements than the file holds */
-	    {"torch\nFloatStorage\n", "N", 1, 3, "past the end"},
-	    {"torch\nFloatStorage\n", "N", 1, UINT64_MAX / 2, "past the end"},
-	    /* fewer than the tensor reaches */
-	    {"torch\nFloatStorage\n", "N", 1, 1, "past its storage"},
+		/* a storage view (PyTorch before 1.0) */
+		{ "torch\nFloatStorage\n",
+		  "X\x01\x00\x00\x00"
+		  "1K\x00K\x08\x87",
+		  11, 2, "view of another storage" },
+		/* a class of unknown element size: nothing after it is found */
+		{ "torch\nQUInt4x2Storage\n", "N", 1, 2, "element size" },
+		/* more elements than the file holds */
+		{ "torch\nFloatStorage\n", "N", 1, 3, "past the end" },
+		{ "torch\nFloatStorage\n", "N", 1, UINT64_MAX / 2,
+		  "past the end" },
+		/* fewer than the tensor reaches */
+		{ "torch\nFloatStorage\n", "N", 1, 1, "past its storage" },
 	};
 	struct tfs_tensor_list *l = NULL;
 	char err[256];
@@ -544,7 +547,7 @@ static void test_torch_refuses_broken_legacy_files(void **state)
 				 bad[i].word);
 		/* and cut anywhere, it is refused, never misread */
 		for (size_t n = 0; n < b.n; n++) {
-			struct bytes c = {b.p, n};
+			struct bytes c = { b.p, n };
 
 			if (!parse_legacy(c, 0, &l, err, sizeof(err)))
 				fail_msg("case %zu cut at %zu: read", i, n);
@@ -555,7 +558,8 @@ static void test_torch_refuses_broken_legacy_files(void **state)
 
 static void test_pickle_load_part_says_where_it_ends(void **state)
 {
-	static const char two[] = "\x80\x02K\x07.\x80\x02]K\x01" "a.";
+	static const char two[] = "\x80\x02K\x07.\x80\x02]K\x01"
+				  "a.";
 	struct tfs_pickle *p = NULL;
 	size_t used = 0;
 	char err[128];
@@ -574,18 +578,20 @@ static void test_pickle_load_part_says_where_it_ends(void **state)
 	tfs_pickle_free(p);
 	/* cut short: more bytes may finish it */
 	for (size_t n = 0; n < 5; n++)
-		assert_int_equal(tfs_pickle_load_part(two, n, &p, &used, err,
-						      sizeof(err)),
-				 -ENODATA);
-	assert_int_equal(tfs_pickle_load_part("\x80\x02X\x09\x00\x00\x00" "ab",
+		assert_int_equal(
+		    tfs_pickle_load_part(two, n, &p, &used, err, sizeof(err)),
+		    -ENODATA);
+	assert_int_equal(tfs_pickle_load_part("\x80\x02X\x09\x00\x00\x00"
+					      "ab",
 					      9, &p, &used, err, sizeof(err)),
 			 -ENODATA);
-	assert_int_equal(tfs_pickle_load_part("\x80\x02" "ctorch\n_reb", 13, &p,
-					      &used, err, sizeof(err)),
+	assert_int_equal(tfs_pickle_load_part("\x80\x02"
+					      "ctorch\n_reb",
+					      13, &p, &used, err, sizeof(err)),
 			 -ENODATA);
 	/* and wrong, which no more bytes can mend */
-	assert_int_equal(tfs_pickle_load_part("\x80\x02\xff", 3, &p, &used,
-					      err, sizeof(err)),
+	assert_int_equal(tfs_pickle_load_part("\x80\x02\xff", 3, &p, &used, err,
+					      sizeof(err)),
 			 -EINVAL);
 	/* tfs_pickle_load() says -EINVAL for both */
 	assert_int_equal(tfs_pickle_load(two, 3, &p, err, sizeof(err)),
@@ -659,7 +665,7 @@ static void test_npz_lists_arrays_as_numpy_saved_them(void **state)
 static void test_npz_reads_compressed(void **state)
 {
 	static unsigned char out[4096];
-	struct grow g = {out, 0, sizeof(out)};
+	struct grow g = { out, 0, sizeof(out) };
 	size_t len;
 	unsigned char *b = slurp_in(NPZ_DATA, "packed.npz", &len);
 	struct tfs_tensor_list *l = NULL;
@@ -697,15 +703,13 @@ static void test_npz_reads_compressed(void **state)
 		struct tfs_tensor u = *t;
 
 		u.zip.crc ^= 1;
-		assert_int_equal(inflate_array(b, len, &u, &g, err,
-					       sizeof(err)),
-				 -EINVAL);
+		assert_int_equal(
+		    inflate_array(b, len, &u, &g, err, sizeof(err)), -EINVAL);
 		assert_non_null(strstr(err, "CRC-32"));
 		u = *t;
-		u.zip.size -= 1;	/* the stream makes more than that */
-		assert_int_equal(inflate_array(b, len, &u, &g, err,
-					       sizeof(err)),
-				 -EINVAL);
+		u.zip.size -= 1; /* the stream makes more than that */
+		assert_int_equal(
+		    inflate_array(b, len, &u, &g, err, sizeof(err)), -EINVAL);
 		assert_non_null(strstr(err, "inflates to more"));
 	}
 	tfs_tensor_list_free(l);
@@ -723,7 +727,7 @@ static void test_npz_refuses_other_methods_and_foreign_archives(void **state)
 	char err[256];
 
 	(void)state;
-	for (size_t i = 0; i + 12 <= len; i++)	/* central header: method */
+	for (size_t i = 0; i + 12 <= len; i++) /* central header: method */
 		if (!memcmp(b + i, "PK\x01\x02", 4))
 			b[i + 10] = 12;
 	assert_int_equal(parse_mem(b, len, &l, err, sizeof(err)), -EINVAL);
@@ -757,7 +761,7 @@ static void test_npz_survives_truncation_and_bit_flips(void **state)
 static void test_zip_refuses_what_is_no_archive(void **state)
 {
 	static const unsigned char junk[64] = "PK\3\4 not really";
-	struct tfs_zip_mem m = {junk, sizeof(junk)};
+	struct tfs_zip_mem m = { junk, sizeof(junk) };
 	struct tfs_zip *z = NULL;
 	char err[256];
 
@@ -772,22 +776,25 @@ static void test_zip_refuses_what_is_no_archive(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_torch_fixtures_read_as_torch_load_reads_them),
-	    cmocka_unit_test(test_torch_lists_tensors_in_saved_order_with_views),
-	    cmocka_unit_test(test_torch_survives_truncation_and_bit_flips),
-	    cmocka_unit_test(test_pickle_never_calls_what_it_names),
-	    cmocka_unit_test(test_pickle_refuses_opcodes_torch_does_not_write),
-	    cmocka_unit_test(test_pickle_bounds_cycles_and_depth),
-	    cmocka_unit_test(test_torch_refuses_a_view_past_its_storage),
-	    cmocka_unit_test(test_torch_reads_the_legacy_format),
-	    cmocka_unit_test(test_torch_refuses_broken_legacy_files),
-	    cmocka_unit_test(test_pickle_load_part_says_where_it_ends),
-	    cmocka_unit_test(test_zip_refuses_what_is_no_archive),
-	    cmocka_unit_test(test_npz_lists_arrays_as_numpy_saved_them),
-	    cmocka_unit_test(test_npz_reads_compressed),
-	    cmocka_unit_test(
-		test_npz_refuses_other_methods_and_foreign_archives),
-	    cmocka_unit_test(test_npz_survives_truncation_and_bit_flips),
+		cmocka_unit_test(
+		    test_torch_fixtures_read_as_torch_load_reads_them),
+		cmocka_unit_test(
+		    test_torch_lists_tensors_in_saved_order_with_views),
+		cmocka_unit_test(test_torch_survives_truncation_and_bit_flips),
+		cmocka_unit_test(test_pickle_never_calls_what_it_names),
+		cmocka_unit_test(
+		    test_pickle_refuses_opcodes_torch_does_not_write),
+		cmocka_unit_test(test_pickle_bounds_cycles_and_depth),
+		cmocka_unit_test(test_torch_refuses_a_view_past_its_storage),
+		cmocka_unit_test(test_torch_reads_the_legacy_format),
+		cmocka_unit_test(test_torch_refuses_broken_legacy_files),
+		cmocka_unit_test(test_pickle_load_part_says_where_it_ends),
+		cmocka_unit_test(test_zip_refuses_what_is_no_archive),
+		cmocka_unit_test(test_npz_lists_arrays_as_numpy_saved_them),
+		cmocka_unit_test(test_npz_reads_compressed),
+		cmocka_unit_test(
+		    test_npz_refuses_other_methods_and_foreign_archives),
+		cmocka_unit_test(test_npz_survives_truncation_and_bit_flips),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

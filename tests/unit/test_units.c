@@ -88,8 +88,8 @@ static void test_units_rejects_fractional_result(void **state)
 	rejects("1e-1", -EINVAL);
 	rejects("1500e-3", -EINVAL);
 	rejects("2.55e1", -EINVAL);
-	rejects("1.0001K", -EINVAL);	/* 1024.1024 bytes */
-	rejects("0.1K", -EINVAL);	/* 102.4 bytes */
+	rejects("1.0001K", -EINVAL); /* 1024.1024 bytes */
+	rejects("0.1K", -EINVAL);    /* 102.4 bytes */
 	rejects("1.5B", -EINVAL);
 	rejects("1e-99999999999999999999", -EINVAL);
 }
@@ -102,7 +102,7 @@ static void test_units_accepts_whole_fraction_with_suffix(void **state)
 	parses("0.25KiB", 256, 1);
 	parses("2.5MB", 2500000, 1);
 	parses("1.5e3K", 1536000, 1);
-	parses("0.0009765625K", 1, 1);		/* 2^-10 KiB */
+	parses("0.0009765625K", 1, 1); /* 2^-10 KiB */
 	parses("1.50000G", 3 * GiB / 2, 1);
 }
 
@@ -195,7 +195,7 @@ static void test_units_rejects_trailing_garbage(void **state)
 	rejects("1e", -EINVAL);
 	rejects("1e+", -EINVAL);
 	rejects("1 e8", -EINVAL);
-	rejects("1E", -EINVAL);		/* no exabytes */
+	rejects("1E", -EINVAL); /* no exabytes */
 	rejects("1EiB", -EINVAL);
 	rejects("1X", -EINVAL);
 	rejects("1KiBB", -EINVAL);
@@ -215,8 +215,9 @@ static void test_units_overflow_is_erange(void **state)
 	rejects("18446744073709551.616KB", -ERANGE);
 	rejects("1e99999999999999999999", -ERANGE);
 	/* More digits than any 64-bit size has. */
-	rejects("1000000000000000000000000000000000000000000000000000000000000000000001",
-		-ERANGE);
+	rejects(
+	    "1000000000000000000000000000000000000000000000000000000000000000000001",
+	    -ERANGE);
 }
 
 static void test_units_largest_sizes_fit(void **state)
@@ -228,8 +229,9 @@ static void test_units_largest_sizes_fit(void **state)
 	/* Long but exact: 2^-30 PiB = 5^30 / 10^30 PiB = 2^20 bytes... */
 	parses("0.000000000931322574615478515625P", MiB, 1);
 	/* ...and trailing zeros do not count as digits. */
-	parses("1.0000000000000000000000000000000000000000000000000000000000000000000000G",
-	       GiB, 1);
+	parses(
+	    "1.0000000000000000000000000000000000000000000000000000000000000000000000G",
+	    GiB, 1);
 }
 
 /* ===== formatting ===== */
@@ -299,19 +301,24 @@ static void test_units_formats_counts_in_deepspeed_notation(void **state)
 		uint64_t v;
 		const char *s;
 	} cases[] = {
-		{ 0, "0" }, { 999999, "999999" }, { 1000000, "1e6" },
-		{ 100000000, "1e8" }, { 1500000000, "1.5e9" },
-		{ 8750000000ull, "8.75e9" }, { 70000000000ull, "7e10" },
+		{ 0, "0" },
+		{ 999999, "999999" },
+		{ 1000000, "1e6" },
+		{ 100000000, "1e8" },
+		{ 1500000000, "1.5e9" },
+		{ 8750000000ull, "8.75e9" },
+		{ 70000000000ull, "7e10" },
 		/* four significant digits: as it is */
-		{ 1234000000, "1234000000" }, { 842301952, "842301952" },
+		{ 1234000000, "1234000000" },
+		{ 842301952, "842301952" },
 	};
 	char buf[32];
 	uint64_t back;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		assert_string_equal(tfs_format_count(cases[i].v, buf,
-						     sizeof(buf)), cases[i].s);
+		assert_string_equal(
+		    tfs_format_count(cases[i].v, buf, sizeof(buf)), cases[i].s);
 		assert_int_equal(tfs_parse_size(buf, &back, NULL), 0);
 		assert_int_equal(back, cases[i].v);
 	}
@@ -325,10 +332,12 @@ int main(void)
 		cmocka_unit_test(test_units_rejects_fractional_result),
 		cmocka_unit_test(test_units_accepts_whole_fraction_with_suffix),
 		cmocka_unit_test(test_units_binary_suffixes_are_powers_of_1024),
-		cmocka_unit_test(test_units_decimal_suffixes_are_powers_of_1000),
+		cmocka_unit_test(
+		    test_units_decimal_suffixes_are_powers_of_1000),
 		cmocka_unit_test(test_units_suffixes_are_case_insensitive),
 		cmocka_unit_test(test_units_bytes_suffix_is_a_suffix),
-		cmocka_unit_test(test_units_allows_space_around_number_and_suffix),
+		cmocka_unit_test(
+		    test_units_allows_space_around_number_and_suffix),
 		cmocka_unit_test(test_units_rejects_negative),
 		cmocka_unit_test(test_units_rejects_empty),
 		cmocka_unit_test(test_units_rejects_trailing_garbage),
@@ -339,7 +348,8 @@ int main(void)
 		cmocka_unit_test(test_units_formats_inexact_sizes_rounded),
 		cmocka_unit_test(test_units_format_truncates_to_buffer),
 		cmocka_unit_test(test_units_formatted_whole_sizes_parse_back),
-		cmocka_unit_test(test_units_formats_counts_in_deepspeed_notation),
+		cmocka_unit_test(
+		    test_units_formats_counts_in_deepspeed_notation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

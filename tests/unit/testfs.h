@@ -9,7 +9,6 @@
 #ifndef TFS_TESTFS_H
 #define TFS_TESTFS_H
 
-
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,10 +38,10 @@
 /* ===== fixture ===== */
 
 struct fx {
-	char path[64];		/* the image */
-	char copy[64];		/* a crash copy of it, if made */
-	struct tfs_fs *fs;	/* open on path */
-	struct tfs_fs *fs2;	/* open on copy */
+	char path[64];	    /* the image */
+	char copy[64];	    /* a crash copy of it, if made */
+	struct tfs_fs *fs;  /* open on path */
+	struct tfs_fs *fs2; /* open on copy */
 	char err[512];
 };
 
@@ -144,19 +143,19 @@ static inline uint64_t mkd(struct tfs_fs *fs, uint64_t dir, const char *name)
 	return st.st_ino;
 }
 
-static inline void wr(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
-	       uint64_t off)
+static inline void wr(struct tfs_fs *fs, uint64_t ino, const void *buf,
+		      size_t len, uint64_t off)
 {
 	ssize_t n = tfs_write(fs, ino, buf, len, off, NULL);
 
 	if (n != (ssize_t)len)
-		fail_msg("write %zu at %llu: %zd", len,
-			 (unsigned long long)off, n);
+		fail_msg("write %zu at %llu: %zd", len, (unsigned long long)off,
+			 n);
 }
 
 /* Write len bytes of pattern seed at off. */
-static inline void wr_pat(struct tfs_fs *fs, uint64_t ino, size_t len, uint64_t off,
-		   unsigned int seed)
+static inline void wr_pat(struct tfs_fs *fs, uint64_t ino, size_t len,
+			  uint64_t off, unsigned int seed)
 {
 	uint8_t *b = malloc(len);
 
@@ -168,7 +167,7 @@ static inline void wr_pat(struct tfs_fs *fs, uint64_t ino, size_t len, uint64_t 
 
 /* Whether bytes [off, off + len) of ino hold pattern seed. */
 static inline int has_pat(struct tfs_fs *fs, uint64_t ino, size_t len,
-		   uint64_t off, unsigned int seed)
+			  uint64_t off, unsigned int seed)
 {
 	uint8_t *b = malloc(len), *w = malloc(len);
 	int ok;
@@ -185,7 +184,7 @@ static inline int has_pat(struct tfs_fs *fs, uint64_t ino, size_t len,
 
 /* Do bytes [off, off + len) of ino hold pattern seed? */
 static inline void assert_pat(struct tfs_fs *fs, uint64_t ino, size_t len,
-		       uint64_t off, unsigned int seed)
+			      uint64_t off, unsigned int seed)
 {
 	uint8_t *b = malloc(len), *w = malloc(len);
 
@@ -199,7 +198,7 @@ static inline void assert_pat(struct tfs_fs *fs, uint64_t ino, size_t len,
 }
 
 static inline void assert_zero(struct tfs_fs *fs, uint64_t ino, size_t len,
-			uint64_t off)
+			       uint64_t off)
 {
 	uint8_t *b = malloc(len);
 
@@ -304,17 +303,17 @@ struct ent {
 struct ents {
 	struct ent *v;
 	size_t n, cap;
-	size_t limit;		/* stop after this many in one call (0: no) */
-	size_t got;		/* in this call */
+	size_t limit; /* stop after this many in one call (0: no) */
+	size_t got;   /* in this call */
 };
 
 static inline int fill(void *arg, const char *name, uint64_t ino, mode_t type,
-		uint64_t cookie)
+		       uint64_t cookie)
 {
 	struct ents *e = arg;
 
 	if (e->limit && e->got == e->limit)
-		return 1;	/* full: this entry is not taken */
+		return 1; /* full: this entry is not taken */
 	if (e->n == e->cap) {
 		e->cap = e->cap ? e->cap * 2 : 64;
 		e->v = realloc(e->v, e->cap * sizeof(*e->v));
@@ -338,7 +337,8 @@ static inline void ents_free(struct ents *e)
 }
 
 /* The whole listing of dir, read 'page' entries per call. */
-static inline void list(struct tfs_fs *fs, uint64_t dir, size_t page, struct ents *e)
+static inline void list(struct tfs_fs *fs, uint64_t dir, size_t page,
+			struct ents *e)
 {
 	uint64_t cookie = 0;
 
@@ -371,7 +371,7 @@ struct snap {
 };
 
 static inline void snap_add(struct snap *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static inline void snap_add(struct snap *s, const char *fmt, ...)
 {
@@ -395,7 +395,8 @@ static inline void snap_add(struct snap *s, const char *fmt, ...)
 	s->len += (size_t)n;
 }
 
-static inline uint32_t content_crc(struct tfs_fs *fs, uint64_t ino, uint64_t size)
+static inline uint32_t content_crc(struct tfs_fs *fs, uint64_t ino,
+				   uint64_t size)
 {
 	static uint8_t buf[1 << 20];
 	uint32_t crc = 0;
@@ -438,12 +439,13 @@ static inline void snap_xattrs(struct tfs_fs *fs, uint64_t ino, struct snap *s)
 }
 
 static inline void snap_inode(struct tfs_fs *fs, uint64_t ino, const char *path,
-		       struct snap *s)
+			      struct snap *s)
 {
 	struct stat st = st_of(fs, ino);
 
-	snap_add(s, "%s ino=%llu mode=%o nlink=%lu uid=%u gid=%u size=%lld "
-		    "blocks=%lld rdev=%llu a=%lld.%ld m=%lld.%ld c=%lld.%ld",
+	snap_add(s,
+		 "%s ino=%llu mode=%o nlink=%lu uid=%u gid=%u size=%lld "
+		 "blocks=%lld rdev=%llu a=%lld.%ld m=%lld.%ld c=%lld.%ld",
 		 path, (unsigned long long)ino, st.st_mode,
 		 (unsigned long)st.st_nlink, st.st_uid, st.st_gid,
 		 (long long)st.st_size, (long long)st.st_blocks,
@@ -467,7 +469,7 @@ static inline void snap_inode(struct tfs_fs *fs, uint64_t ino, const char *path,
 }
 
 static inline void snap_dir(struct tfs_fs *fs, uint64_t dir, const char *path,
-		     struct snap *s)
+			    struct snap *s)
 {
 	struct ents e;
 
@@ -526,12 +528,14 @@ static inline void make_sample_tree(struct tfs_fs *fs)
 	h = mk(fs, TFS_ROOT_INO, "sparse");
 	wr_pat(fs, h, 100, 10 * MiB, 3);
 	assert_int_equal(tfs_fallocate(fs, h, 0, MiB, MiB), 0);
-	assert_int_equal(tfs_symlink(fs, TFS_ROOT_INO, "link", "dir/file",
-				     1000, 1000, &st), 0);
-	assert_int_equal(tfs_mknod(fs, e, "fifo", S_IFIFO | 0600, 0, 1, 2,
-				   &st), 0);
-	assert_int_equal(tfs_mknod(fs, e, "chr", S_IFCHR | 0600,
-				   makedev(4, 5), 0, 0, &st), 0);
+	assert_int_equal(
+	    tfs_symlink(fs, TFS_ROOT_INO, "link", "dir/file", 1000, 1000, &st),
+	    0);
+	assert_int_equal(tfs_mknod(fs, e, "fifo", S_IFIFO | 0600, 0, 1, 2, &st),
+			 0);
+	assert_int_equal(
+	    tfs_mknod(fs, e, "chr", S_IFCHR | 0600, makedev(4, 5), 0, 0, &st),
+	    0);
 	assert_int_equal(tfs_link(fs, f, TFS_ROOT_INO, "hard", &st), 0);
 	assert_int_equal(tfs_setxattr(fs, f, "user.one", "1", 1, 0), 0);
 	assert_int_equal(tfs_setxattr(fs, d, "user.dir", "dd", 2, 0), 0);
@@ -540,8 +544,10 @@ static inline void make_sample_tree(struct tfs_fs *fs)
 	in.st_uid = 7;
 	in.st_mtim.tv_sec = 1234567890;
 	in.st_mtim.tv_nsec = 5;
-	assert_int_equal(tfs_setattr(fs, g, &in, TFS_SET_MODE | TFS_SET_UID |
-					       TFS_SET_MTIME, NULL), 0);
+	assert_int_equal(tfs_setattr(fs, g, &in,
+				     TFS_SET_MODE | TFS_SET_UID | TFS_SET_MTIME,
+				     NULL),
+			 0);
 	assert_int_equal(set_size(fs, g, 50000), 0);
 }
 
@@ -563,7 +569,7 @@ static inline void reopen_failing_from(struct fx *f, uint64_t from)
 	unsetenv("TFS_FAULT_WRITE_EIO_FROM");
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name)	 cmocka_unit_test_setup_teardown(name, setup, teardown)
 #define TS(name) cmocka_unit_test_setup_teardown(name, setup_small, teardown)
 #define TB(name) cmocka_unit_test_setup_teardown(name, setup_big, teardown)
 

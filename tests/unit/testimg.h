@@ -128,13 +128,14 @@ static inline int img_copy(const char *src, char *dst)
 		off_t data = lseek(in, pos, SEEK_DATA), hole;
 
 		if (data < 0)
-			break;		/* only a hole is left */
+			break; /* only a hole is left */
 		hole = lseek(in, data, SEEK_HOLE);
 		if (hole < 0)
 			hole = st.st_size;
 		for (off_t o = data; o < hole;) {
-			size_t n = (size_t)(hole - o) < sizeof(buf) ?
-					   (size_t)(hole - o) : sizeof(buf);
+			size_t n = (size_t)(hole - o) < sizeof(buf)
+				       ? (size_t)(hole - o)
+				       : sizeof(buf);
 			ssize_t r = pread(in, buf, n, o);
 
 			if (r <= 0 || pwrite(out, buf, (size_t)r, o) != r) {
@@ -157,8 +158,7 @@ out:
  * Read both superblock copies of the image; *sb gets the current one
  * (the valid copy with the higher generation) and *copy its index.
  */
-static inline int img_super(const char *path, struct tfs_super *sb,
-			    int *copy)
+static inline int img_super(const char *path, struct tfs_super *sb, int *copy)
 {
 	uint8_t b[2][TFS_BLOCK_SIZE];
 	struct tfs_super s[2];
