@@ -21,19 +21,27 @@
 
 struct tfs_fs;
 struct tfs_inval;
+struct tfs_transport;
 struct fuse_lowlevel_ops;
 
 struct tfs_daemon {
-	struct tfs_fs *fs;	      /* the mounted file system */
-	struct tfs_config cfg;	      /* defaults, then -c, then -o */
-	double attr_timeout;	      /* [mount] attr_timeout_ms, in s */
-	struct tfs_statedir statedir; /* /.tensorfs */
-	struct tfs_inval *inval;      /* drops the kernel's pages (inval.c);
+	struct tfs_fs *fs;		 /* the mounted file system */
+	struct tfs_config cfg;		 /* defaults, then -c, then -o */
+	double attr_timeout;		 /* [mount] attr_timeout_ms, in s */
+	struct tfs_statedir statedir;	 /* /.tensorfs */
+	struct tfs_inval *inval;	 /* drops the kernel's pages (inval.c);
 					   from start_daemon() */
-	int direct_io_allow_mmap;     /* INIT negotiated it (libfuse 3.17+) */
-	int atime;		      /* TFS_ATIME_*, from -o */
-	int nodiratime;		      /* -o nodiratime */
-	struct {		      /* inodes open O_RDWR (fuse_ops.c) */
+	struct tfs_transport *transport; /* hooks on /dev/fuse, io_uring
+					    (transport.c) */
+	/* what INIT negotiated beyond libfuse (transport.c sets them
+	 * before the first request after INIT) */
+	int direct_io_allow_mmap; /* FUSE_DIRECT_IO_ALLOW_MMAP */
+	int killpriv_v2;	  /* FUSE_HANDLE_KILLPRIV_V2: we clear
+					 setuid and capabilities */
+	int parallel_dio;	  /* FOPEN_PARALLEL_DIRECT_WRITES taken */
+	int atime;		  /* TFS_ATIME_*, from -o */
+	int nodiratime;		  /* -o nodiratime */
+	struct {		  /* inodes open O_RDWR (fuse_ops.c) */
 		pthread_mutex_t mu;
 		struct {
 			uint64_t ino;

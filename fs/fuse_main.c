@@ -51,6 +51,7 @@
 #include "log.h"
 #include "memcheck.h"
 #include "statedir.h"
+#include "transport.h"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
@@ -977,6 +978,13 @@ static int mount_session(struct tfs_daemon *dm, const struct cmdline *cl,
 			cl->mnt);
 		goto out_signals;
 	}
+	dm->transport = tfs_transport_new(se, dm, (int)dm->cfg.mount_io_uring);
+	if (!dm->transport) {
+		fprintf(stderr, "tensorfs: out of memory\n");
+		fuse_session_unmount(se);
+		goto out_signals;
+	}
+	dm->statedir.transport = dm->transport;
 	*out = se;
 	return GO_ON;
 
@@ -993,9 +1001,11 @@ out_session:
  * and SIGHUP are ignored, so that a shutdown's SIGTERM to the remaining
  * processes does not end the final write (SIGKILL still does).
  */
-static void unmount_session(struct fuse_session *se)
+static void unmount_session(struct fuse_session *se, struct tfs_transport *tp)
 {
 	fuse_session_unmount(se);
+	/* the io_uring threads use the session: end them first */
+	tfs_transport_stop(tp);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
 	signal(SIGTERM, SIG_IGN);
@@ -1230,6 +1240,18 @@ int main(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
+	if (dm.cfg.mount_io_uring == TFS_URING_ON) {
+		char why[512];
+
+		if (!tfs_transport_uring_available(why, sizeof(why))) {
+			fprintf(stderr,
+				"tensorfs: -o io_uring=on, but %s; use "
+				"io_uring=auto to fall back to /dev/fuse\n",
+				why);
+			ret = 1;
+			goto out;
+		}
+	}
 	ret = open_fs(&dm, cl.dev, cl.ro, cl.norecovery);
 	if (ret != GO_ON)
 		goto out;
@@ -1241,12 +1263,13 @@ int main(int argc, char **argv)
 		ret = serve(&dm, se);
 	/* its last replies and notifications, while the session lives */
 	tfs_inval_stop(dm.inval);
-	unmount_session(se);
+	unmount_session(se, dm.transport);
 out_fs:
 	ret = close_fs(&dm, cl.dev, ret);
 out:
 	fuse_opt_free_args(&args);
 	tfs_inval_free(dm.inval); /* after close_fs(): fs_changed() */
+	tfs_transport_free(dm.transport);
 	free(cl.fuseopts);
 	free(dm.rw.v);
 	pthread_mutex_destroy(&dm.rw.mu);

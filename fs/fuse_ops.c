@@ -30,6 +30,8 @@
 #include "fs.h"
 #include "inval.h"
 #include "statedir.h"
+#include "transport.h"
+#include "fuse_abi.h"
 
 /* ===== open files ===== */
 
@@ -220,19 +222,20 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st,
  * wrote this, and summed up in tensorfs(8), MEMORY.
  *
  * FOPEN_DIRECT_IO (fi->direct_io) sends every read and write to us, and
- * from libfuse 3.15 fi->parallel_direct_writes lets the kernel run the
- * O_DIRECT writes to one file under a shared inode lock.  But the kernel
- * refuses MAP_SHARED on an FOPEN_DIRECT_IO file (ENODEV) unless the
- * connection negotiated FUSE_DIRECT_IO_ALLOW_MMAP (kernel 6.6), which
- * libfuse 3.14 cannot send: its INIT reply builds the flags, flags2
- * included, only from the 32-bit conn->want bits it knows, and
- * FUSE_CAP_DIRECT_IO_ALLOW_MMAP came in 3.17.  So:
+ * FOPEN_PARALLEL_DIRECT_WRITES (kernel 6.2) lets the kernel run the
+ * O_DIRECT writes to one file that do not extend it under a shared inode
+ * lock; lib/ still writes to one file one write at a time (its io_lock),
+ * so what runs in parallel is the requests' travel.  But
+ * the kernel refuses MAP_SHARED on an FOPEN_DIRECT_IO file (ENODEV)
+ * unless the connection negotiated FUSE_DIRECT_IO_ALLOW_MMAP (kernel
+ * 6.6).  libfuse 3.14 can send neither; transport.c adds both to the
+ * replies.  So:
  *
- *  - with FUSE_DIRECT_IO_ALLOW_MMAP negotiated (libfuse 3.17+), every
- *    O_DIRECT open is FOPEN_DIRECT_IO with parallel writes;
+ *  - with FUSE_DIRECT_IO_ALLOW_MMAP negotiated, every O_DIRECT open is
+ *    FOPEN_DIRECT_IO with parallel writes;
  *  - else a write-only O_DIRECT open (DeepSpeed's swap writes) is
- *    FOPEN_DIRECT_IO, parallel from libfuse 3.15: mmap() needs a
- *    descriptor open for reading, so it never maps;
+ *    FOPEN_DIRECT_IO with parallel writes: mmap() needs a descriptor
+ *    open for reading, so it never maps;
  *  - else (O_RDONLY or O_RDWR with O_DIRECT) the open is a page-cache open
  *    like any other: the kernel serves O_DIRECT itself, sending each read
  *    or write to us as it comes (fuse_direct_IO(), asynchronous for
@@ -272,19 +275,11 @@ static void set_open_flags(struct tfs_daemon *dm, fuse_ino_t ino,
 	struct openfile *of = (struct openfile *)(uintptr_t)fi->fh;
 	int stale = tfs_take_stale(dm->fs, ino);
 
-	fi->direct_io = 0;
-	if ((fi->flags & O_DIRECT) && (fi->flags & O_ACCMODE) == O_WRONLY) {
-		fi->direct_io = 1;
-#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 15)
-		fi->parallel_direct_writes = 1;
-#endif
-	}
-#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
-	if (dm->direct_io_allow_mmap && (fi->flags & O_DIRECT)) {
-		fi->direct_io = 1;
-		fi->parallel_direct_writes = 1;
-	}
-#endif
+	fi->direct_io =
+	    (fi->flags & O_DIRECT) &&
+	    ((fi->flags & O_ACCMODE) == O_WRONLY || dm->direct_io_allow_mmap);
+	if (fi->direct_io && dm->parallel_dio)
+		tfs_req_open_flags(FOPEN_PARALLEL_DIRECT_WRITES);
 	/* an FOPEN_DIRECT_IO open drops the pages; so
 	 * does an open for reading whose next read must move the atime,
 	 * which only a read that reaches us can do */
@@ -335,13 +330,9 @@ static void op_init(void *data, struct fuse_conn_info *conn)
 	/* the kernel clears setuid bits on write; we do not */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
-#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
-	/* see set_open_flags(); through conn->want, as above, since libfuse
-	 * 3.17 refuses an init that sets both want and want_ext */
-	conn->want |= conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
-	dm->direct_io_allow_mmap =
-	    (conn->want & FUSE_CAP_DIRECT_IO_ALLOW_MMAP) != 0;
-#endif
+	/* HANDLE_KILLPRIV_V2, DIRECT_IO_ALLOW_MMAP and io_uring, which
+	 * libfuse 3.14 does not know, are added to the reply by
+	 * transport.c */
 }
 
 static void op_destroy(void *data)
@@ -499,7 +490,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		set |= TFS_SET_MTIME_NOW;
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		set |= TFS_SET_CTIME;
-	rc = tfs_setattr(dm->fs, ino, attr, set, &st);
+	/* a truncation or a chown takes privileges (tfs_kill_privs()) */
+	rc = dm->killpriv_v2 &&
+		     (set & (TFS_SET_SIZE | TFS_SET_UID | TFS_SET_GID))
+		 ? tfs_kill_privs(dm->fs, ino, tfs_req_kill_suidgid())
+		 : 0;
+	if (!rc)
+		rc = tfs_setattr(dm->fs, ino, attr, set, &st);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -648,7 +645,7 @@ static void open_statefile(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	f->buf = tfs_statedir_render(dm->fs, &dm->cfg, ino, &f->len, &rc);
+	f->buf = tfs_statedir_render(&dm->statedir, ino, &f->len, &rc);
 	if (!f->buf) {
 		free(f);
 		fuse_reply_err(req, -rc);
@@ -672,7 +669,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		open_statefile(req, ino, fi);
 		return;
 	}
-	rc = tfs_open(dm->fs, ino, fi->flags);
+	rc = dm->killpriv_v2 && (fi->flags & O_TRUNC)
+		 ? tfs_kill_privs(dm->fs, ino, tfs_req_kill_suidgid())
+		 : 0;
+	if (!rc)
+		rc = tfs_open(dm->fs, ino, fi->flags);
 	if (!rc) {
 		rc = openfile_new(dm, ino, fi);
 		if (rc)
@@ -706,6 +707,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = tfs_lookup(dm->fs, parent, name, &st);
 		if (!rc && S_ISDIR(st.st_mode))
 			rc = -EISDIR;
+		if (!rc && dm->killpriv_v2 && (fi->flags & O_TRUNC))
+			rc = tfs_kill_privs(dm->fs, st.st_ino,
+					    tfs_req_kill_suidgid());
 		if (!rc)
 			rc = tfs_open(dm->fs, st.st_ino, fi->flags);
 		opened = !rc;
@@ -787,6 +791,14 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
+	}
+	if (dm->killpriv_v2 && !fi->writepage) {
+		int rc = tfs_kill_privs(dm->fs, ino, tfs_req_kill_suidgid());
+
+		if (rc) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
 	}
 	n = tfs_write(dm->fs, ino, buf, size, (uint64_t)off, openfile_wb(fi));
 	if (n > 0 && openfile_direct(fi))

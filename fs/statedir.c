@@ -4,7 +4,9 @@
  * counters and configuration as files (see statedir.h).  A fixed table
  * of four files; inode numbers STATEDIR_INO (the directory) and
  * STATEDIR_INO + 1 + i (file i).  After the counters each stats file
- * says whether the file system is in its error state (fs.h) and why.
+ * says how FUSE requests travel and what the connection negotiated
+ * (transport.c), then whether the file system is in its error state
+ * (fs.h) and why.
  */
 #include "statedir.h"
 
@@ -16,6 +18,7 @@
 
 #include "config.h"
 #include "stats.h"
+#include "transport.h"
 
 /* far above the numbers the file system gives out, which count up from 1 */
 #define STATEDIR_INO (UINT64_C(1) << 62)
@@ -78,7 +81,7 @@ int tfs_statedir_getattr(const struct tfs_statedir *sd, uint64_t ino,
 
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
-		buf = tfs_statedir_render(sd->fs, sd->cfg, ino, &len, &rc);
+		buf = tfs_statedir_render(sd, ino, &len, &rc);
 		if (!buf)
 			return rc;
 		free(buf);
@@ -131,8 +134,10 @@ int tfs_statedir_readdir(uint64_t cookie, tfs_fill_fn fill, void *arg)
  * In it, stats and stats.json also say why ("error_reason").  The new
  * text, or NULL without memory.
  */
-static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
+static char *add_error(const struct tfs_statedir *sd, char *buf,
+		       enum tfs_stats_format f)
 {
+	struct tfs_fs *fs = sd->fs;
 	char why[256], *out = NULL;
 	size_t n = 0, len = strlen(buf);
 	int err = -tfs_fs_error(fs, why, sizeof(why));
@@ -146,6 +151,11 @@ static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
 		len -= 3; /* "\n}\n" */
 	fwrite(buf, 1, len, m);
 	free(buf);
+	tfs_transport_render(sd->transport,
+			     f == TFS_STATS_TEXT   ? 0
+			     : f == TFS_STATS_JSON ? 1
+						   : 2,
+			     m);
 	if (f == TFS_STATS_TEXT) {
 		fprintf(m, "error %d\n", err);
 		if (err)
@@ -179,8 +189,8 @@ static char *add_error(struct tfs_fs *fs, char *buf, enum tfs_stats_format f)
 	return out;
 }
 
-char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
-			  uint64_t ino, size_t *len, int *rc)
+char *tfs_statedir_render(const struct tfs_statedir *sd, uint64_t ino,
+			  size_t *len, int *rc)
 {
 	struct tfs_stats s;
 	char *buf = NULL;
@@ -197,7 +207,7 @@ char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
 
 		if (!m)
 			break;
-		tfs_config_print(cfg, m);
+		tfs_config_print(sd->cfg, m);
 		if (fclose(m)) {
 			free(buf);
 			buf = NULL;
@@ -210,10 +220,10 @@ char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
 		    : ino - STATEDIR_INO - 1 == F_JSON ? TFS_STATS_JSON
 						       : TFS_STATS_PROM;
 
-		tfs_stats_get(fs, &s);
+		tfs_stats_get(sd->fs, &s);
 		buf = tfs_stats_render(&s, f);
 		if (buf)
-			buf = add_error(fs, buf, f);
+			buf = add_error(sd, buf, f);
 		n = buf ? strlen(buf) : 0;
 		break;
 	}

@@ -56,6 +56,7 @@
 #define TFS_IOC_SET_DIRATIME _IOW(TFS_IOC_MAGIC, 4, int)
 
 struct tfs_config;
+struct tfs_transport;
 
 /* What the virtual inodes' attributes show: the root's owner, the mount
  * time, and what the files' sizes are rendered from.  Part of the
@@ -67,6 +68,9 @@ struct tfs_statedir {
 	time_t born;
 	struct tfs_fs *fs;	      /* borrowed */
 	const struct tfs_config *cfg; /* borrowed */
+	/* what the connection negotiated (transport.c), shown after the
+	 * counters; set before the session starts, or NULL */
+	const struct tfs_transport *transport;
 };
 
 /* Fill *sd with the owner uid:gid, the time now, and the file system and
@@ -93,7 +97,7 @@ int tfs_statedir_deny(uint64_t parent, const char *name, int creating);
 int tfs_statedir_readdir(uint64_t cookie, tfs_fill_fn fill, void *arg);
 /* A file's content now: malloc'd (caller frees), length in *len; NULL
  * with -errno in *len's place returned through rc. */
-char *tfs_statedir_render(struct tfs_fs *fs, const struct tfs_config *cfg,
-			  uint64_t ino, size_t *len, int *rc);
+char *tfs_statedir_render(const struct tfs_statedir *sd, uint64_t ino,
+			  size_t *len, int *rc);
 
 #endif

@@ -747,3 +747,50 @@ out:
 	tfs_inode_unhold(fs, ip);
 	return rc;
 }
+
+/*
+ * What the kernel does to a file on a write, a truncation or a chown when
+ * the daemon negotiated FUSE_HANDLE_KILLPRIV_V2 and so took the job over:
+ * the file capability (security.capability) goes on every such change,
+ * by whoever makes it; setuid goes, and setgid if the group may execute
+ * (without that it marks mandatory locking, which stays), when
+ * kill_suidgid says so (the kernel's KILL_SUIDGID flag: a writer without
+ * CAP_FSETID, or any chown).  Only regular files.  A file with neither
+ * costs one look under the lock and no change.
+ */
+int tfs_kill_privs(struct tfs_fs *fs, uint64_t ino, int kill_suidgid)
+{
+	static const char cap[] = "security.capability";
+	struct tfs_inode *ip;
+	uint32_t mode;
+	int rc = 0, has_cap;
+
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino);
+	if (!ip) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (!S_ISREG(ip->a.mode))
+		goto out;
+	mode = ip->a.mode;
+	if (kill_suidgid) {
+		mode &= ~(uint32_t)S_ISUID;
+		if (mode & S_IXGRP)
+			mode &= ~(uint32_t)S_ISGID;
+	}
+	has_cap = ip->nxattrs && tfs_xattr_find(ip, cap);
+	if (mode == ip->a.mode && !has_cap)
+		goto out;
+	rc = tfs_fs_may_change(fs); /* J7 */
+	if (rc)
+		goto out;
+	if (has_cap && !tfs_xattr_del(fs->m, ip, cap, sizeof(cap) - 1))
+		tfs_txn_rec(fs, tfs_rec_put_xattr_del(&fs->txn, ino, cap,
+						      sizeof(cap) - 1));
+	ip->a.mode = mode;
+	tfs_txn_touch(fs, ip, 0);
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}

@@ -43,6 +43,9 @@ enum tfs_offload_device {
 	TFS_DEVICE_NVME
 };
 
+/* [mount] io_uring: the index of the word is enum tfs_uring_mode's */
+#define TFS_CFG_URING "auto|on|off"
+
 #define TFS_DS_ONLY "DeepSpeed only: tensorfs reads it for tensorfs-plan.  "
 
 #define TFS_CONFIG_KEYS                                                         \
@@ -185,6 +188,13 @@ enum tfs_offload_device {
 	X(mount, max_threads, UINT, "16", 1, 1024, "count", TFS,                \
 	  "FUSE worker threads, each serving one request at a time.  Each "     \
 	  "costs a 1 MiB request buffer and a 1 MiB I/O buffer.")               \
+	X(mount, io_uring, ENUM, "auto", 0, 0, TFS_CFG_URING, TFS,              \
+	  "How FUSE requests travel: auto carries them over io_uring where "    \
+	  "the kernel allows it (Linux 6.14+, with "                            \
+	  "/sys/module/fuse/parameters/enable_uring on; tools/setup.sh turns "  \
+	  "it on) and over /dev/fuse otherwise, saying why in the log; on "     \
+	  "refuses to mount without it; off always uses /dev/fuse.  io_uring "  \
+	  "costs one 1 MiB buffer per worker thread, at least one per CPU.")    \
 	X(mount, read_ahead_kb, UINT, "4096", 0, 1048576, "KiB", TFS,           \
 	  "Kernel readahead for buffered reads of this mount, set in "          \
 	  "/sys/class/bdi when mounted as root (the kernel's default is 128). " \

@@ -233,6 +233,13 @@ int tfs_getattr(struct tfs_fs *fs, uint64_t ino, struct stat *st);
  * gets the result. */
 int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in, int set,
 		struct stat *out);
+/*
+ * Drop what a change takes from a regular file when the daemon, not the
+ * kernel, clears privileges (FUSE_HANDLE_KILLPRIV_V2): security.capability
+ * always; S_ISUID, and S_ISGID if S_IXGRP, when kill_suidgid.  Called
+ * before the write, truncation or chown it is for.  0 or -errno.
+ */
+int tfs_kill_privs(struct tfs_fs *fs, uint64_t ino, int kill_suidgid);
 
 /* Create a regular file, fifo, socket or device node (mode has the type;
  * S_IFREG if none).  -EEXIST if the name is taken. */

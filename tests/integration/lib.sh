@@ -27,8 +27,18 @@ TENSORFS="$TFS_BIN/tensorfs"
 FSCK="$TFS_BIN/tensorfs-fsck"
 TEST_NAME=$(basename "$0" .sh)
 # the daemon reads /etc/tensorfs/tensorfs.ini without -c: not in tests,
-# whatever this machine's holds (test-config sets it where it tests it)
-export TENSORFS_CONFIG=/nonexistent/tensorfs.ini
+# whatever this machine's holds (test-config sets it where it tests it).
+# TFS_TEST_IO_URING=on (or off) makes it one that says [mount] io_uring,
+# so that every daemon a test starts, mount(8)'s too, carries requests
+# that way: tools/test.sh runs the suite over /dev/fuse and io_uring.
+TFS_URING_INI=""
+if [ -n "${TFS_TEST_IO_URING:-}" ]; then
+	TFS_URING_INI=$(mktemp "${TMPDIR:-/tmp}/tfs-uring.XXXXXX") || exit 1
+	printf '[mount]\nio_uring = %s\n' "$TFS_TEST_IO_URING" >"$TFS_URING_INI"
+	export TENSORFS_CONFIG=$TFS_URING_INI
+else
+	export TENSORFS_CONFIG=/nonexistent/tensorfs.ini
+fi
 
 WORK=""
 IMG=""
@@ -56,6 +66,7 @@ tfs_cleanup() {
 	fi
 	tfs_sanitizer_reports || _san=1
 	[ -n "$WORK" ] && rm -rf "$WORK"
+	[ -n "$TFS_URING_INI" ] && rm -f "$TFS_URING_INI"
 	[ -z "$_san" ] || exit 1
 }
 trap tfs_cleanup EXIT
@@ -148,11 +159,22 @@ tfs_mkimg() {
 # once; one that neither mounts nor exits, after 30 s: the daemon built
 # with ASan and the invariant checks (TFS_CHECKS) takes about 4 s to mount
 # a tree of 8,000 files on an idle 2-core machine, more under load.
+# tfs_check_transport MNT: with TFS_TEST_IO_URING=on, fail unless the
+# mount at MNT really carries its requests over io_uring.
+tfs_check_transport() {
+	[ "${TFS_TEST_IO_URING:-}" = on ] || return 0
+	grep -qx 'fuse_transport io_uring' "$1/.tensorfs/stats" ||
+		tfs_fail "TFS_TEST_IO_URING=on, but $1 does not use io_uring: $(grep fuse_ "$1/.tensorfs/stats" | tr '\n' ' ')"
+}
+
 tfs_mount() {
 	"$TENSORFS" -f "$@" "$IMG" "$MNT" >>"$WORK/daemon.log" 2>&1 &
 	DAEMON_PID=$!
 	for _ in $(seq 600); do
-		if mountpoint -q "$MNT"; then return 0; fi
+		if mountpoint -q "$MNT"; then
+			tfs_check_transport "$MNT"
+			return 0
+		fi
 		kill -0 "$DAEMON_PID" 2>/dev/null || {
 			cat "$WORK/daemon.log" >&2
 			DAEMON_PID=""

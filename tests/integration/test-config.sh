@@ -9,6 +9,8 @@
 . "$(dirname "$0")/lib.sh"
 
 SHIPPED="$(cd "$(dirname "$0")/../.." && pwd)/conf/tensorfs.ini"
+# this test is about configuration: none but its own
+export TENSORFS_CONFIG=/nonexistent/tensorfs.ini
 out=$("$TENSORFS" --print-config) || tfs_fail "--print-config exited $?"
 diff <(printf '%s\n' "$out") "$SHIPPED" >&2 ||
 	tfs_fail "conf/tensorfs.ini differs from 'tensorfs --print-config'; regenerate it"
