@@ -453,10 +453,10 @@ void tfs_transport_render(const struct tfs_transport *tp, int fmt, FILE *m)
 			"tensorfs_fuse_io_uring %d\n",
 			on);
 		fprintf(m,
-			"# HELP tensorfs_fuse_uring_requests requests served "
-			"over io_uring\n"
-			"# TYPE tensorfs_fuse_uring_requests counter\n"
-			"tensorfs_fuse_uring_requests %llu\n",
+			"# HELP tensorfs_fuse_uring_requests_total requests "
+			"served over io_uring\n"
+			"# TYPE tensorfs_fuse_uring_requests_total counter\n"
+			"tensorfs_fuse_uring_requests_total %llu\n",
 			(unsigned long long)served);
 		fprintf(m, "# HELP tensorfs_fuse_feature 1 for each FUSE "
 			   "feature the connection negotiated beyond "

@@ -17,6 +17,9 @@
 # 4. runs the unit tests under ThreadSanitizer (clang build);
 # 5. runs every test, unit and integration (real mounts of real images in
 #    temporary directories), on the gcc build with invariant checks on;
+#    then, where the kernel has FUSE over io_uring, the integration tests
+#    again over it (enable_uring on for the run): the sanitized ones
+#    against the ASan daemon, all against the gcc one;
 # 6. fuzzes every parser of untrusted bytes for 30 s each (tools/fuzz.sh).
 # All test builds have the fault injection (-DTFS_TEST_HOOKS=ON).  Each step says how long it took.  Extra arguments go to every ctest run
 # (e.g. -R rename).  Needs root and /dev/fuse for the integration tests.
@@ -86,6 +89,31 @@ unset TSAN_OPTIONS
 
 step "all tests (gcc)"
 (cd "$top/build/test-gcc" && ctest --output-on-failure "$@")
+
+# FUSE over io_uring (Linux 6.14+): the integration tests again with
+# every daemon carrying its requests over it (TFS_TEST_IO_URING,
+# tests/integration/lib.sh), the sanitized ones against the ASan daemon
+# too.  The kernel offers it while enable_uring is Y: on for these runs,
+# then back as it was.
+param=/sys/module/fuse/parameters/enable_uring
+if [ -w "$param" ]; then
+	was=$(cat "$param")
+	trap 'echo "$was" >"$param"' EXIT
+	echo Y >"$param"
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	step "integration tests over FUSE io_uring, ASan+UBSan daemon (clang)"
+	(cd "$top/build/test-asan" &&
+		TFS_TEST_IO_URING=on ctest -L sanitized --output-on-failure "$@")
+	unset ASAN_OPTIONS UBSAN_OPTIONS
+	step "integration tests over FUSE io_uring (gcc)"
+	(cd "$top/build/test-gcc" &&
+		TFS_TEST_IO_URING=on ctest -L integration --output-on-failure "$@")
+	echo "$was" >"$param"
+	trap - EXIT
+else
+	echo "== no FUSE over io_uring in this kernel ($param): those runs skipped"
+fi
 
 # fuzzes every parser of untrusted bytes for 30 s each (tools/fuzz.sh:
 # libFuzzer, clang, ASan+UBSan); tools/fuzz.sh 3600 runs longer
