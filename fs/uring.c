@@ -286,12 +286,43 @@ static void *qthread_main(void *arg)
 	return NULL;
 }
 
+/*
+ * How many CPUs the kernel deems possible (num_possible_cpus()): the
+ * number of queues it waits for.  Counted from its list
+ * (/sys/devices/system/cpu/possible, "0-63" or "0-3,8-11"), which may
+ * name more than are present or online; fewer queues than that would
+ * leave the mount waiting for ever.
+ */
+static int possible_cpus(void)
+{
+	char buf[4096];
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+	int n = 0;
+
+	if (!f)
+		return get_nprocs_conf();
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	for (char *save = NULL, *t = strtok_r(buf, ",\n", &save); t;
+	     t = strtok_r(NULL, ",\n", &save)) {
+		unsigned lo, hi;
+		int k = sscanf(t, "%u-%u", &lo, &hi);
+
+		if (k == 1)
+			n++;
+		else if (k == 2 && hi >= lo)
+			n += (int)(hi - lo + 1);
+	}
+	return n > 0 ? n : get_nprocs_conf();
+}
+
 struct tfs_uring *tfs_uring_new(struct tfs_transport *tp,
 				struct fuse_session *se, int fd, size_t payload,
 				unsigned threads, int *err)
 {
 	struct tfs_uring *u = calloc(1, sizeof(*u));
-	int nq = get_nprocs_conf();
+	int nq = possible_cpus();
 
 	*err = -ENOMEM;
 	if (!u)
