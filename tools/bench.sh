@@ -3,32 +3,44 @@
 #   bench.sh - tensorfs against ext4 and the raw disk, on what users run
 #
 # SYNOPSIS
-#   sudo tools/bench.sh [--quick] [--bin DIR] [--out DIR] [OPTIONS]
+#   sudo tools/bench.sh [--quick] [--bin DIR] [--out DIR] [--tmpfs]
+#                       [--transports dev,uring] [OPTIONS]
 #
 # DESCRIPTION
-#   Measures, in one run, three targets that all live in one new directory
-#   (--dir), so on one disk:
+#   Measures, in one run, three kinds of target that all live in one new
+#   directory (--dir), so on one disk (with --tmpfs, all in /dev/shm):
 #
 #     raw   plain files in that directory, on the host file system that
-#           holds the two images below;
+#           holds the images below;
 #     ext4  ext4 on a loop device attached with "losetup --direct-io=on" to
 #           an image file in that directory (so ext4, like tensorfs,
 #           reaches its image with O_DIRECT, not through the host's page
 #           cache);
 #     tfs   tensorfs mounted (tensorfs -f) from an image file in that
-#           directory.
+#           directory, its requests over /dev/fuse (-o io_uring=off);
+#     tfs-uring
+#           with --transports uring: tensorfs from an image file of its
+#           own, its requests over FUSE over io_uring (-o io_uring=on).
+#           Each transport listed is a target of its own, mounted beside
+#           the others.
 #
-#   Every step runs on the three targets in turn, raw, ext4, tfs, and the
-#   whole sequence is repeated (--repeat), so the runs interleave
+#   Every step runs on the targets in turn, raw, ext4, tfs (tfs-uring),
+#   and the whole sequence is repeated (--repeat), so the runs interleave
 #   (A B C A B C ...) and a disk that changes speed over time moves all
-#   three alike.  Each figure is the median of the repeats, with the
+#   of them alike.  Each figure is the median of the repeats, with the
 #   min-max beside it.
+#
+#   With --tmpfs every backing is in RAM (/dev/shm): the raw files, the
+#   ext4 image under its direct-I/O loop device and the tensorfs images.
+#   No disk is in the way, so the figures are the ceiling of each file
+#   system's own path (for tensorfs: the daemon and FUSE), not of a disk;
+#   a "cold" read of the raw file is then a read from RAM.
 #
 #   Before every cold read: sync, tensorfs is unmounted and mounted again
 #   (its RAM cache starts empty) and "echo 3 > /proc/sys/vm/drop_caches"
-#   empties the kernel's caches.  A warm read (tensorfs only) follows a
-#   cold one with the kernel's caches dropped again but the mount kept, so
-#   the data comes from tensorfs's own RAM cache.
+#   empties the kernel's caches.  A warm read (tensorfs targets only)
+#   follows a cold one with the kernel's caches dropped again but the
+#   mount kept, so the data comes from tensorfs's own RAM cache.
 #
 # TESTS
 #   a  fio, 1 MiB sequential O_DIRECT write (end_fsync=1) and cold read,
@@ -54,7 +66,9 @@
 #      in one directory; then 20,000 files of 4 KiB written (open, write,
 #      close) and read back cold (open, read, close); files a second
 #   h  CPU seconds per GB moved (10^9 bytes) for every test that moves
-#      bytes (see CPU ACCOUNTING)
+#      bytes (see CPU ACCOUNTING); for each tensorfs target also GB moved
+#      per daemon CPU second ("GB/s/core": bytes / the daemon's utime +
+#      stime over the run), the speed one core of daemon would sustain
 #   i  the daemon's peak resident memory (VmHWM, read from /proc before
 #      each unmount) against its bound: max_in_cpu + buffer_count x
 #      buffer_size + 64 MiB + TFS_META_BYTES_PER_FILE per file
@@ -68,8 +82,9 @@
 #   For each run: the client's utime + stime (fio's own usr_cpu + sys_cpu
 #   over its job, so not its start-up; dsaio's from getrusage of the
 #   waited process; a Python client's own getrusage around its timed
-#   section, so interpreter start and imports are not counted), plus, on tensorfs, the daemon's utime + stime over the run
-#   from /proc/PID/stat (every thread: FUSE workers, io_uring workers),
+#   section, so interpreter start and imports are not counted), plus, on
+#   a tensorfs target, its daemon's utime + stime over the run from
+#   /proc/PID/stat (every thread: FUSE workers, io_uring workers),
 #   plus, on every target, the utime + stime of all kernel threads
 #   (kthreadd and its children, from /proc/*/stat) over the run.  The
 #   loop device has no thread of its own in current kernels: its work runs
@@ -78,6 +93,9 @@
 #   ends within a run, and interrupt-context work (charged to whoever ran).
 #   Kernel threads also work for other programs on the machine: run it on
 #   a quiet machine (the load average at start and end is recorded).
+#   GB/s/core counts the daemon's CPU alone: bytes moved / 10^9 over the
+#   daemon's utime + stime, the median of the runs' ratios (a run whose
+#   daemon took less than a clock tick, as --quick's can, gives none).
 #
 # OPTIONS
 #   --quick        a smoke run: 16 MiB files, 1 MiB for c, 2 x 8 MiB for
@@ -92,6 +110,28 @@
 #                  ./bench-YYYYmmdd-HHMMSS)
 #   --dir DIR      make the temporary directory holding every image and
 #                  file under DIR (default /var/tmp): DIR chooses the disk
+#   --tmpfs        put every backing on /dev/shm (a tmpfs) instead of
+#                  --dir's disk: the raw files, the ext4 image (under a
+#                  loop device that must be direct-io: tmpfs takes
+#                  O_DIRECT from Linux 6.6) and the tensorfs images, to
+#                  measure each path at RAM speed.  Refused, naming what
+#                  to lower, when the backings (each image can fill up to
+#                  3 x SIZE + 1 GiB), the daemons' memory bound and the
+#                  client's copy would not fit in /dev/shm's free space
+#                  or in the memory available.  Not with --dir.
+#   --transports LIST
+#                  the FUSE transports to measure tensorfs over, each a
+#                  target of its own, among dev (/dev/fuse read and write:
+#                  target tfs, -o io_uring=off) and uring (FUSE over
+#                  io_uring: target tfs-uring, -o io_uring=on); default
+#                  dev.  uring needs the kernel's
+#                  /sys/module/fuse/parameters/enable_uring: when it is N
+#                  it is set to Y for the run and back to N at the end;
+#                  when it is missing or cannot be set, tfs-uring is
+#                  skipped, saying why.  A tensorfs without the io_uring
+#                  option cannot mount tfs-uring (the run stops, saying
+#                  so); tfs is then mounted without -o io_uring=off,
+#                  /dev/fuse being all such a tensorfs has.
 #   --size SIZE    file size for a, b, d, e (default 1G; K, M, G suffixes
 #                  are powers of 1024; at least 1M)
 #   --repeat N     repeats (default 3; --quick 1)
@@ -117,10 +157,14 @@
 #
 # OUTPUT
 #   The table on stdout: for each test, unit, the median (min-max) of the
-#   raw file, ext4 and tensorfs, tensorfs's ratio to raw and to ext4
-#   ("x raw", "x ext4"), CPU s/GB of each and tensorfs's CPU ratio to
-#   ext4; then VmHWM, date, commit (of the script's tree), the binaries
-#   (--version, checksum, build time), kernel, load.  In --out DIR:
+#   raw file, ext4 and each tensorfs target, each tensorfs target's ratio
+#   to raw and to ext4 ("x raw", "x ext4"; with two tensorfs targets each
+#   column is headed by the target's name: "tfs x raw", "tfs-uring x
+#   raw"), CPU s/GB of every target, each tensorfs target's CPU ratio to
+#   ext4 ("cpu x ext4") and its GB/s per daemon core ("GB/s/core", rows
+#   that move bytes); then VmHWM, date, commit (of the script's tree), the
+#   binaries (--version, checksum, build time), kernel, load, the
+#   transports measured or skipped.  In --out DIR:
 #   results.json (every run's figures and CPU parts, the medians, the
 #   commands, the machine), table.txt, commands.txt (every command run,
 #   the temporary directory written $WORK), ratios.png (gnuplot; skipped
@@ -135,10 +179,14 @@
 #   python3-torch for e (a python3 that imports them is looked for:
 #   /usr/bin/python3 first); gnuplot for the plot; libaio for f.
 #   tools/install-deps.sh installs them all.  Free space under --dir:
-#   it asks for 2 x (3 x SIZE + 1 GiB), the two images' size; they are
-#   sparse and use less.
+#   it asks for (1 + the number of tensorfs targets) x (3 x SIZE + 1
+#   GiB), the images' size; they are sparse and use less.  --tmpfs needs
+#   Linux 6.6 or later (O_DIRECT on tmpfs); --transports uring a kernel
+#   with FUSE over io_uring (Linux 6.14 or later, CONFIG_FUSE_IO_URING)
+#   and a tensorfs that has -o io_uring.
 #
-#   Everything it made (mounts, the loop device, the daemon, the images)
+#   Everything it made (mounts, the loop device, the daemons, the images,
+#   with --tmpfs its directory in /dev/shm; enable_uring turned back off)
 #   is removed on every exit path, a failure or Ctrl-C included.
 #
 # EXIT STATUS
@@ -149,6 +197,7 @@
 #   sudo tools/bench.sh --bin build/rel/bin --out /tmp/bench
 #   sudo tools/bench.sh --quick
 #   sudo tools/bench.sh --only a,f --size 4G --dir /mnt/nvme
+#   sudo tools/bench.sh --tmpfs --transports dev,uring --size 512M
 
 set -u
 
@@ -176,6 +225,9 @@ REPEAT=""
 ONLY=a,b,c,d,e,f,g
 PRIME_ARG=0
 TFS_OPTS=()
+TMPFS=0
+DIR_GIVEN=0
+TRANSPORTS=dev
 
 ARGS_GIVEN=$(printf ' %q' "$@")
 need_val() { [ "$2" -ge 2 ] || usage_error "$1 needs a value"; }
@@ -188,8 +240,11 @@ while [ $# -gt 0 ]; do
 	--testbin=*) TESTBIN=${1#*=}; shift ;;
 	--out) need_val "$1" $#; OUT=$2; shift 2 ;;
 	--out=*) OUT=${1#*=}; shift ;;
-	--dir) need_val "$1" $#; PARENT=$2; shift 2 ;;
-	--dir=*) PARENT=${1#*=}; shift ;;
+	--dir) need_val "$1" $#; PARENT=$2; DIR_GIVEN=1; shift 2 ;;
+	--dir=*) PARENT=${1#*=}; DIR_GIVEN=1; shift ;;
+	--tmpfs) TMPFS=1; shift ;;
+	--transports) need_val "$1" $#; TRANSPORTS=$2; shift 2 ;;
+	--transports=*) TRANSPORTS=${1#*=}; shift ;;
 	--size) need_val "$1" $#; SIZE_ARG=$2; shift 2 ;;
 	--size=*) SIZE_ARG=${1#*=}; shift ;;
 	--repeat) need_val "$1" $#; REPEAT=$2; shift 2 ;;
@@ -253,6 +308,21 @@ for g in ${ONLY//,/ }; do
 	esac
 done
 on() { case "$GROUPS_ON" in *" $1 "*) return 0 ;; esac; return 1; }
+TRANSPORTS_ON=" "
+for tr in ${TRANSPORTS//,/ }; do
+	case "$tr" in
+	dev|uring) ;;
+	*) usage_error "--transports takes transports among dev,uring, not '$tr'" ;;
+	esac
+	case "$TRANSPORTS_ON" in *" $tr "*) usage_error "--transports names '$tr' twice" ;; esac
+	TRANSPORTS_ON="$TRANSPORTS_ON$tr "
+done
+[ "$TRANSPORTS_ON" != " " ] || usage_error "--transports needs at least one of dev,uring"
+if [ "$TMPFS" = 1 ]; then
+	[ "$DIR_GIVEN" = 0 ] || usage_error "--tmpfs puts everything on /dev/shm: give --tmpfs or --dir, not both"
+	PARENT=/dev/shm
+	[ -d "$PARENT" ] || usage_error "--tmpfs: there is no /dev/shm"
+fi
 [ -d "$PARENT" ] || usage_error "--dir '$PARENT' is not a directory"
 
 # ===== tools =====
@@ -289,6 +359,46 @@ sys.exit(importlib.util.find_spec('$1') is None)" 2>/dev/null; then
 	return 1
 }
 PY=$(find_py json) || die "no working python3"
+# mem_bound CONFIG NFILES: the daemon's memory bound in KiB, a tab and
+# how it is made: cache + pool + 64 MiB + per-file metadata, from a
+# configuration as tensorfs prints it; nothing when CONFIG is unreadable
+mem_bound() {
+	"$PY" - "$1" "$top/lib/include/memcheck.h" "$2" <<'PY'
+import re, sys
+sizes = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "fp8_e4m3": 1,
+         "fp8_e5m2": 1, "int8": 1, "uint8": 1, "int16": 2, "int32": 4,
+         "int64": 8, "bool": 1}
+try:
+    cfg = {}
+    # the first of a key's sections is the mount's ([offload_param]); a
+    # later one ([offload_optimizer]) is DeepSpeed's only
+    for k, v in re.findall(r"^(\w+)\s*=\s*(\S*)", open(sys.argv[1]).read(), re.M):
+        cfg.setdefault(k, v)
+except OSError:
+    sys.exit(0)
+def size(v, dt):
+    m = re.fullmatch(r"([0-9.eE+]+)\s*([KMGT]?)(i?)B?", v)
+    if not m:
+        raise SystemExit(0)
+    n = float(m.group(1))
+    if m.group(2) or v.endswith("B"):
+        base = 1024 if m.group(3) else 1000
+        return int(n * base ** " KMGT".index(m.group(2) or " "))
+    return int(n * sizes.get(dt, 2))
+dt = cfg.get("dtype", "fp16")
+cache = size(cfg.get("max_in_cpu", "0"), dt)
+pool = int(cfg.get("buffer_count", "0")) * size(cfg.get("buffer_size", "0"), dt)
+per_file = 320
+try:
+    m = re.search(r"TFS_META_BYTES_PER_FILE\s+(\d+)", open(sys.argv[2]).read())
+    per_file = int(m.group(1)) if m else per_file
+except OSError:
+    pass
+files = int(sys.argv[3]) + 16
+kb = (cache + pool + 64 * 2**20 + files * per_file) // 1024
+print("%d\tmax_in_cpu %d + pool %d + 64 MiB + %d files x %d B" % (kb, cache, pool, files, per_file))
+PY
+}
 # one client process runs every step of d, e and g (clients.py --serve),
 # so numpy and torch are imported once: the python3 that has the most
 HAVE_NP=0
@@ -312,36 +422,48 @@ OUT=$(cd "$OUT" && pwd)
 # ===== clean-up, on every exit path =====
 
 WORK=""
-TFS_MNT=""
-TFS_PID=""
 EXT4_MNT=""
 LOOPDEV=""
 PRIME_MNT=""
 MANIFEST=""
 SERVER_PID=""
+# the tensorfs targets (tfs, tfs-uring), each mounted at $WORK/TARGET
+# from $WORK/TARGET.img; TFS_PIDS: the running daemon of each;
+# TFS_IOU: its -o io_uring value (empty: the option is not passed)
+TFS_TARGETS=()
+declare -A TFS_PIDS=() TFS_IOU=()
+# enable_uring's value before this run turned it on (restored at exit)
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+URING_RESTORE=""
 
+# stop_tensorfs TARGET: unmount it and wait for its daemon to exit
 stop_tensorfs() {
-	local i hwm
-	if [ -n "$TFS_PID" ] && [ -n "$MANIFEST" ]; then
-		hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$TFS_PID/status" 2>/dev/null)
-		[ -n "$hwm" ] && printf 'hwm\t%s\t%s\n' "$TFS_PID" "$hwm" >>"$MANIFEST"
+	local t=$1 i hwm pid=${TFS_PIDS[$1]:-} mnt=""
+	[ -n "$WORK" ] && mnt=$WORK/$1
+	if [ -n "$pid" ] && [ -n "$MANIFEST" ]; then
+		hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$pid/status" 2>/dev/null)
+		[ -n "$hwm" ] && printf 'hwm\t%s\t%s\t%s\n' "$pid" "$hwm" "$t" >>"$MANIFEST"
 	fi
-	if [ -n "$TFS_MNT" ] && mountpoint -q "$TFS_MNT" 2>/dev/null; then
-		fusermount3 -u "$TFS_MNT" 2>/dev/null || umount -l "$TFS_MNT" 2>/dev/null
+	if [ -n "$mnt" ] && mountpoint -q "$mnt" 2>/dev/null; then
+		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
 	fi
-	if [ -n "$TFS_PID" ]; then
+	if [ -n "$pid" ]; then
 		# unmounting makes the daemon write everything back and exit
 		for i in $(seq 600); do
-			kill -0 "$TFS_PID" 2>/dev/null || break
+			kill -0 "$pid" 2>/dev/null || break
 			if [ "$i" = 600 ]; then
-				log "warning: tensorfs $TFS_PID still running 60 s after unmount; killing it"
-				kill -TERM "$TFS_PID" 2>/dev/null; sleep 1; kill -KILL "$TFS_PID" 2>/dev/null
+				log "warning: tensorfs $pid ($t) still running 60 s after unmount; killing it"
+				kill -TERM "$pid" 2>/dev/null; sleep 1; kill -KILL "$pid" 2>/dev/null
 			fi
 			sleep 0.1
 		done
-		wait "$TFS_PID" 2>/dev/null
+		wait "$pid" 2>/dev/null
 	fi
-	TFS_PID=""
+	TFS_PIDS[$t]=""
+}
+stop_all_tensorfs() {
+	local t
+	for t in "${TFS_TARGETS[@]}"; do stop_tensorfs "$t"; done
 }
 
 # shellcheck disable=SC2317  # called from the EXIT trap
@@ -357,8 +479,11 @@ cleanup() {
 		kill "$SERVER_PID" 2>/dev/null
 		wait "$SERVER_PID" 2>/dev/null
 	fi
-	stop_tensorfs
-	TFS_MNT=""
+	stop_all_tensorfs
+	if [ -n "$URING_RESTORE" ]; then
+		{ echo "$URING_RESTORE" >"$URING_PARAM"; } 2>/dev/null ||
+			log "warning: could not set $URING_PARAM back to $URING_RESTORE"
+	fi
 	if [ -n "$EXT4_MNT" ] && mountpoint -q "$EXT4_MNT" 2>/dev/null; then
 		umount "$EXT4_MNT" 2>/dev/null || umount -l "$EXT4_MNT" 2>/dev/null
 	fi
@@ -376,6 +501,48 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM HUP
 
+# ===== the transports: a tensorfs target each =====
+
+# uring_ready: whether the kernel serves FUSE over io_uring, turning it on
+# for this run (back off at exit) when it is off and can be turned on;
+# else false, with the reason in URING_WHY
+URING_WHY=""
+uring_ready() {
+	local v
+	if [ ! -e "$URING_PARAM" ]; then
+		URING_WHY="this kernel ($(uname -r)) has no FUSE over io_uring: no $URING_PARAM (it needs Linux 6.14 or later built with CONFIG_FUSE_IO_URING)"
+		return 1
+	fi
+	v=$(cat "$URING_PARAM" 2>/dev/null)
+	case "$v" in Y|y|1) return 0 ;; esac
+	if { echo Y >"$URING_PARAM"; } 2>/dev/null && [ "$(cat "$URING_PARAM" 2>/dev/null)" = Y ]; then
+		URING_RESTORE=$v
+		log "FUSE over io_uring was off ($URING_PARAM = $v): turned on for this run, off again at its end"
+		return 0
+	fi
+	URING_WHY="the kernel's FUSE over io_uring is off ($URING_PARAM = ${v:-?}) and cannot be turned on"
+	return 1
+}
+TRANSPORTS_TEXT=""
+for tr in $TRANSPORTS_ON; do
+	case "$tr" in
+	dev)
+		TFS_TARGETS+=(tfs); TFS_IOU[tfs]=off
+		TRANSPORTS_TEXT="$TRANSPORTS_TEXT, dev (tfs: /dev/fuse, -o io_uring=off)" ;;
+	uring)
+		if uring_ready; then
+			TFS_TARGETS+=(tfs-uring); TFS_IOU[tfs-uring]=on
+			TRANSPORTS_TEXT="$TRANSPORTS_TEXT, uring (tfs-uring: FUSE over io_uring, -o io_uring=on)"
+		else
+			log "warning: --transports uring: tfs-uring skipped: $URING_WHY"
+			TRANSPORTS_TEXT="$TRANSPORTS_TEXT, uring skipped ($URING_WHY)"
+		fi ;;
+	esac
+done
+TRANSPORTS_TEXT=${TRANSPORTS_TEXT#, }
+[ ${#TFS_TARGETS[@]} -gt 0 ] || die "no tensorfs target left to measure: $TRANSPORTS_TEXT; run with --transports dev"
+NT=${#TFS_TARGETS[@]}
+
 WORK=$(mktemp -d "$PARENT/tensorfs-bench.XXXXXX") || die "cannot make a directory under '$PARENT'"
 WORK=$(cd "$WORK" && pwd -P)
 RES=$OUT/runs
@@ -386,15 +553,54 @@ MANIFEST=$WORK/manifest.tsv
 
 # the raw target and both loop device and tensorfs reach the disk with
 # O_DIRECT: tmpfs, for one, refuses it before Linux 6.6
-dd if=/dev/zero of="$WORK/odirect.probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
+if ! dd if=/dev/zero of="$WORK/odirect.probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null; then
+	[ "$TMPFS" = 0 ] ||
+		die "--tmpfs: /dev/shm refuses O_DIRECT on this kernel ($(uname -r)); tmpfs takes it from Linux 6.6: run without --tmpfs"
 	die "the file system of '$PARENT' does not support O_DIRECT (tmpfs?); pick a directory on a disk with --dir"
+fi
 rm -f "$WORK/odirect.probe"
 
 IMG_BYTES=$((SIZE * 3 + 1024 * MIB))
-need_kib=$((IMG_BYTES * 2 / 1024))
-avail_kib=$(df -Pk "$WORK" | awk 'NR == 2 { print $4 }')
-if [ -z "$avail_kib" ] || [ "$avail_kib" -lt "$need_kib" ]; then
-	die "'$WORK' has ${avail_kib:-?} KiB free; this run needs about $need_kib KiB (lower --size or pick another --dir)"
+if [ "$TMPFS" = 0 ]; then
+	need_kib=$((IMG_BYTES * (1 + NT) / 1024))
+	avail_kib=$(df -Pk "$WORK" | awk 'NR == 2 { print $4 }')
+	if [ -z "$avail_kib" ] || [ "$avail_kib" -lt "$need_kib" ]; then
+		die "'$WORK' has ${avail_kib:-?} KiB free; this run needs about $need_kib KiB (lower --size or pick another --dir)"
+	fi
+else
+	# in RAM, the images are sparse but can fill: ext4 reuses freed blocks
+	# wherever they are and the loop device passes no discard, tensorfs
+	# punches no hole without -o discard; so count them full, and the
+	# raw target's largest step (a file of SIZE, f's files, g's 4 KiB
+	# files), the daemons' memory bound, the client's copy of a file
+	# (np.load, torch.load: up to 2 x SIZE) and --prime
+	fstype=$(stat -f -c %T "$WORK" 2>/dev/null)
+	[ "$fstype" = tmpfs ] || die "--tmpfs: /dev/shm is not a tmpfs here (${fstype:-?}); run without --tmpfs"
+	raw_mib=$((SIZE / MIB))
+	[ $((DS_FILES * DS_BYTES / MIB)) -le "$raw_mib" ] || raw_mib=$((DS_FILES * DS_BYTES / MIB))
+	[ $((META_N * 4096 / MIB)) -le "$raw_mib" ] || raw_mib=$((META_N * 4096 / MIB))
+	raw_mib=$((raw_mib + 64))
+	img_mib=$((IMG_BYTES / MIB))
+	shm_mib=$((raw_mib + (1 + NT) * img_mib))
+	shm_free_mib=$(df -Pk "$WORK" | awk 'NR == 2 { print int($4 / 1024) }')
+	lower="lower --size (now $((SIZE / MIB)) MiB; each image is 3 x SIZE + 1 GiB)"
+	[ "$NT" = 1 ] || lower="$lower or list fewer --transports"
+	if [ -z "$shm_free_mib" ] || [ "$shm_free_mib" -lt "$shm_mib" ]; then
+		die "--tmpfs: the backings can take $shm_mib MiB of /dev/shm (raw files $raw_mib MiB, the ext4 image and $NT tensorfs image(s) of $img_mib MiB each, sparse but they can fill), and it has ${shm_free_mib:-?} MiB free: $lower"
+	fi
+	"$TENSORFS" "${TFS_OPTS[@]}" --print-config >"$WORK/tfs.print-config" 2>"$WORK/print-config.log" ||
+		{ cat "$WORK/print-config.log" >&2; die "tensorfs --print-config failed (above): the daemons' memory bound is unknown"; }
+	bound_kib=$(mem_bound "$WORK/tfs.print-config" "$META_N" | cut -f1)
+	case "$bound_kib" in
+	''|*[!0-9]*) die "--tmpfs: cannot work out the daemon's memory bound from tensorfs --print-config" ;;
+	esac
+	bound_mib=$((bound_kib / 1024 + 1))
+	mem_mib=$((shm_mib + NT * bound_mib + 2 * SIZE / MIB + PRIME_MIB + 512))
+	avail_mib=$(awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo)
+	if [ -z "$avail_mib" ] || [ "$avail_mib" -lt "$mem_mib" ]; then
+		die "--tmpfs: this run can take $mem_mib MiB of memory (the backings on /dev/shm $shm_mib MiB, $NT daemon(s) of up to $bound_mib MiB each, the client's 2 x SIZE, --prime $PRIME_MIB MiB, 512 MiB to spare), and ${avail_mib:-?} MiB are available: $lower, or the daemon's cache (-o max_in_cpu=...)"
+	fi
+	log "--tmpfs: every backing in /dev/shm, up to $shm_mib MiB of it; up to $mem_mib MiB of memory in all"
 fi
 
 if [ "$PRIME_MIB" -gt 0 ]; then
@@ -408,7 +614,7 @@ if [ "$PRIME_MIB" -gt 0 ]; then
 	log "--prime: $PRIME_MIB MiB of memory used and given back before each read"
 fi
 
-# ===== the three targets =====
+# ===== the targets =====
 
 mkdir -p "$WORK/raw"
 
@@ -416,39 +622,95 @@ log "ext4: mkfs on an image of $((IMG_BYTES / MIB)) MiB, loop device with direct
 truncate -s "$IMG_BYTES" "$WORK/ext4.img" || die "cannot make '$WORK/ext4.img'"
 mkfs.ext4 -q -F "$WORK/ext4.img" >"$WORK/mkfs.ext4.log" 2>&1 ||
 	{ cat "$WORK/mkfs.ext4.log" >&2; die "mkfs.ext4 failed"; }
-LOOPDEV=$(losetup --find --show --direct-io=on "$WORK/ext4.img") ||
+if ! LOOPDEV=$(losetup --find --show --direct-io=on "$WORK/ext4.img"); then
+	[ "$TMPFS" = 0 ] ||
+		die "--tmpfs: losetup --direct-io=on over an image in /dev/shm failed: this kernel's loop device cannot do direct I/O to tmpfs; run without --tmpfs"
 	die "losetup --direct-io=on failed (the host file system of --dir must support O_DIRECT)"
+fi
 mkdir -p "$WORK/ext4"
 EXT4_MNT=$WORK/ext4
 mount -t ext4 "$LOOPDEV" "$EXT4_MNT" || die "cannot mount $LOOPDEV on '$EXT4_MNT'"
 LOOP_DIO=$(cat "/sys/block/${LOOPDEV#/dev/}/loop/dio" 2>/dev/null || echo '?')
-[ "$LOOP_DIO" = 1 ] || log "warning: $LOOPDEV reports dio=$LOOP_DIO: the kernel fell back to buffered loop I/O"
+if [ "$LOOP_DIO" != 1 ]; then
+	# on tmpfs, buffered loop I/O would copy every block once more in RAM
+	[ "$TMPFS" = 0 ] ||
+		die "--tmpfs: $LOOPDEV over /dev/shm reports dio=$LOOP_DIO: this kernel's loop device cannot do direct I/O to tmpfs, and ext4 would go through the page cache twice; run without --tmpfs"
+	log "warning: $LOOPDEV reports dio=$LOOP_DIO: the kernel fell back to buffered loop I/O"
+fi
 
-log "tensorfs: mkfs on an image of $((IMG_BYTES / MIB)) MiB"
-"$MKFS" -q -s "$IMG_BYTES" "$WORK/tensorfs.img" >"$WORK/mkfs.log" 2>&1 ||
-	{ cat "$WORK/mkfs.log" >&2; die "mkfs.tensorfs failed"; }
-mkdir -p "$WORK/tfs"
-TFS_MNT=$WORK/tfs
-TFS_CMD=$(printf '%q ' "$TENSORFS" -f "${TFS_OPTS[@]}" IMAGE MOUNTPOINT)
-TFS_CMD=${TFS_CMD% }
+# tfs_cmd TARGET: its tensorfs command line (image and mount point named)
+tfs_cmd() {
+	local c opt=()
+	[ -z "${TFS_IOU[$1]:-}" ] || opt=(-o "io_uring=${TFS_IOU[$1]}")
+	c=$(printf '%q ' "$TENSORFS" -f "${TFS_OPTS[@]}" "${opt[@]}" IMAGE MOUNTPOINT)
+	echo "${c% }"
+}
+for t in "${TFS_TARGETS[@]}"; do
+	log "tensorfs: mkfs on an image of $((IMG_BYTES / MIB)) MiB ($t)"
+	"$MKFS" -q -s "$IMG_BYTES" "$WORK/$t.img" >"$WORK/mkfs.log" 2>&1 ||
+		{ cat "$WORK/mkfs.log" >&2; die "mkfs.tensorfs failed"; }
+	mkdir -p "$WORK/$t"
+done
 
-start_tensorfs() {
-	local i
-	"$TENSORFS" -f "${TFS_OPTS[@]}" "$WORK/tensorfs.img" "$TFS_MNT" >>"$WORK/tensorfs.log" 2>&1 &
-	TFS_PID=$!
+# try_start_tensorfs TARGET: mount it; false if the daemon exited first
+try_start_tensorfs() {
+	local t=$1 i pid opt=()
+	[ -z "${TFS_IOU[$t]:-}" ] || opt=(-o "io_uring=${TFS_IOU[$t]}")
+	"$TENSORFS" -f "${TFS_OPTS[@]}" "${opt[@]}" "$WORK/$t.img" "$WORK/$t" >>"$WORK/$t.log" 2>&1 &
+	pid=$!
+	TFS_PIDS[$t]=$pid
 	for i in $(seq 200); do
-		mountpoint -q "$TFS_MNT" && return 0
-		if ! kill -0 "$TFS_PID" 2>/dev/null; then
-			cat "$WORK/tensorfs.log" >&2
-			TFS_PID=""
-			die "tensorfs exited before mounting: $TFS_CMD"
+		mountpoint -q "$WORK/$t" && return 0
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid" 2>/dev/null
+			TFS_PIDS[$t]=""
+			return 1
 		fi
 		[ "$i" = 200 ] || sleep 0.05
 	done
-	die "tensorfs did not mount within 10 s: $TFS_CMD"
+	die "tensorfs did not mount $t within 10 s: $(tfs_cmd "$t")"
 }
-start_tensorfs
-cp "$TFS_MNT/.tensorfs/config" "$WORK/tfs.config" 2>/dev/null ||
+# tensorfs_failed TARGET: stop the run, TARGET's daemon having exited
+# before it mounted
+tensorfs_failed() {
+	cat "$WORK/$1.log" >&2
+	if [ "${TFS_IOU[$1]:-}" = on ]; then
+		die "tensorfs exited before mounting $1 over FUSE over io_uring (its log above says why): $(tfs_cmd "$1")
+  $URING_PARAM is $(cat "$URING_PARAM" 2>/dev/null || echo missing) now.  A tensorfs that has -o io_uring refuses io_uring=on when the kernel does not serve it (enable_uring N: something may have turned it off during the run); one built before rejects the option (unknown option).  Run with --transports dev, or --bin a tensorfs that has -o io_uring"
+	fi
+	die "tensorfs exited before mounting $1: $(tfs_cmd "$1")"
+}
+# start_tensorfs TARGET: mount it, or stop the run saying why
+start_tensorfs() { try_start_tensorfs "$1" || tensorfs_failed "$1"; }
+start_all_tensorfs() {
+	local t
+	for t in "${TFS_TARGETS[@]}"; do start_tensorfs "$t"; done
+}
+# the first mounts; a tensorfs without -o io_uring (before FUSE over
+# io_uring) has /dev/fuse only: tfs is mounted without io_uring=off then
+for t in "${TFS_TARGETS[@]}"; do
+	try_start_tensorfs "$t" && continue
+	if [ "$t" != tfs ] || ! grep -q 'io_uring' "$WORK/tfs.log"; then tensorfs_failed "$t"; fi
+	why=$(grep -m 1 'io_uring' "$WORK/tfs.log")
+	TFS_IOU[tfs]=""
+	try_start_tensorfs tfs || tensorfs_failed tfs
+	log "warning: this tensorfs does not know -o io_uring ($why): tfs is mounted without it, over /dev/fuse, all that tensorfs has"
+	TRANSPORTS_TEXT=${TRANSPORTS_TEXT/"-o io_uring=off"/"a tensorfs without -o io_uring"}
+	: >"$WORK/tfs.log"
+done
+# what each mount says it runs over (.tensorfs/stats, fuse_transport:
+# dev_fuse or io_uring; nothing from a tensorfs before FUSE over io_uring)
+said=""
+for t in "${TFS_TARGETS[@]}"; do
+	tr=$(awk '$1 == "fuse_transport" { print $2 }' "$WORK/$t/.tensorfs/stats" 2>/dev/null)
+	case "${TFS_IOU[$t]:-}:$tr" in
+	on:io_uring|off:dev_fuse|:dev_fuse|*:) ;;
+	*) die "$t: its .tensorfs/stats says fuse_transport $tr, not the transport this mount is for: $(tfs_cmd "$t")" ;;
+	esac
+	said="$said, $t ${tr:-?}"
+done
+TRANSPORTS_TEXT="$TRANSPORTS_TEXT; the mounts say:${said#,}"
+cp "$WORK/${TFS_TARGETS[0]}/.tensorfs/config" "$WORK/tfs.config" 2>/dev/null ||
 	log "warning: no .tensorfs/config on the mount: the memory bound is unknown"
 
 # dir_of TARGET: the directory the runs on TARGET use
@@ -456,11 +718,20 @@ dir_of() {
 	case "$1" in
 	raw) echo "$WORK/raw" ;;
 	ext4) echo "$EXT4_MNT/b" ;;
-	tfs) echo "$TFS_MNT/b" ;;
+	tfs|tfs-*) echo "$WORK/$1/b" ;;
 	esac
 }
-TARGETS=(raw ext4 tfs)
+TARGETS=(raw ext4 "${TFS_TARGETS[@]}")
 for t in "${TARGETS[@]}"; do mkdir -p "$(dir_of "$t")" || die "cannot make a directory on $t"; done
+# the targets for report.py: ID KIND LABEL (the label heads its column
+# when there is one tensorfs target)
+printf 'target\traw\traw\traw file\ntarget\text4\text4\text4\n' >>"$MANIFEST"
+for t in "${TFS_TARGETS[@]}"; do
+	case "$t" in
+	tfs) printf 'target\ttfs\ttensorfs\ttensorfs\n' ;;
+	*) printf 'target\t%s\ttensorfs\ttensorfs %s\n' "$t" "${t#tfs-}" ;;
+	esac
+done >>"$MANIFEST"
 
 # ===== the dsaio client =====
 
@@ -494,14 +765,14 @@ deftest() {
 }
 skip_run() { printf 'skip\t%s\t%s\t%s\n' "$1" "$2" "$3" >>"$MANIFEST"; }
 
-pid_of() { [ "$1" = tfs ] && echo "$TFS_PID"; }
+pid_of() { echo "${TFS_PIDS[$1]:-}"; }
 
 # cold: what comes before a cold read: the data on the disk, tensorfs's
 # RAM cache empty (a new mount), the kernel's caches empty
 cold() {
 	sync
-	stop_tensorfs
-	start_tensorfs
+	stop_all_tensorfs
+	start_all_tensorfs
 	echo 3 >/proc/sys/vm/drop_caches || die "cannot drop caches"
 }
 # prime: with --prime, use PRIME_MIB of memory and give it back, right
@@ -631,7 +902,9 @@ client_pair() {
 			skip_run "$wid" "$t" "no python3 with the module"
 			skip_run "$rid" "$t" "no python3 with the module"
 		done
-		[ "$warm" = 1 ] && skip_run "$rid-warm" tfs "no python3 with the module"
+		if [ "$warm" = 1 ]; then
+			for t in "${TFS_TARGETS[@]}"; do skip_run "$rid-warm" "$t" "no python3 with the module"; done
+		fi
 		return 0
 	fi
 	for t in "${TARGETS[@]}"; do client_run "$wid" "$t" "$wop" "$(dir_of "$t")/$f" "$SIZE"; done
@@ -639,8 +912,10 @@ client_pair() {
 	for t in "${TARGETS[@]}"; do prime; client_run "$rid" "$t" "$rop" "$(dir_of "$t")/$f" "$SIZE"; done
 	if [ "$warm" = 1 ]; then
 		warm
-		prime
-		client_run "$rid-warm" tfs "$rop" "$(dir_of tfs)/$f" "$SIZE"
+		for t in "${TFS_TARGETS[@]}"; do
+			prime
+			client_run "$rid-warm" "$t" "$rop" "$(dir_of "$t")/$f" "$SIZE"
+		done
 	fi
 	clean_dirs
 }
@@ -738,51 +1013,18 @@ for REP in $(seq "$REPEAT"); do
 done
 END=$(date +%s)
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
-stop_tensorfs
-if grep -i -E 'error|warn' "$WORK/tensorfs.log" >&2; then
-	log "warning: the daemon logged the lines above"
-fi
+stop_all_tensorfs
+for t in "${TFS_TARGETS[@]}"; do
+	if grep -i -E 'error|warn' "$WORK/$t.log" >&2; then
+		log "warning: the daemon of $t logged the lines above"
+	fi
+done
 
 # ===== report =====
 
 # the memory bound: cache + pool + 64 MiB + per-file metadata, from the
 # mount's effective configuration
-BOUND=$("$PY" - "$WORK/tfs.config" "$top/lib/include/memcheck.h" "$META_N" <<'PY'
-import re, sys
-sizes = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "fp8_e4m3": 1,
-         "fp8_e5m2": 1, "int8": 1, "uint8": 1, "int16": 2, "int32": 4,
-         "int64": 8, "bool": 1}
-try:
-    cfg = {}
-    # the first of a key's sections is the mount's ([offload_param]); a
-    # later one ([offload_optimizer]) is DeepSpeed's only
-    for k, v in re.findall(r"^(\w+)\s*=\s*(\S*)", open(sys.argv[1]).read(), re.M):
-        cfg.setdefault(k, v)
-except OSError:
-    sys.exit(0)
-def size(v, dt):
-    m = re.fullmatch(r"([0-9.eE+]+)\s*([KMGT]?)(i?)B?", v)
-    if not m:
-        raise SystemExit(0)
-    n = float(m.group(1))
-    if m.group(2) or v.endswith("B"):
-        base = 1024 if m.group(3) else 1000
-        return int(n * base ** " KMGT".index(m.group(2) or " "))
-    return int(n * sizes.get(dt, 2))
-dt = cfg.get("dtype", "fp16")
-cache = size(cfg.get("max_in_cpu", "0"), dt)
-pool = int(cfg.get("buffer_count", "0")) * size(cfg.get("buffer_size", "0"), dt)
-per_file = 320
-try:
-    m = re.search(r"TFS_META_BYTES_PER_FILE\s+(\d+)", open(sys.argv[2]).read())
-    per_file = int(m.group(1)) if m else per_file
-except OSError:
-    pass
-files = int(sys.argv[3]) + 16
-kb = (cache + pool + 64 * 2**20 + files * per_file) // 1024
-print("%d\tmax_in_cpu %d + pool %d + 64 MiB + %d files x %d B" % (kb, cache, pool, files, per_file))
-PY
-)
+BOUND=$(mem_bound "$WORK/tfs.config" "$META_N")
 meta hwm_bound_kb "${BOUND%%	*}"
 meta hwm_bound_text "${BOUND#*	}"
 meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -791,12 +1033,15 @@ meta commit "$COMMIT"
 meta binaries "${BIN#"$top"/}/tensorfs: $("$BIN/tensorfs" --version 2>/dev/null | head -n 1), sha256 $(sha256sum <"$BIN/tensorfs" | cut -c1-12), built $(date -u -r "$BIN/tensorfs" '+%Y-%m-%d %H:%M UTC')"
 meta kernel "$(uname -srm)"
 meta cpus "$(nproc) x $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-meta disk "$(findmnt -n -o SOURCE,FSTYPE --target "$WORK" | tr -s ' ') under $PARENT"
+meta disk "$(findmnt -n -o SOURCE,FSTYPE --target "$WORK" | head -n 1 | tr -s ' ') under $PARENT$([ "$TMPFS" = 1 ] && echo " (--tmpfs: every backing in RAM)")"
 meta ext4 "$LOOPDEV, dio=$LOOP_DIO"
-meta tensorfs_mount "$TFS_CMD"
+mounts=""
+for t in "${TFS_TARGETS[@]}"; do mounts="$mounts; $t: $(tfs_cmd "$t")"; done
+meta tensorfs_mount "${mounts#; }"
+meta transports "$TRANSPORTS_TEXT"
 meta fio "$(fio --version)"
 meta python "$PY_CLIENT (numpy $HAVE_NP, torch $HAVE_TORCH)"
-meta sizes "files $SIZE B (a b d e), $SMALL B (c), f $DS_FILES x $DS_BYTES B, g $META_N files; repeat $REPEAT$([ "$QUICK" = 1 ] && echo ", --quick")$([ "$PRIME_MIB" -gt 0 ] && echo ", --prime $PRIME_MIB MiB before each read")"
+meta sizes "files $SIZE B (a b d e), $SMALL B (c), f $DS_FILES x $DS_BYTES B, g $META_N files; repeat $REPEAT$([ "$QUICK" = 1 ] && echo ", --quick")$([ "$PRIME_MIB" -gt 0 ] && echo ", --prime $PRIME_MIB MiB before each read")$([ "$TMPFS" = 1 ] && echo ", --tmpfs")"
 meta repeat "$REPEAT"
 meta elapsed_s "$((END - START))"
 meta cpu_accounting "client utime+stime (getrusage) + tensorfs daemon utime+stime (/proc/PID/stat, all threads) + all kernel threads' utime+stime (/proc/*/stat of kthreadd's children: kworkers, which do the loop device's work, jbd2, flushers), over each run"
@@ -804,7 +1049,7 @@ meta cpu_accounting "client utime+stime (getrusage) + tensorfs daemon utime+stim
 awk '!seen[$0]++' "$WORK/commands.txt" >"$OUT/commands.txt" 2>/dev/null
 "$PY" "$helpers/report.py" "$MANIFEST" "$OUT" || die "cannot build the report from the runs in '$RES'"
 if [ -n "$GNUPLOT" ]; then
-	"$GNUPLOT" -e "datafile='$OUT/ratios.dat'; outfile='$OUT/ratios.png'; subtitle='$COMMIT, $(date -u +%Y-%m-%d), load $(cut -d' ' -f1 /proc/loadavg)'" \
+	"$GNUPLOT" -e "datafile='$OUT/ratios.dat'; outfile='$OUT/ratios.png'; ncols=$((1 + 2 * NT)); subtitle='$COMMIT, $(date -u +%Y-%m-%d), load $(cut -d' ' -f1 /proc/loadavg)'" \
 		"$helpers/ratios.gp" 2>"$WORK/gnuplot.log" ||
 		{ cat "$WORK/gnuplot.log" >&2; die "gnuplot failed"; }
 fi

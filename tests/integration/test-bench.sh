@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: tools/bench.sh --quick (tiny files, one repeat; --prime) runs every group, a to g with h's CPU per GB and i's VmHWM, on the raw file, ext4 on a loop device and tensorfs, and writes the table, results.json and ratios.png; a mount that fails half-way, and Ctrl-C during the clients, leave no mount, loop device or image behind; bad arguments are refused. It asserts no speed: the benchmark is a tool.
+# Description: tools/bench.sh --quick (tiny files, one repeat; --prime) runs every group, a to g with h's CPU per GB and i's VmHWM, on the raw file, ext4 on a loop device and tensorfs, and writes the table (GB/s per daemon core too), results.json and ratios.png; a mount that fails half-way, and Ctrl-C during the clients (and of a --tmpfs run, in /dev/shm), leave no mount, loop device or image behind; bad arguments are refused. It asserts no speed: the benchmark is a tool.
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -48,6 +48,17 @@ rc=$?
 set -e
 tfs_eq "exit status of --prime 3x" 2 "$rc"
 grep -q -- "--prime '3x'" "$WORK/err" || tfs_fail "--prime 3x: the error does not name it: $(cat "$WORK/err")"
+set +e
+"$BENCH" --transports dev,fuse >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+tfs_eq "exit status of --transports dev,fuse" 2 "$rc"
+grep -q "'fuse'" "$WORK/err" || tfs_fail "--transports dev,fuse: the error does not name 'fuse': $(cat "$WORK/err")"
+set +e
+"$BENCH" --tmpfs --dir "$WORK" >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+tfs_eq "exit status of --tmpfs with --dir" 2 "$rc"
 "$BENCH" --help | grep -q 'CPU ACCOUNTING' || tfs_fail "--help has no CPU ACCOUNTING section"
 
 # ----- a mount that fails after ext4 is up: everything undone -----
@@ -74,6 +85,31 @@ set -e
 tfs_eq "exit status of an interrupted run (timeout's)" 124 "$rc"
 grep -q 'interrupted' "$WORK/err" || tfs_fail "an interrupted run does not say so: $(cat "$WORK/err")"
 leftovers "after Ctrl-C"
+
+# ----- Ctrl-C of a --tmpfs run: nothing left in /dev/shm either -----
+# (tmpfs takes O_DIRECT from Linux 6.6; before, --tmpfs refuses to run;
+# a machine short of memory refuses it too, saying "--tmpfs:")
+if dd if=/dev/zero of=/dev/shm/tfs-bench-probe.$$ bs=4096 count=1 oflag=direct status=none 2>/dev/null; then
+	rm -f /dev/shm/tfs-bench-probe.$$
+	shm_before=$(find /dev/shm -maxdepth 1 -name 'tensorfs-bench.*' | sort)
+	set +e
+	timeout -s INT 4 "$BENCH" --quick --only a --repeat 50 --tmpfs --bin "$TFS_BIN" --out "$WORK/shm" \
+		>/dev/null 2>"$WORK/err"
+	rc=$?
+	set -e
+	case "$rc" in
+	124) grep -q 'interrupted' "$WORK/err" || tfs_fail "an interrupted --tmpfs run does not say so: $(cat "$WORK/err")" ;;
+	1) grep -q -- '--tmpfs:' "$WORK/err" || tfs_fail "--tmpfs failed: $(cat "$WORK/err")"
+		tfs_log "--tmpfs refused here: $(grep -- '--tmpfs:' "$WORK/err")" ;;
+	*) tfs_fail "exit status of an interrupted --tmpfs run: $rc: $(cat "$WORK/err")" ;;
+	esac
+	shm_after=$(find /dev/shm -maxdepth 1 -name 'tensorfs-bench.*' | sort)
+	[ "$shm_after" = "$shm_before" ] || tfs_fail "--tmpfs left in /dev/shm: $shm_after"
+	_m=$(awk 'index($2, "/dev/shm/tensorfs-bench.") == 1 { print $2 }' /proc/mounts)
+	[ -z "$_m" ] || tfs_fail "--tmpfs: still mounted: $_m"
+	_m=$(losetup -a 2>/dev/null | grep -F /dev/shm/tensorfs-bench. || true)
+	[ -z "$_m" ] || tfs_fail "--tmpfs: loop device left: $_m"
+fi
 
 # ----- the smoke run (with --prime: a tmpfs used before each read) -----
 t0=$SECONDS
@@ -102,6 +138,7 @@ for g in a b c d e f g; do
 	grep -q "^$g  " "$WORK/table" || tfs_fail "no row of group $g in the table"
 done
 grep -q '^i  daemon VmHWM: [0-9]* kB' "$WORK/table" || tfs_fail "no VmHWM line in the table"
+head -n 1 "$WORK/table" | grep -q 'GB/s/core' || tfs_fail "no GB/s/core column in the table"
 grep -q '^load_start: ' "$WORK/table" || tfs_fail "no load average in the table"
 grep -q '^sizes: .*--prime 8 MiB before each read' "$WORK/table" ||
 	tfs_fail "the table does not say --prime was used: $(grep '^sizes' "$WORK/table")"
@@ -128,6 +165,8 @@ for t in r["tests"]:
             bad.append("%s: no CPU per GB on %s" % (t["id"], tg))
     if t["x_ext4"] is None or t["x_raw"] is None:
         bad.append("%s: no ratio" % t["id"])
+    if "gb_s_per_daemon_core" not in t["targets"]["tfs"]:
+        bad.append("%s: no GB/s per daemon core" % t["id"])
     if t["group"] in "abe" and t["targets"]["tfs"]["runs"][0].get("daemon_cpu_s") is None:
         bad.append("%s: no daemon CPU time" % t["id"])
 m = r["memory"]

@@ -4,8 +4,10 @@
   tools/bench/markdown.py OUTDIR/results.json
 
 prints the same rows as table.txt (median, min-max, x raw, x ext4, CPU
-seconds per GB and tensorfs's over ext4's) as a Markdown table, then the
-memory line and the run's facts (date, commit, kernel, load).  Stdlib only.
+seconds per GB and tensorfs's over ext4's, GB/s per daemon core) as a
+Markdown table, each tensorfs target (one per FUSE transport) with
+columns of its own, then the memory line and the run's facts (date,
+commit, kernel, load).  Stdlib only.
 """
 
 import json
@@ -37,16 +39,41 @@ def cpu(d):
 
 def main(path):
     r = json.load(open(path))
-    print("| | test | unit | raw file | ext4 | tensorfs | x raw | x ext4 "
-          "| CPU s/GB raw | ext4 | tensorfs | tensorfs x ext4 |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    # results.json before several transports: raw, ext4, tfs, the ratios
+    # on the test
+    tfs = [g for g in r.get("targets", [{"id": "tfs", "kind": "tensorfs",
+                                         "label": "tensorfs"}])
+           if g["kind"] == "tensorfs"]
+    one = len(tfs) == 1
+    name = {g["id"]: g["label"] for g in tfs}
+
+    def pre(g, s):
+        return s if one else "%s %s" % (name[g["id"]], s)
+    head = ["", "test", "unit", "raw file", "ext4"]
+    head += [g["label"] for g in tfs]
+    for g in tfs:
+        head += [pre(g, "x raw"), pre(g, "x ext4")]
+    head += ["CPU s/GB raw", "ext4"] + [g["label"] for g in tfs]
+    head += ["%s x ext4" % g["label"] for g in tfs]
+    head += ["%s GB/s per daemon core" % g["label"] for g in tfs]
+    print(("| " + " | ".join(head) + " |").replace("|  |", "| |", 1))
+    print("|---|---|---|" + "---:|" * (len(head) - 3))
     for t in r["tests"]:
         tg = t["targets"]
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-              % (t["group"], t["label"], t["unit"], cell(tg.get("raw")),
-                 cell(tg.get("ext4")), cell(tg.get("tfs")), num(t["x_raw"]),
-                 num(t["x_ext4"]), cpu(tg.get("raw")), cpu(tg.get("ext4")),
-                 cpu(tg.get("tfs")), num(t["cpu_x_ext4"])))
+
+        def ratio(g, k):
+            d = tg.get(g["id"]) or {}
+            return num(d[k] if k in d else (t.get(k) if one else None))
+        row = [t["group"], t["label"], t["unit"], cell(tg.get("raw")),
+               cell(tg.get("ext4"))]
+        row += [cell(tg.get(g["id"])) for g in tfs]
+        for g in tfs:
+            row += [ratio(g, "x_raw"), ratio(g, "x_ext4")]
+        row += [cpu(tg.get("raw")), cpu(tg.get("ext4"))]
+        row += [cpu(tg.get(g["id"])) for g in tfs]
+        row += [ratio(g, "cpu_x_ext4") for g in tfs]
+        row += [ratio(g, "gb_s_per_daemon_core") for g in tfs]
+        print("| " + " | ".join(row) + " |")
     m = r["memory"]
     print()
     if m.get("vmhwm_kb_max"):
@@ -57,7 +84,7 @@ def main(path):
         print()
     meta = r["meta"]
     for k in ("date", "commit", "binaries", "kernel", "cpus", "disk", "ext4",
-              "load_start", "load_end", "sizes", "elapsed_s"):
+              "load_start", "load_end", "transports", "sizes", "elapsed_s"):
         if k in meta:
             print("- %s: %s" % (k, meta[k]))
     return 0

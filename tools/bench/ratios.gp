@@ -1,11 +1,15 @@
-# ratios.gp: the plot of tools/bench.sh: for each test, tensorfs's median
-# over the raw file's (x raw) and over ext4's (x ext4); 1 is a tie.
+# ratios.gp: the plot of tools/bench.sh: for each test, each tensorfs
+# target's median over the raw file's (x raw) and over ext4's (x ext4); 1
+# is a tie.
 #
-#   gnuplot -e "datafile='ratios.dat'; outfile='ratios.png'; subtitle='...'" ratios.gp
+#   gnuplot -e "datafile='ratios.dat'; outfile='ratios.png'; ncols=3; subtitle='...'" ratios.gp
 #
-# ratios.dat (written by report.py): "test-id" x_raw x_ext4, NaN where
-# there is no figure.
+# ratios.dat (written by report.py): a header line naming the columns,
+# then "test-id" and x_raw, x_ext4 of each tensorfs target, NaN where
+# there is no figure; ncols is the number of columns (1 + 2 per tensorfs
+# target; default 3).
 if (!exists("subtitle")) subtitle = ""
+if (!exists("ncols")) ncols = 3
 set terminal png size 1600,800
 set output outfile
 set title "tensorfs over the raw file and over ext4 (median; higher is faster)\n".subtitle
@@ -20,6 +24,5 @@ set yrange [0:*]
 set ylabel "ratio"
 set key top right
 set datafile missing "NaN"
-plot datafile using 2:xtic(1) title "x raw file", \
-     '' using 3 title "x ext4 (loop, direct I/O)", \
+plot for [i=2:ncols] datafile using i:xtic(1) title columnheader(i), \
      1 with lines lc rgb "black" lw 2 notitle
