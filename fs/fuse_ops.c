@@ -296,6 +296,44 @@ static void set_open_flags(struct tfs_daemon *dm, fuse_ino_t ino,
 	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 }
 
+/*
+ * Before a write, a truncation or a chown, on a connection that took
+ * FUSE_HANDLE_KILLPRIV_V2 over from the kernel: drop what the kernel
+ * would (tfs_kill_privs()), asking for the caller's groups only when they
+ * decide (setgid without group execute), and make the kernel forget the
+ * attributes it holds when the mode changed and the reply does not carry
+ * them (inval).  how: TFS_KILL_CHOWN for a chown, else 0; the request's
+ * KILL_SUIDGID flag adds TFS_KILL_SUIDGID.  0 or -errno.
+ */
+static int kill_privs(struct tfs_daemon *dm, fuse_req_t req, fuse_ino_t ino,
+		      int how, int inval)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	gid_t one = c->gid, *g = NULL;
+	int rc, n;
+
+	if (!dm->killpriv_v2)
+		return 0;
+	if (!how && tfs_req_kill_suidgid())
+		how = TFS_KILL_SUIDGID;
+	rc = tfs_kill_privs(dm->fs, ino, how, &one, 1, 0);
+	if (rc == TFS_KILL_NEED_GROUPS) {
+		n = fuse_req_getgroups(req, 0, NULL);
+		g = malloc(sizeof(*g) * (size_t)(n > 0 ? n + 1 : 1));
+		if (!g)
+			return -ENOMEM;
+		g[0] = c->gid;
+		n = n > 0 ? fuse_req_getgroups(req, n, g + 1) : 0;
+		/* a caller whose groups cannot be read: its gid alone */
+		rc = tfs_kill_privs(dm->fs, ino, how, g,
+				    n > 0 ? (size_t)n + 1 : 1, 1);
+		free(g);
+	}
+	if (rc == 1 && inval)
+		tfs_inval_attr(dm->inval, ino);
+	return rc < 0 ? rc : 0;
+}
+
 /* ===== handlers ===== */
 
 /* Fail a request that would change /.tensorfs or what is in it. */
@@ -491,10 +529,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		set |= TFS_SET_CTIME;
 	/* a truncation or a chown takes privileges (tfs_kill_privs()) */
-	rc = dm->killpriv_v2 &&
-		     (set & (TFS_SET_SIZE | TFS_SET_UID | TFS_SET_GID))
-		 ? tfs_kill_privs(dm->fs, ino, tfs_req_kill_suidgid())
-		 : 0;
+	rc = set & (TFS_SET_UID | TFS_SET_GID)
+		 ? kill_privs(dm, req, ino, TFS_KILL_CHOWN, 0)
+	     : set & TFS_SET_SIZE ? kill_privs(dm, req, ino, 0, 0)
+				  : 0;
 	if (!rc)
 		rc = tfs_setattr(dm->fs, ino, attr, set, &st);
 	if (rc)
@@ -669,9 +707,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		open_statefile(req, ino, fi);
 		return;
 	}
-	rc = dm->killpriv_v2 && (fi->flags & O_TRUNC)
-		 ? tfs_kill_privs(dm->fs, ino, tfs_req_kill_suidgid())
-		 : 0;
+	rc = fi->flags & O_TRUNC ? kill_privs(dm, req, ino, 0, 1) : 0;
 	if (!rc)
 		rc = tfs_open(dm->fs, ino, fi->flags);
 	if (!rc) {
@@ -707,9 +743,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = tfs_lookup(dm->fs, parent, name, &st);
 		if (!rc && S_ISDIR(st.st_mode))
 			rc = -EISDIR;
-		if (!rc && dm->killpriv_v2 && (fi->flags & O_TRUNC))
-			rc = tfs_kill_privs(dm->fs, st.st_ino,
-					    tfs_req_kill_suidgid());
+		if (!rc && (fi->flags & O_TRUNC))
+			rc = kill_privs(dm, req, st.st_ino, 0, 1);
 		if (!rc)
 			rc = tfs_open(dm->fs, st.st_ino, fi->flags);
 		opened = !rc;
@@ -792,8 +827,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (dm->killpriv_v2 && !fi->writepage) {
-		int rc = tfs_kill_privs(dm->fs, ino, tfs_req_kill_suidgid());
+	if (!fi->writepage) {
+		int rc = kill_privs(dm, req, ino, 0, 1);
 
 		if (rc) {
 			fuse_reply_err(req, -rc);

@@ -196,6 +196,15 @@ static void *watch(void *arg)
 	return NULL;
 }
 
+void tfs_inval_attr(struct tfs_inval *iv, uint64_t ino)
+{
+	/* offset -1: the attributes only; no page lock is taken, so a
+	 * worker may send it itself */
+	if (iv && iv->se)
+		(void)fuse_lowlevel_notify_inval_inode(iv->se, (fuse_ino_t)ino,
+						       -1, 0);
+}
+
 struct tfs_inval *tfs_inval_new(struct fuse_session *se)
 {
 	struct tfs_inval *iv = calloc(1, sizeof(*iv));

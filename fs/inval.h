@@ -33,6 +33,13 @@ void tfs_inval_reply_write(struct tfs_inval *iv, fuse_req_t req, uint64_t ino,
 void tfs_inval_reply_err(struct tfs_inval *iv, fuse_req_t req, uint64_t ino,
 			 uint64_t off, uint64_t len, int err);
 
+/*
+ * Make the kernel forget the attributes it holds of ino, at once, from
+ * the calling thread (they change in ways it does not expect: setuid
+ * cleared by a write).  Its pages stay.
+ */
+void tfs_inval_attr(struct tfs_inval *iv, uint64_t ino);
+
 /* As tfs_inval_reply_write() with no request to answer (a failed write-back). */
 void tfs_inval_range(struct tfs_inval *iv, uint64_t ino, uint64_t off,
 		     uint64_t len);

@@ -750,15 +750,14 @@ out:
 
 /*
  * What the kernel does to a file on a write, a truncation or a chown when
- * the daemon negotiated FUSE_HANDLE_KILLPRIV_V2 and so took the job over:
- * the file capability (security.capability) goes on every such change,
- * by whoever makes it; setuid goes, and setgid if the group may execute
- * (without that it marks mandatory locking, which stays), when
- * kill_suidgid says so (the kernel's KILL_SUIDGID flag: a writer without
- * CAP_FSETID, or any chown).  Only regular files.  A file with neither
- * costs one look under the lock and no change.
+ * the daemon negotiated FUSE_HANDLE_KILLPRIV_V2 and so took the job over
+ * (fs.h, tfs_kill_privs()).  As Linux's should_remove_suid() and
+ * setattr_should_drop_sgid(): setgid without group execute marks
+ * mandatory locking, and stays unless a caller without CAP_FSETID
+ * outside the file's group writes or truncates.
  */
-int tfs_kill_privs(struct tfs_fs *fs, uint64_t ino, int kill_suidgid)
+int tfs_kill_privs(struct tfs_fs *fs, uint64_t ino, int how,
+		   const gid_t *groups, size_t ngroups, int all_groups)
 {
 	static const char cap[] = "security.capability";
 	struct tfs_inode *ip;
@@ -774,9 +773,21 @@ int tfs_kill_privs(struct tfs_fs *fs, uint64_t ino, int kill_suidgid)
 	if (!S_ISREG(ip->a.mode))
 		goto out;
 	mode = ip->a.mode;
-	if (kill_suidgid) {
+	if (how & (TFS_KILL_SUIDGID | TFS_KILL_CHOWN)) {
 		mode &= ~(uint32_t)S_ISUID;
 		if (mode & S_IXGRP)
+			mode &= ~(uint32_t)S_ISGID;
+	}
+	if ((how & TFS_KILL_SUIDGID) && (mode & S_ISGID)) {
+		int in = 0;
+
+		for (size_t i = 0; i < ngroups && !in; i++)
+			in = groups[i] == ip->a.gid;
+		if (!in && !all_groups) {
+			rc = TFS_KILL_NEED_GROUPS;
+			goto out;
+		}
+		if (!in)
 			mode &= ~(uint32_t)S_ISGID;
 	}
 	has_cap = ip->nxattrs && tfs_xattr_find(ip, cap);
@@ -790,6 +801,7 @@ int tfs_kill_privs(struct tfs_fs *fs, uint64_t ino, int kill_suidgid)
 						      sizeof(cap) - 1));
 	ip->a.mode = mode;
 	tfs_txn_touch(fs, ip, 0);
+	rc = 1;
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return rc;

@@ -233,13 +233,24 @@ int tfs_getattr(struct tfs_fs *fs, uint64_t ino, struct stat *st);
  * gets the result. */
 int tfs_setattr(struct tfs_fs *fs, uint64_t ino, const struct stat *in, int set,
 		struct stat *out);
+#define TFS_KILL_SUIDGID                                                       \
+	0x1			 /* a write or truncation by a caller
+				       without CAP_FSETID */
+#define TFS_KILL_CHOWN	     0x2 /* a change of owner or group */
+#define TFS_KILL_NEED_GROUPS 2	 /* tfs_kill_privs(): ask again with all */
 /*
  * Drop what a change takes from a regular file when the daemon, not the
- * kernel, clears privileges (FUSE_HANDLE_KILLPRIV_V2): security.capability
- * always; S_ISUID, and S_ISGID if S_IXGRP, when kill_suidgid.  Called
- * before the write, truncation or chown it is for.  0 or -errno.
+ * kernel, clears privileges (FUSE_HANDLE_KILLPRIV_V2), before the write,
+ * truncation or chown it is for: security.capability always; with how
+ * TFS_KILL_SUIDGID or TFS_KILL_CHOWN, S_ISUID, and S_ISGID if S_IXGRP;
+ * with TFS_KILL_SUIDGID also S_ISGID without S_IXGRP when the file's
+ * group is none of the caller's groups[0..ngroups).  Those are complete
+ * if all_groups; if not, and that decides, nothing is done and
+ * TFS_KILL_NEED_GROUPS is returned: call again with them all.  1 when
+ * something was dropped, 0 when nothing was, or -errno.
  */
-int tfs_kill_privs(struct tfs_fs *fs, uint64_t ino, int kill_suidgid);
+int tfs_kill_privs(struct tfs_fs *fs, uint64_t ino, int how,
+		   const gid_t *groups, size_t ngroups, int all_groups);
 
 /* Create a regular file, fifo, socket or device node (mode has the type;
  * S_IFREG if none).  -EEXIST if the name is taken. */

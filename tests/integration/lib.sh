@@ -493,6 +493,8 @@ tfs_mount8_ns() {
 	tfs_need unshare mount umount mount.fuse3 findmnt
 	unshare -m --propagation private true 2>/dev/null ||
 		tfs_skip "cannot make a mount namespace (unshare -m)"
+	# exec runs no EXIT trap: the rerun writes its own config file
+	[ -z "$TFS_URING_INI" ] || rm -f "$TFS_URING_INI"
 	TFS_MOUNT8_NS=1 exec unshare -m --propagation private bash "$0" "$@"
 }
 
