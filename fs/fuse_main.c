@@ -1241,12 +1241,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (dm.cfg.mount_io_uring == TFS_URING_ON) {
-		char why[512];
+		char why[512], from[256];
 
 		if (!tfs_transport_uring_available(why, sizeof(why))) {
 			fprintf(stderr,
-				"tensorfs: -o io_uring=on, but %s; use "
-				"io_uring=auto to fall back to /dev/fuse\n",
+				"tensorfs: %s, but %s; set io_uring=auto to "
+				"fall back to /dev/fuse\n",
+				tfs_config_describe(
+				    &dm.cfg,
+				    tfs_config_key("mount", "io_uring"), from,
+				    sizeof(from)),
 				why);
 			ret = 1;
 			goto out;
