@@ -417,58 +417,42 @@ void tfs_transport_free(struct tfs_transport *tp)
 	free(tp);
 }
 
+/* One value: a "name value" line, a JSON member, or a Prometheus
+ * sample with its HELP and TYPE (a counter's name ends in _total), as
+ * the counters of lib/stats.c are. */
+static void put(FILE *m, int fmt, const char *name, unsigned long long v,
+		int counter, const char *help)
+{
+	if (fmt == 0)
+		fprintf(m, "%s %llu\n", name, v);
+	else if (fmt == 1)
+		fprintf(m, ",\n  \"%s\": %llu", name, v);
+	else
+		fprintf(m,
+			"# HELP tensorfs_%s%s %s\n# TYPE tensorfs_%s%s %s\n"
+			"tensorfs_%s%s %llu\n",
+			name, counter ? "_total" : "", help, name,
+			counter ? "_total" : "", counter ? "counter" : "gauge",
+			name, counter ? "_total" : "", v);
+}
+
 void tfs_transport_render(const struct tfs_transport *tp, int fmt, FILE *m)
 {
 	int on = tp && tp->uring && !tp->uring_why[0];
-	const char *how = on ? "io_uring" : "dev_fuse";
 	uint64_t fl = tp ? tp->negotiated : 0;
 	uint64_t served = tp && tp->uring ? tfs_uring_served(tp->uring) : 0;
+	char name[64];
 
-	switch (fmt) {
-	case 0:
-		fprintf(m, "fuse_transport %s\n", how);
-		fprintf(m, "fuse_uring_requests %llu\n",
-			(unsigned long long)served);
-		for (size_t i = 0; i < NFEATURES; i++)
-			fprintf(m, "fuse_%s %d\n", features[i].name,
-				(fl & features[i].flag) != 0);
-		fprintf(m, "fuse_parallel_direct_writes %d\n",
-			tp ? tp->parallel_dio : 0);
-		break;
-	case 1:
-		fprintf(m, ",\n  \"fuse_transport\": \"%s\"", how);
-		fprintf(m, ",\n  \"fuse_uring_requests\": %llu",
-			(unsigned long long)served);
-		for (size_t i = 0; i < NFEATURES; i++)
-			fprintf(m, ",\n  \"fuse_%s\": %d", features[i].name,
-				(fl & features[i].flag) != 0);
-		fprintf(m, ",\n  \"fuse_parallel_direct_writes\": %d",
-			tp ? tp->parallel_dio : 0);
-		break;
-	default:
-		fprintf(m,
-			"# HELP tensorfs_fuse_io_uring 1 when requests travel "
-			"over io_uring, 0 over /dev/fuse\n"
-			"# TYPE tensorfs_fuse_io_uring gauge\n"
-			"tensorfs_fuse_io_uring %d\n",
-			on);
-		fprintf(m,
-			"# HELP tensorfs_fuse_uring_requests_total requests "
-			"served over io_uring\n"
-			"# TYPE tensorfs_fuse_uring_requests_total counter\n"
-			"tensorfs_fuse_uring_requests_total %llu\n",
-			(unsigned long long)served);
-		fprintf(m, "# HELP tensorfs_fuse_feature 1 for each FUSE "
-			   "feature the connection negotiated beyond "
-			   "libfuse's\n"
-			   "# TYPE tensorfs_fuse_feature gauge\n");
-		for (size_t i = 0; i < NFEATURES; i++)
-			fprintf(m, "tensorfs_fuse_feature{name=\"%s\"} %d\n",
-				features[i].name, (fl & features[i].flag) != 0);
-		fprintf(m,
-			"tensorfs_fuse_feature{name=\"parallel_direct_"
-			"writes\"} %d\n",
-			tp ? tp->parallel_dio : 0);
-		break;
+	put(m, fmt, "fuse_io_uring", (unsigned)on, 0,
+	    "1 when FUSE requests travel over io_uring, 0 over /dev/fuse");
+	put(m, fmt, "fuse_uring_requests", served, 1,
+	    "FUSE requests served over io_uring");
+	for (size_t i = 0; i < NFEATURES; i++) {
+		snprintf(name, sizeof(name), "fuse_%s", features[i].name);
+		put(m, fmt, name, (fl & features[i].flag) != 0, 0,
+		    "1 when the connection negotiated this FUSE feature");
 	}
+	put(m, fmt, "fuse_parallel_direct_writes",
+	    tp ? (unsigned)tp->parallel_dio : 0, 0,
+	    "1 when direct writes to one file reach the daemon in parallel");
 }

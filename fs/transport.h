@@ -46,9 +46,11 @@ void tfs_transport_stop(struct tfs_transport *tp);
 void tfs_transport_free(struct tfs_transport *tp);
 
 /*
- * What the connection negotiated, as lines for .tensorfs/stats (fmt 0:
- * "name value"), stats.json members (1: ",\n  \"name\": value" each) or
- * Prometheus metrics (2), appended to m.
+ * What the connection negotiated, as numbers like the counters: lines for
+ * .tensorfs/stats (fmt 0: "name value"), stats.json members (1:
+ * ",\n  \"name\": value" each) or Prometheus metrics (2), appended to m:
+ * fuse_io_uring (1: requests travel over io_uring), fuse_uring_requests,
+ * and fuse_FEATURE 0 or 1 for each feature.
  */
 void tfs_transport_render(const struct tfs_transport *tp, int fmt, FILE *m);
 

@@ -698,14 +698,15 @@ for t in "${TFS_TARGETS[@]}"; do
 	TRANSPORTS_TEXT=${TRANSPORTS_TEXT/"-o io_uring=off"/"a tensorfs without -o io_uring"}
 	: >"$WORK/tfs.log"
 done
-# what each mount says it runs over (.tensorfs/stats, fuse_transport:
-# dev_fuse or io_uring; nothing from a tensorfs before FUSE over io_uring)
+# what each mount says it runs over (.tensorfs/stats, fuse_io_uring: 1
+# io_uring, 0 /dev/fuse; nothing from a tensorfs before FUSE over io_uring)
 said=""
 for t in "${TFS_TARGETS[@]}"; do
-	tr=$(awk '$1 == "fuse_transport" { print $2 }' "$WORK/$t/.tensorfs/stats" 2>/dev/null)
+	tr=$(awk '$1 == "fuse_io_uring" { print $2 == 1 ? "io_uring" : "dev_fuse" }' \
+		"$WORK/$t/.tensorfs/stats" 2>/dev/null)
 	case "${TFS_IOU[$t]:-}:$tr" in
 	on:io_uring|off:dev_fuse|:dev_fuse|*:) ;;
-	*) die "$t: its .tensorfs/stats says fuse_transport $tr, not the transport this mount is for: $(tfs_cmd "$t")" ;;
+	*) die "$t: its .tensorfs/stats says it runs over $tr, not the transport this mount is for: $(tfs_cmd "$t")" ;;
 	esac
 	said="$said, $t ${tr:-?}"
 done

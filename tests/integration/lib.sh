@@ -163,7 +163,7 @@ tfs_mkimg() {
 # mount at MNT really carries its requests over io_uring.
 tfs_check_transport() {
 	[ "${TFS_TEST_IO_URING:-}" = on ] || return 0
-	grep -qx 'fuse_transport io_uring' "$1/.tensorfs/stats" ||
+	grep -qx 'fuse_io_uring 1' "$1/.tensorfs/stats" ||
 		tfs_fail "TFS_TEST_IO_URING=on, but $1 does not use io_uring: $(grep fuse_ "$1/.tensorfs/stats" | tr '\n' ' ')"
 }
 

@@ -32,12 +32,15 @@ up() {
 # st KEY: KEY's value in .tensorfs/stats
 st() { awk -v k="$1" '$1 == k { print $2 }' "$MNT/.tensorfs/stats"; }
 
-# consistent WHAT TRANSPORT: .tensorfs/stats says fuse_transport
-# TRANSPORT, stats.json and metrics say the same of the transport and the
-# features, and the log's INIT line agrees
+# transport: io_uring or dev_fuse, as .tensorfs/stats says (fuse_io_uring)
+transport() { [ "$(st fuse_io_uring)" = 1 ] && echo io_uring || echo dev_fuse; }
+
+# consistent WHAT TRANSPORT: .tensorfs/stats says TRANSPORT
+# (fuse_io_uring), stats.json and metrics say the same of the transport
+# and the features, and the log's INIT line agrees
 consistent() {
 	local _what=$1 _want=$2
-	tfs_eq "$_what: fuse_transport" "$_want" "$(st fuse_transport)"
+	tfs_eq "$_what: transport" "$_want" "$(transport)"
 	cp "$MNT/.tensorfs/stats" "$WORK/c.stats" &&
 		cp "$MNT/.tensorfs/stats.json" "$WORK/c.json" &&
 		cp "$MNT/.tensorfs/metrics" "$WORK/c.metrics" ||
@@ -49,38 +52,28 @@ s = {k: v.strip() for k, v in s.items()}
 j = json.load(open(sys.argv[2]))
 m = {}
 for l in open(sys.argv[3]):
-    r = re.match(r'(tensorfs_fuse_\w+(?:\{name="(\w+)"\})?) (\S+)$', l)
+    r = re.match(r'tensorfs_(fuse_\w+) (\S+)$', l)
     if r:
-        m[r.group(1)] = r.group(3)
+        m[r.group(1)] = r.group(2)
 bad = []
-feats = [k for k in s if k not in ("fuse_transport", "fuse_uring_requests")]
-for k in ("fuse_transport", "fuse_uring_requests", "fuse_handle_killpriv_v2",
+for k in ("fuse_io_uring", "fuse_uring_requests", "fuse_handle_killpriv_v2",
           "fuse_direct_io_allow_mmap", "fuse_over_io_uring", "fuse_parallel_direct_writes"):
     if k not in s:
         bad.append("stats has no %s" % k)
+feats = [k for k in s if k != "fuse_uring_requests"]
 for k in s:
     if k not in j:
         bad.append("stats.json has no %s" % k)
-if s.get("fuse_transport") != j.get("fuse_transport"):
-    bad.append("transport: stats %s, stats.json %s" % (s.get("fuse_transport"), j.get("fuse_transport")))
 for k in feats:
     if k in j and str(j[k]) != s[k]:
         bad.append("%s: stats %s, stats.json %s" % (k, s[k], j[k]))
-    mk = 'tensorfs_fuse_feature{name="%s"}' % k[5:]
-    if m.get(mk) != s[k]:
-        bad.append("%s: stats %s, metrics %s" % (k, s[k], m.get(mk)))
-mfeats = [k for k in m if k.startswith("tensorfs_fuse_feature{")]
-if len(mfeats) != len(feats):
-    bad.append("features: stats %d, metrics %d" % (len(feats), len(mfeats)))
-want = "1" if s.get("fuse_transport") == "io_uring" else "0"
-if m.get("tensorfs_fuse_io_uring") != want:
-    bad.append("transport %s, metrics tensorfs_fuse_io_uring %s" % (s.get("fuse_transport"), m.get("tensorfs_fuse_io_uring")))
-if s.get("fuse_transport") == "io_uring" and s.get("fuse_over_io_uring") != "1":
+    if m.get(k) != s[k]:
+        bad.append("%s: stats %s, metrics %s" % (k, s[k], m.get(k)))
+if s.get("fuse_io_uring") == "1" and s.get("fuse_over_io_uring") != "1":
     bad.append("transport io_uring, but fuse_over_io_uring %s" % s.get("fuse_over_io_uring"))
 # a counter read three times in that order (each read is requests too)
-mr = m.get("tensorfs_fuse_uring_requests_total", m.get("tensorfs_fuse_uring_requests"))
 try:
-    a, b, c = int(s["fuse_uring_requests"]), int(j["fuse_uring_requests"]), int(mr)
+    a, b, c = int(s["fuse_uring_requests"]), int(j["fuse_uring_requests"]), int(m["fuse_uring_requests_total"])
     if not a <= b <= c:
         bad.append("uring requests: stats %d, then stats.json %d, then metrics %d" % (a, b, c))
 except (KeyError, TypeError, ValueError) as e:
@@ -312,7 +305,7 @@ cp "$WORK/src1" "$MNT/synced" && sync "$MNT/synced" || tfs_fail "write of synced
 truncate -s 64M "$IMG"
 tfs_wait_for 5 grep -q "^error_reason .*truncated" "$MNT/.tensorfs/stats" ||
 	tfs_fail "error state over io_uring: .tensorfs/stats names no error: $(grep error "$MNT/.tensorfs/stats")"
-tfs_eq "error state: fuse_transport" io_uring "$(st fuse_transport)"
+tfs_eq "error state: transport" io_uring "$(transport)"
 out=$(python3 -c 'import os, sys
 for what, fn in (("create", lambda: os.close(os.open(sys.argv[1] + "/new", os.O_WRONLY | os.O_CREAT, 0o644))),
                  ("fsync", lambda: os.fsync(os.open(sys.argv[1] + "/synced", os.O_RDONLY)))):
