@@ -8,9 +8,7 @@
 # mounts it.  Defaults: --image /var/lib/tensorfs/nvme.img, --size half of
 # the free space where the image lives, --mount /local_nvme.  The settings
 # are in /etc/tensorfs/tensorfs.ini (installed from conf/tensorfs.ini if
-# absent, never overwritten), which tensorfs reads by default.  Where the
-# kernel has FUSE over io_uring it turns it on, now and at boot (see
-# tensorfs(8), FUSE TRANSPORT).  With
+# absent, never overwritten), which tensorfs reads by default.  With
 # --device /dev/nvmeXnY it formats and mounts that device instead (it
 # refuses one that holds a file system; format it yourself with
 # mkfs.tensorfs -f to overwrite).  Run it again to remount after a reboot,
@@ -70,23 +68,12 @@ else
 	fi
 fi
 
-# FUSE over io_uring (Linux 6.14+) starts off in the kernel: on, for this
-# boot and the next ones (as a module option, and written at boot where
-# fuse is built in); tensorfs uses it by default (see tensorfs(8))
-param=/sys/module/fuse/parameters/enable_uring
-if [ -e "$param" ]; then
-	if [ "$(cat "$param")" != Y ]; then
-		echo Y >"$param" || die "cannot turn on FUSE over io_uring ($param)"
-		echo "setup.sh: turned on FUSE over io_uring ($param): tensorfs carries its requests over it"
-	fi
-	if [ ! -e /etc/modprobe.d/tensorfs.conf ]; then
-		echo 'options fuse enable_uring=1' >/etc/modprobe.d/tensorfs.conf &&
-			printf 'w %s - - - - Y\n' "$param" >/etc/tmpfiles.d/tensorfs.conf ||
-			die "cannot write /etc/modprobe.d/tensorfs.conf or /etc/tmpfiles.d/tensorfs.conf"
-		echo "setup.sh: installed /etc/modprobe.d/tensorfs.conf and /etc/tmpfiles.d/tensorfs.conf: FUSE over io_uring stays on after a reboot"
-	fi
-else
-	echo "setup.sh: this kernel has no FUSE over io_uring (Linux 6.14+ has it); tensorfs uses /dev/fuse"
+# FUSE over io_uring (Linux 6.14+) starts off in the kernel, and stays
+# off here: over io_uring, direct writes answered after a page drop can
+# hold every entry of a queue while a read waits for one (a hang seen in
+# test-dio-stale); tensorfs(8), FUSE TRANSPORT, says how to turn it on
+if [ -e /sys/module/fuse/parameters/enable_uring ]; then
+	echo "setup.sh: this kernel has FUSE over io_uring; it stays off (tensorfs uses /dev/fuse): see tensorfs(8), FUSE TRANSPORT"
 fi
 
 mkdir -p "$mnt"
