@@ -73,7 +73,6 @@ struct tfs_transport {
 	uint64_t negotiated;	 /* what the INIT reply said */
 	uint32_t minor;		 /* the protocol minor libfuse replied */
 	uint32_t kminor;	 /* the kernel's */
-	int parallel_dio;	 /* FOPEN_PARALLEL_DIRECT_WRITES given */
 	struct tfs_uring *uring; /* io_uring queues, or NULL */
 	char uring_why[256];	 /* why not io_uring, once known */
 };
@@ -115,12 +114,25 @@ int tfs_transport_uring_available(char *why, size_t len)
 	if (v[0] != 'Y' && v[0] != 'y' && v[0] != '1') {
 		snprintf(why, len,
 			 "FUSE over io_uring is turned off (%s is N; "
-			 "tools/setup.sh turns it on, or as root: echo Y > "
-			 "%s)",
+			 "as root: echo Y > %s; see tensorfs(8), FUSE "
+			 "TRANSPORT)",
 			 ENABLE_URING, ENABLE_URING);
 		return 0;
 	}
 	return 1;
+}
+
+/* Whether the 32-bit field at off of a request's first argument (arg,
+ * alen bytes; need: that argument's size) has a bit of mask. */
+static int has_flag(const char *arg, size_t alen, size_t need, size_t off,
+		    uint32_t mask)
+{
+	uint32_t v;
+
+	if (alen < need)
+		return 0;
+	memcpy(&v, arg + off, sizeof(v));
+	return (v & mask) != 0;
 }
 
 /* Note what the request in buf (n bytes, as read) asks beyond libfuse. */
@@ -128,56 +140,52 @@ void tfs_transport_inspect(struct tfs_transport *tp, const void *buf, size_t n)
 {
 	const struct fuse_in_header *in = buf;
 	const char *arg = (const char *)buf + sizeof(*in);
-	size_t alen = n - sizeof(*in);
+	size_t alen;
 
 	memset(&cur, 0, sizeof(cur));
 	if (n < sizeof(*in))
 		return;
+	alen = n - sizeof(*in);
 	cur.unique = in->unique;
 	cur.opcode = in->opcode;
 	switch (in->opcode) {
 	case FUSE_INIT: {
-		const struct fuse_init_in *ii = (const void *)arg;
-		uint64_t fl;
+		struct fuse_init_in ii = { 0 };
 
 		if (alen < offsetof(struct fuse_init_in, flags2))
 			return;
-		fl = ii->flags;
-		if ((fl & FUSE_INIT_EXT) && alen >= sizeof(*ii))
-			fl |= (uint64_t)ii->flags2 << 32;
-		tp->offered = fl;
-		tp->kminor = ii->minor;
+		memcpy(&ii, arg, alen < sizeof(ii) ? alen : sizeof(ii));
+		tp->offered = ii.flags;
+		if ((ii.flags & FUSE_INIT_EXT) && alen >= sizeof(ii))
+			tp->offered |= (uint64_t)ii.flags2 << 32;
+		tp->kminor = ii.minor;
 		__atomic_store_n(&tp->init_unique, in->unique,
 				 __ATOMIC_RELEASE);
 		break;
 	}
 	case FUSE_WRITE:
-		if (alen >= sizeof(struct fuse_write_in))
-			cur.kill_suidgid =
-			    (((const struct fuse_write_in *)(const void *)arg)
-				 ->write_flags &
-			     FUSE_WRITE_KILL_SUIDGID) != 0;
+		cur.kill_suidgid =
+		    has_flag(arg, alen, sizeof(struct fuse_write_in),
+			     offsetof(struct fuse_write_in, write_flags),
+			     FUSE_WRITE_KILL_SUIDGID);
 		break;
 	case FUSE_SETATTR:
-		if (alen >= sizeof(struct fuse_setattr_in))
-			cur.kill_suidgid =
-			    (((const struct fuse_setattr_in *)(const void *)arg)
-				 ->valid &
-			     FATTR_KILL_SUIDGID) != 0;
+		cur.kill_suidgid =
+		    has_flag(arg, alen, sizeof(struct fuse_setattr_in),
+			     offsetof(struct fuse_setattr_in, valid),
+			     FATTR_KILL_SUIDGID);
 		break;
 	case FUSE_OPEN:
-		if (alen >= sizeof(struct fuse_open_in))
-			cur.kill_suidgid =
-			    (((const struct fuse_open_in *)(const void *)arg)
-				 ->open_flags &
-			     FUSE_OPEN_KILL_SUIDGID) != 0;
+		cur.kill_suidgid =
+		    has_flag(arg, alen, sizeof(struct fuse_open_in),
+			     offsetof(struct fuse_open_in, open_flags),
+			     FUSE_OPEN_KILL_SUIDGID);
 		break;
 	case FUSE_CREATE:
-		if (alen >= sizeof(struct fuse_create_in))
-			cur.kill_suidgid =
-			    (((const struct fuse_create_in *)(const void *)arg)
-				 ->open_flags &
-			     FUSE_OPEN_KILL_SUIDGID) != 0;
+		cur.kill_suidgid =
+		    has_flag(arg, alen, sizeof(struct fuse_create_in),
+			     offsetof(struct fuse_create_in, open_flags),
+			     FUSE_OPEN_KILL_SUIDGID);
 		break;
 	default:
 		break;
@@ -234,7 +242,7 @@ static void log_init(const struct tfs_transport *tp, uint64_t fl)
 		snprintf(l + strlen(l), 160 - strlen(l), "%s%s", *l ? ", " : "",
 			 features[i].name);
 	}
-	if (tp->parallel_dio)
+	if (tp->dm->parallel_dio)
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s",
 			 *got ? ", " : "", "parallel_direct_writes");
 	tfs_daemon_log(LOG_INFO,
@@ -323,8 +331,7 @@ static ssize_t send_init(struct tfs_transport *tp, int fd,
 	tp->dm->killpriv_v2 = (fl & FUSE_HANDLE_KILLPRIV_V2) != 0;
 	tp->dm->direct_io_allow_mmap = (fl & FUSE_DIRECT_IO_ALLOW_MMAP) != 0;
 	/* the kernel takes the open flag from 7.36 (Linux 6.2) */
-	tp->parallel_dio = tp->kminor >= 36;
-	tp->dm->parallel_dio = tp->parallel_dio;
+	tp->dm->parallel_dio = tp->kminor >= 36;
 	if (fl & FUSE_OVER_IO_URING)
 		start_uring(tp, fd, &io);
 	else if (tp->mode != TFS_URING_OFF && !tp->uring_why[0])
@@ -453,6 +460,6 @@ void tfs_transport_render(const struct tfs_transport *tp, int fmt, FILE *m)
 		    "1 when the connection negotiated this FUSE feature");
 	}
 	put(m, fmt, "fuse_parallel_direct_writes",
-	    tp ? (unsigned)tp->parallel_dio : 0, 0,
+	    tp ? (unsigned)tp->dm->parallel_dio : 0, 0,
 	    "1 when direct writes to one file reach the daemon in parallel");
 }

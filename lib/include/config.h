@@ -191,8 +191,8 @@ enum tfs_offload_device {
 	X(mount, io_uring, ENUM, "auto", 0, 0, TFS_CFG_URING, TFS,              \
 	  "How FUSE requests travel: auto carries them over io_uring where "    \
 	  "the kernel allows it (Linux 6.14+, with "                            \
-	  "/sys/module/fuse/parameters/enable_uring on; tools/setup.sh turns "  \
-	  "it on) and over /dev/fuse otherwise, saying why in the log; on "     \
+	  "/sys/module/fuse/parameters/enable_uring on; see tensorfs(8)) "      \
+	  "and over /dev/fuse otherwise, saying why in the log; on "            \
 	  "refuses to mount without it; off always uses /dev/fuse.  io_uring "  \
 	  "costs one 1 MiB buffer per worker thread, at least one per CPU.")    \
 	X(mount, read_ahead_kb, UINT, "4096", 0, 1048576, "KiB", TFS,           \
