@@ -26,25 +26,37 @@
  * for libfuse by copying its two headers in front of the payload, never
  * by copying the payload, and fuse_session_process_buf() dispatches it.
  * The reply comes back through the writev hook (transport.c), which
- * finds the entry by the request's unique.  It may come from another
- * thread (inval.c answers direct writes after dropping pages): the
- * ring's submission side is under the thread's mutex, and the owner
- * submits and waits in one call only when no reply of its entry is
- * pending elsewhere.
+ * finds the entry by the request's unique.
+ *
+ * Only a ring's own thread submits to it.  io_uring runs the follow-up
+ * of a command, here the delivery of the entry's next request, as task
+ * work of the task that submitted it; a reply from another thread
+ * (inval.c answers direct writes after dropping their pages) submitted
+ * there would make that thread deliver the next request, and it may be
+ * the one waiting, in the kernel, for that very request's page lock: a
+ * READ that holds the folio it waits on.  So a reply from elsewhere is
+ * left on the owner's list and the owner is woken through an eventfd
+ * whose read it keeps armed in its ring; it commits the reply itself.
+ *
+ * Each ring uses a descriptor of the connection of its own (a dup):
+ * libfuse's clone of /dev/fuse that carried INIT may be closed while
+ * the queues still run.
  *
  * A request arrives only while the mount lives; at unmount or abort the
  * kernel completes each entry's command with -ENOTCONN and its thread
  * ends.  tfs_uring_stop() also ends threads of a mount that is still
- * there (a loop ended by a signal) with a NOP through each ring.
+ * there (a loop ended by a signal) through their eventfds.
  */
 #include "uring.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/sysinfo.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -56,7 +68,7 @@
 /* room before the payload for the request's headers; a page keeps the
  * payload page-aligned */
 #define HEAD_ROOM 4096
-#define STOP_TAG  0 /* user_data of tfs_uring_stop()'s NOP */
+#define WAKE_TAG  1 /* user_data of the eventfd read */
 
 struct qthread;
 
@@ -72,8 +84,11 @@ struct qthread {
 	struct tfs_uring *u;
 	struct io_uring ring;
 	int ring_ok;
-	pthread_mutex_t mu; /* the ring's submission side, busy */
-	int busy;	    /* a reply is pending off this thread */
+	int efd;	    /* wakes the owner; -1: none */
+	uint64_t efd_val;   /* what its armed read reads */
+	int efd_armed;	    /* owner only */
+	pthread_mutex_t mu; /* guards the two below */
+	uint64_t to_commit; /* a reply from elsewhere, to commit; 0: none */
 	struct ent e;
 	unsigned qid;
 	pthread_t th;
@@ -113,23 +128,27 @@ static void prep_cmd(struct io_uring_sqe *sqe, int fd, uint32_t op,
 	}
 }
 
-/* Queue the commit of e's reply (in its buffers) and the fetch of the
- * next request; submitted now unless this is e's own thread, which
- * submits before it waits.  Under t->mu. */
-static int queue_commit(struct qthread *t, uint64_t unique, int submit)
+/* Queue the commit of the reply in t's entry's buffers and the fetch
+ * of its next request; the owner's next io_uring_enter() submits it.
+ * The owner's thread only. */
+static int queue_commit(struct qthread *t, uint64_t unique)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
-	int rc = 0;
 
 	if (!sqe)
-		return -EBUSY; /* one entry, one SQE: cannot happen */
+		return -EBUSY; /* two SQEs at most in flight: cannot be */
 	prep_cmd(sqe, t->u->fd, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, &t->e,
 		 unique);
-	if (submit) {
-		rc = io_uring_submit(&t->ring);
-		rc = rc < 0 ? rc : 0;
-	}
-	return rc;
+	return 0;
+}
+
+/* Wake t's thread: its armed eventfd read completes. */
+static void wake(struct qthread *t)
+{
+	uint64_t one = 1;
+
+	while (write(t->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
 }
 
 int tfs_uring_reply(struct tfs_uring *u, const struct iovec *iov, int count)
@@ -165,11 +184,15 @@ int tfs_uring_reply(struct tfs_uring *u, const struct iovec *iov, int count)
 	}
 	e->hdr->ring_ent_in_out.payload_sz = (uint32_t)n;
 	__atomic_store_n(&e->unique, 0, __ATOMIC_RELEASE);
+	if (e == cur_ent) {
+		rc = queue_commit(e->t, oh->unique);
+		return rc < 0 ? rc : 1;
+	}
 	pthread_mutex_lock(&e->t->mu);
-	rc = queue_commit(e->t, oh->unique, e != cur_ent);
-	e->t->busy = 0;
+	e->t->to_commit = oh->unique;
 	pthread_mutex_unlock(&e->t->mu);
-	return rc < 0 ? rc : 1;
+	wake(e->t);
+	return 1;
 }
 
 /*
@@ -220,9 +243,6 @@ static void dispatch(struct qthread *t, struct ent *e)
 	memcpy(start, &in, sizeof(in));
 	memcpy(start + sizeof(in), e->hdr->op_in, oplen);
 
-	pthread_mutex_lock(&t->mu);
-	t->busy = 1;
-	pthread_mutex_unlock(&t->mu);
 	__atomic_store_n(&e->unique, in.unique, __ATOMIC_RELEASE);
 	tfs_transport_inspect(u->tp, start, in.len);
 	{
@@ -231,6 +251,22 @@ static void dispatch(struct qthread *t, struct ent *e)
 		fuse_session_process_buf(u->se, &b);
 	}
 	__atomic_add_fetch(&u->served, 1, __ATOMIC_RELAXED);
+}
+
+/* Arm the read of t's eventfd, if it is not armed. */
+static void arm_wake(struct qthread *t)
+{
+	struct io_uring_sqe *sqe;
+
+	if (t->efd_armed)
+		return;
+	sqe = io_uring_get_sqe(&t->ring);
+	if (!sqe)
+		return; /* cannot be; the next turn tries again */
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	io_uring_prep_read(sqe, t->efd, &t->efd_val, sizeof(t->efd_val), 0);
+	sqe->user_data = WAKE_TAG;
+	t->efd_armed = 1;
 }
 
 static void *qthread_main(void *arg)
@@ -242,38 +278,39 @@ static void *qthread_main(void *arg)
 	cur_ent = e;
 	for (;;) {
 		struct io_uring_cqe *cqe;
+		uint64_t unique;
 		int rc, res;
 		uint64_t tag;
 
 		pthread_mutex_lock(&t->mu);
-		if (!t->busy) {
-			/* no reply of ours can come from elsewhere now */
-			pthread_mutex_unlock(&t->mu);
-			rc = io_uring_submit_and_wait(&t->ring, 1);
-		} else {
-			rc = io_uring_submit(&t->ring);
-			pthread_mutex_unlock(&t->mu);
-			if (rc >= 0)
-				rc = 0;
-		}
+		unique = t->to_commit;
+		t->to_commit = 0;
+		pthread_mutex_unlock(&t->mu);
+		if (unique && queue_commit(t, unique) < 0)
+			break;
+		arm_wake(t);
+		rc = io_uring_submit_and_wait(&t->ring, 1);
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
 			break;
 		rc = io_uring_wait_cqe(&t->ring, &cqe);
-		if (rc == -EINTR)
+		if (rc == -EINTR || rc == -EAGAIN)
 			continue;
 		if (rc < 0)
 			break;
 		res = cqe->res;
 		tag = cqe->user_data;
 		io_uring_cqe_seen(&t->ring, cqe);
-		if (tag == STOP_TAG) {
+		if (tag == WAKE_TAG) {
+			t->efd_armed = 0;
 			if (__atomic_load_n(&u->stopping, __ATOMIC_ACQUIRE))
 				break;
 			continue;
 		}
 		if (res < 0) {
-			/* -ENOTCONN, -ECONNABORTED: the mount is gone */
+			/* -ENOTCONN, -ECONNABORTED: the mount is gone;
+			 * -ECANCELED: so is the ring's task */
 			if (res != -ENOTCONN && res != -ECONNABORTED &&
+			    res != -ECANCELED &&
 			    !__atomic_load_n(&u->stopping, __ATOMIC_ACQUIRE))
 				tfs_daemon_log(LOG_ERR,
 					       "io_uring queue %u: %s; its "
@@ -331,7 +368,12 @@ struct tfs_uring *tfs_uring_new(struct tfs_transport *tp,
 		nq = 1;
 	u->tp = tp;
 	u->se = se;
-	u->fd = fd;
+	u->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (u->fd < 0) {
+		*err = -errno;
+		free(u);
+		return NULL;
+	}
 	u->payload = payload;
 	u->nq = (unsigned)nq;
 	u->nt = threads < u->nq ? u->nq : threads;
@@ -340,6 +382,8 @@ struct tfs_uring *tfs_uring_new(struct tfs_transport *tp,
 	u->t = calloc(u->nt, sizeof(*u->t));
 	if (!u->t)
 		goto fail;
+	for (unsigned i = 0; i < u->nt; i++)
+		u->t[i].efd = -1;
 	for (unsigned i = 0; i < u->nt; i++) {
 		struct qthread *t = &u->t[i];
 		struct ent *e = &t->e;
@@ -348,6 +392,11 @@ struct tfs_uring *tfs_uring_new(struct tfs_transport *tp,
 		t->u = u;
 		t->qid = i % u->nq;
 		pthread_mutex_init(&t->mu, NULL);
+		t->efd = eventfd(0, EFD_CLOEXEC);
+		if (t->efd < 0) {
+			*err = -errno;
+			goto fail;
+		}
 		e->t = t;
 		e->hdr = aligned_alloc(64, (sizeof(*e->hdr) + 63) / 64 * 64);
 		/* 8 more than the payload: dispatch() may shift it */
@@ -446,22 +495,9 @@ void tfs_uring_stop(struct tfs_uring *u)
 	if (!u)
 		return;
 	__atomic_store_n(&u->stopping, 1, __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < u->nt; i++) {
-		struct qthread *t = &u->t[i];
-		struct io_uring_sqe *sqe;
-
-		if (!t->started)
-			continue;
-		pthread_mutex_lock(&t->mu);
-		sqe = io_uring_get_sqe(&t->ring);
-		if (sqe) {
-			memset(sqe, 0, 2 * sizeof(*sqe));
-			io_uring_prep_nop(sqe);
-			sqe->user_data = STOP_TAG;
-			io_uring_submit(&t->ring);
-		}
-		pthread_mutex_unlock(&t->mu);
-	}
+	for (unsigned i = 0; i < u->nt; i++)
+		if (u->t[i].started)
+			wake(&u->t[i]);
 	for (unsigned i = 0; i < u->nt; i++)
 		if (u->t[i].started) {
 			pthread_join(u->t[i].th, NULL);
@@ -479,10 +515,14 @@ void tfs_uring_free(struct tfs_uring *u)
 
 		if (t->ring_ok)
 			io_uring_queue_exit(&t->ring);
+		if (t->efd >= 0)
+			close(t->efd);
 		free(t->e.hdr);
 		free(t->e.buf);
 		pthread_mutex_destroy(&t->mu);
 	}
+	if (u->fd >= 0)
+		close(u->fd);
 	free(u->t);
 	free(u);
 }
