@@ -12,6 +12,15 @@
 # Environment (set by ctest; defaults work from a build tree):
 #   TFS_BIN   directory holding tensorfs, mkfs.tensorfs, tensorfs-fsck
 #   TFS_TESTBIN directory holding the C test helpers (tests/integration/*.c)
+#   TFS_TEST_DEADLINE seconds after which the hang breaker ends the test
+#             (below ctest's TIMEOUT; unset or 0: none)
+#
+# The hang breaker.  A test that hangs on a mount (a daemon that stops
+# answering) leaves its readers in uninterruptible sleep, which ctest's
+# TIMEOUT cannot end: the whole run would wait for ever.  Past
+# TFS_TEST_DEADLINE a watchdog aborts the FUSE connections of the test's
+# mounts (fusectl), SIGKILLs the processes naming its work directories
+# (its daemons), detaches the mounts, then ends the test, which fails.
 #
 # Sanitized builds (TFS_SANITIZE): every program a test runs, the daemon
 # above all, writes its sanitizer reports to $WORK/sanitizer.<pid> (a
@@ -56,6 +65,9 @@ tfs_mounted() {
 
 tfs_cleanup() {
 	local _san=""
+	# a signal now (the hang breaker's SIGTERM) would end the cleanup
+	trap '' INT TERM HUP
+	tfs_watchdog_off
 	if [ -n "$MNT" ] && tfs_mounted "$MNT"; then
 		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
 	fi
@@ -71,6 +83,64 @@ tfs_cleanup() {
 }
 trap tfs_cleanup EXIT
 trap 'exit 1' INT TERM HUP
+
+# tfs_mounts_of_test: the mount points under this test's work directories
+# (${TMPDIR:-/tmp}/tfs-$TEST_NAME.*), with their device numbers: "0:53 /tmp/..."
+tfs_mounts_of_test() {
+	awk -v p="${TMPDIR:-/tmp}/tfs-$TEST_NAME." \
+		'index($5, p) == 1 { print $3, $5 }' /proc/self/mountinfo
+}
+
+# tfs_break_hang: what the watchdog does past the deadline (see the top)
+tfs_break_hang() {
+	local _dev _mp _conn=/sys/fs/fuse/connections _dirs
+	tfs_log "HANG: still running after TFS_TEST_DEADLINE=$TFS_TEST_DEADLINE s; breaking its mounts"
+	grep -q " $_conn fusectl " /proc/mounts ||
+		mount -t fusectl fusectl "$_conn" 2>/dev/null || true
+	tfs_mounts_of_test | while read -r _dev _mp; do
+		tfs_log "HANG: aborting the FUSE connection of $_mp"
+		[ -w "$_conn/${_dev#0:}/abort" ] && echo 1 >"$_conn/${_dev#0:}/abort"
+	done
+	_dirs=$(ls -d "${TMPDIR:-/tmp}/tfs-$TEST_NAME."* 2>/dev/null)
+	for _d in $_dirs; do
+		pkill -KILL -f -- "$_d/" 2>/dev/null
+	done
+	tfs_mounts_of_test | while read -r _dev _mp; do
+		umount -l "$_mp" 2>/dev/null
+	done
+	kill -TERM "$$" 2>/dev/null
+	for _ in $(seq 20); do
+		sleep 0.5
+		kill -0 "$$" 2>/dev/null || return 0
+	done
+	tfs_log "HANG: the test did not end on SIGTERM; SIGKILL"
+	kill -KILL "$$" 2>/dev/null
+}
+
+# the watchdog: a subshell that sleeps in steps of a second, so that it
+# ends soon after the test does, however the test ends
+TFS_WATCHDOG=""
+if [ "${TFS_TEST_DEADLINE:-0}" -gt 0 ] 2>/dev/null; then
+	(
+		trap - EXIT INT TERM HUP
+		_t=0
+		while [ "$_t" -lt "$TFS_TEST_DEADLINE" ]; do
+			sleep 1
+			kill -0 "$$" 2>/dev/null || exit 0
+			_t=$((_t + 1))
+		done
+		tfs_break_hang
+	) &
+	TFS_WATCHDOG=$!
+fi
+
+# tfs_watchdog_off: end the watchdog (at exit, and before an exec)
+tfs_watchdog_off() {
+	[ -n "$TFS_WATCHDOG" ] || return 0
+	pkill -P "$TFS_WATCHDOG" 2>/dev/null
+	kill "$TFS_WATCHDOG" 2>/dev/null
+	TFS_WATCHDOG=""
+}
 
 # tfs_sanitizer_logs: send sanitizer reports to $WORK/sanitizer.<pid>
 # (ASAN_OPTIONS and the like, kept as given, with log_path added; programs
@@ -206,6 +276,17 @@ tfs_umount() {
 		DAEMON_PID=""
 		[ "$rc" = 0 ] || { cat "$WORK/daemon.log" >&2; tfs_fail "daemon exited $rc after unmount"; }
 	fi
+	tfs_uring_errors
+}
+
+# tfs_uring_errors: fail if an io_uring queue of a daemon of this test
+# stopped serving on an error of its own (uring.c logs it)
+tfs_uring_errors() {
+	[ -f "$WORK/daemon.log" ] || return 0
+	if grep -q 'io_uring queue [0-9]*: .*its requests stop' "$WORK/daemon.log"; then
+		grep 'io_uring queue' "$WORK/daemon.log" >&2
+		tfs_fail "an io_uring queue of the daemon stopped on an error"
+	fi
 }
 
 # tfs_kill9: SIGKILL the daemon, as a crash would, and drop the dead mount
@@ -277,7 +358,7 @@ TFS_AT_EXIT=""
 tfs_at_exit() {
 	TFS_AT_EXIT="$TFS_AT_EXIT$1
 "
-	trap 'eval "$TFS_AT_EXIT"; tfs_cleanup' EXIT
+	trap 'trap "" INT TERM HUP; eval "$TFS_AT_EXIT"; tfs_cleanup' EXIT
 }
 
 # tfs_kill_strays: SIGTERM, then SIGKILL, every process whose command line
@@ -495,6 +576,7 @@ tfs_mount8_ns() {
 		tfs_skip "cannot make a mount namespace (unshare -m)"
 	# exec runs no EXIT trap: the rerun writes its own config file
 	[ -z "$TFS_URING_INI" ] || rm -f "$TFS_URING_INI"
+	tfs_watchdog_off
 	TFS_MOUNT8_NS=1 exec unshare -m --propagation private bash "$0" "$@"
 }
 
