@@ -8,7 +8,9 @@
 # mounts it.  Defaults: --image /var/lib/tensorfs/nvme.img, --size half of
 # the free space where the image lives, --mount /local_nvme.  The settings
 # are in /etc/tensorfs/tensorfs.ini (installed from conf/tensorfs.ini if
-# absent, never overwritten), which tensorfs reads by default.  With
+# absent, never overwritten), which tensorfs reads by default.  Where the
+# kernel has FUSE over io_uring it turns it on, now and at boot (see
+# tensorfs(8), FUSE TRANSPORT).  With
 # --device /dev/nvmeXnY it formats and mounts that device instead (it
 # refuses one that holds a file system; format it yourself with
 # mkfs.tensorfs -f to overwrite).  Run it again to remount after a reboot,
@@ -23,7 +25,7 @@ size=""
 mnt=/local_nvme
 device=""
 
-usage() { sed -n '2,18s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,20s/^# \{0,1\}//p' "$0"; }
 die() { echo "setup.sh: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
@@ -68,12 +70,32 @@ else
 	fi
 fi
 
-# FUSE over io_uring (Linux 6.14+) starts off in the kernel, and stays
-# off here: over io_uring, direct writes answered after a page drop can
-# hold every entry of a queue while a read waits for one (a hang seen in
-# test-dio-stale); tensorfs(8), FUSE TRANSPORT, says how to turn it on
-if [ -e /sys/module/fuse/parameters/enable_uring ]; then
-	echo "setup.sh: this kernel has FUSE over io_uring; it stays off (tensorfs uses /dev/fuse): see tensorfs(8), FUSE TRANSPORT"
+# FUSE over io_uring (Linux 6.14+) starts off in the kernel: on, for this
+# boot and the next ones (a module option where fuse is a module, which
+# has an initstate, and a systemd-tmpfiles line that writes it at boot
+# where systemd runs); tensorfs uses it by default (see tensorfs(8), FUSE
+# TRANSPORT)
+param=/sys/module/fuse/parameters/enable_uring
+if [ -e "$param" ]; then
+	if [ "$(cat "$param")" != Y ]; then
+		echo Y >"$param" || die "cannot turn on FUSE over io_uring ($param)"
+		echo "setup.sh: turned on FUSE over io_uring ($param): tensorfs carries its requests over it"
+	fi
+	if [ -e /sys/module/fuse/initstate ] && command -v modprobe >/dev/null &&
+		[ ! -e /etc/modprobe.d/tensorfs.conf ]; then
+		mkdir -p /etc/modprobe.d &&
+			echo 'options fuse enable_uring=1' >/etc/modprobe.d/tensorfs.conf ||
+			die "cannot write /etc/modprobe.d/tensorfs.conf"
+		echo "setup.sh: installed /etc/modprobe.d/tensorfs.conf: FUSE over io_uring stays on when fuse is loaded again"
+	fi
+	if command -v systemd-tmpfiles >/dev/null && [ ! -e /etc/tmpfiles.d/tensorfs.conf ]; then
+		mkdir -p /etc/tmpfiles.d &&
+			printf 'w %s - - - - Y\n' "$param" >/etc/tmpfiles.d/tensorfs.conf ||
+			die "cannot write /etc/tmpfiles.d/tensorfs.conf"
+		echo "setup.sh: installed /etc/tmpfiles.d/tensorfs.conf: FUSE over io_uring is turned on at every boot"
+	fi
+else
+	echo "setup.sh: this kernel has no FUSE over io_uring (Linux 6.14+ has it); tensorfs uses /dev/fuse"
 fi
 
 mkdir -p "$mnt"
