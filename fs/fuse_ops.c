@@ -31,6 +31,7 @@
 #include "inval.h"
 #include "statedir.h"
 #include "transport.h"
+#include "uring.h"
 #include "fuse_abi.h"
 
 /* ===== open files ===== */
@@ -771,6 +772,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct tfs_daemon *dm = fuse_req_userdata(req);
 	struct tfs_read_pin pin;
+	size_t cap = 0;
+	void *room;
 	ssize_t n;
 
 	if (off < 0) {
@@ -785,8 +788,23 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			       size < f->len - o ? size : f->len - o);
 		return;
 	}
-	/* the reply is written from the cache's memory, pinned meanwhile:
-	 * the kernel's copy into the reader's pages is the only one */
+	/* over io_uring the reply's data goes straight into the request's
+	 * buffer, and what misses the cache whole is read there from the
+	 * device, around the cache: one copy by the kernel into the
+	 * reader's pages, none by the daemon */
+	room = tfs_uring_reply_room(&cap);
+	if (room && size <= cap) {
+		n = tfs_read_around(dm->fs, ino, room, size, (uint64_t)off);
+		tfs_file_note_read(dm->fs, ino, n);
+		if (n < 0)
+			fuse_reply_err(req, (int)-n);
+		else
+			fuse_reply_buf(req, room, (size_t)n);
+		return;
+	}
+	/* over /dev/fuse the reply is written from the cache's memory,
+	 * pinned meanwhile: the kernel's copy into the reader's pages is
+	 * the only one */
 	n = tfs_read_pin(dm->fs, ino, size, (uint64_t)off, &pin);
 	tfs_file_note_read(dm->fs, ino, n); /* before a stat can see it */
 	if (n < 0) {

@@ -25,6 +25,8 @@
  * right after room for the request's headers: a request is made whole
  * for libfuse by copying its two headers in front of the payload, never
  * by copying the payload, and fuse_session_process_buf() dispatches it.
+ * A READ may write its reply's data straight into the payload buffer
+ * (tfs_uring_reply_room()); the reply then needs no copy either.
  * The reply comes back through the writev hook (transport.c), which
  * finds the entry by the request's unique.
  *
@@ -478,6 +480,16 @@ int tfs_uring_run(struct tfs_uring *u)
 	if (rc)
 		tfs_uring_refuse(u->fd);
 	return rc;
+}
+
+void *tfs_uring_reply_room(size_t *cap)
+{
+	struct ent *e = cur_ent;
+
+	if (!e || !__atomic_load_n(&e->unique, __ATOMIC_RELAXED))
+		return NULL;
+	*cap = e->t->u->payload;
+	return e->buf + HEAD_ROOM;
 }
 
 uint64_t tfs_uring_served(const struct tfs_uring *u)

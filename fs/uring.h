@@ -54,6 +54,16 @@ void tfs_uring_refuse(int fd);
  */
 int tfs_uring_reply(struct tfs_uring *u, const struct iovec *iov, int count);
 
+/*
+ * Where the reply to the request this thread is serving, if it came over
+ * io_uring, can be written in place: the payload buffer of its entry,
+ * 4096-aligned, of *cap bytes.  A reply whose data lies there goes to the
+ * kernel with no copy by the daemon.  NULL for a request that came over
+ * /dev/fuse.  Only for a request that carries no payload of its own
+ * (READ): the payload buffer holds it otherwise.
+ */
+void *tfs_uring_reply_room(size_t *cap);
+
 /* Requests served over the queues so far. */
 uint64_t tfs_uring_served(const struct tfs_uring *u);
 

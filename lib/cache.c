@@ -152,7 +152,7 @@ struct tfs_cache {
 	int stop;
 
 	/* counters (mu) */
-	uint64_t hits, misses, evictions, pool_waits;
+	uint64_t hits, misses, read_around, evictions, pool_waits;
 	uint64_t valid_sect, dirty_sect;
 	uint64_t flushed_bytes, flush_errors;
 
@@ -1249,6 +1249,36 @@ int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off, void *dst,
 	return each_chunk(c, ino, off, dst, len, eof, read_chunk);
 }
 
+/* Read n bytes at coff of one chunk around the cache if they are the
+ * whole chunk (up to eof) and it holds none of them. */
+static int read_chunk_around(struct tfs_cache *c, uint64_t ino, uint64_t idx,
+			     size_t coff, uint8_t *dst, size_t n, uint64_t eof)
+{
+	uint64_t start = idx * c->o.chunk_size;
+	struct chunk *ch;
+
+	if (coff || (n < c->o.chunk_size && start + n < eof))
+		return read_chunk(c, ino, idx, coff, dst, n, eof);
+	pthread_mutex_lock(&c->mu);
+	ch = lookup(c, ino, idx);
+	if (!ch) {
+		c->misses++;
+		c->read_around++;
+	}
+	cache_unlock(c);
+	if (ch) /* it may hold dirty bytes: through the cache */
+		return read_chunk(c, ino, idx, coff, dst, n, eof);
+	/* no chunk: no write can make one meanwhile, as the caller keeps
+	 * writers out (tfs_cache_read()'s eof rule) */
+	return c->ops->read_direct(c->ctx, ino, start, dst, n);
+}
+
+int tfs_cache_read_around(struct tfs_cache *c, uint64_t ino, uint64_t off,
+			  void *dst, size_t len, uint64_t eof)
+{
+	return each_chunk(c, ino, off, dst, len, eof, read_chunk_around);
+}
+
 int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
 		  uint64_t eof, struct tfs_cache_piece *pc, unsigned int max)
 {
@@ -1441,6 +1471,7 @@ void tfs_cache_get_stats(struct tfs_cache *c, struct tfs_cache_stats *s)
 	pthread_mutex_lock(&c->mu);
 	s->hits = c->hits;
 	s->misses = c->misses;
+	s->read_around = c->read_around;
 	s->evictions = c->evictions;
 	s->cached_bytes = c->valid_sect * TFS_SECTOR;
 	s->cache_limit = (uint64_t)c->o.cache_chunks * c->o.chunk_size;

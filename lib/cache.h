@@ -62,7 +62,7 @@ struct tfs_cache_ops {
 	/* Write each io's dirty sectors to the device; set each result. */
 	void (*write)(void *ctx, struct tfs_cache_io *ios, int n);
 	/* Read len bytes of ino at off straight from the device, when the
-	 * cache has no room for them.  0 or -errno. */
+	 * cache has no room for them or is read around.  0 or -errno. */
 	int (*read_direct)(void *ctx, uint64_t ino, uint64_t off, void *dst,
 			   size_t len);
 	/* Optional: called first on each flusher thread, with the arena
@@ -115,6 +115,18 @@ int tfs_cache_write(struct tfs_cache *c, uint64_t ino, uint64_t off,
  */
 int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off, void *dst,
 		   size_t len, uint64_t eof);
+/*
+ * As tfs_cache_read(), but a whole chunk (or a chunk's bytes up to eof)
+ * that is not in the cache is read from the device straight into dst
+ * through ops->read_direct: no fill, no eviction, no copy when dst suits
+ * the device (see read_direct).  For a reader whose buffer is where the
+ * bytes must end up anyway, and who reads large pieces once; other
+ * pieces go through the cache as tfs_cache_read()'s do.  The caller
+ * keeps writers of ino out meanwhile: a chunk made dirty after the
+ * lookup would be read around.
+ */
+int tfs_cache_read_around(struct tfs_cache *c, uint64_t ino, uint64_t off,
+			  void *dst, size_t len, uint64_t eof);
 
 /*
  * Zero-copy reads.  One piece of a pinned read: len bytes at data, in

@@ -335,6 +335,9 @@ static int cb_read_direct(void *ctx, uint64_t ino, uint64_t off, void *dst,
 
 	if (!ip)
 		return -ESTALE;
+	/* whole blocks into memory the device can take: no bounce */
+	if (off % BS == 0 && len % BS == 0 && (uintptr_t)dst % BS == 0)
+		return read_blocks(fs, ip, first, n, NULL, dst);
 	b = tbuf_get(TB_DEV, n * BS);
 	if (!b)
 		return -ENOMEM;
@@ -618,6 +621,25 @@ ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 		return rc;
 	if (len)
 		rc = tfs_cache_read(fs->cache, ino, off, buf, len, eof);
+	if (!rc) {
+		rc = (ssize_t)len;
+		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
+	}
+	read_end(fs, ip);
+	return rc;
+}
+
+ssize_t tfs_read_around(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
+			uint64_t off)
+{
+	ssize_t rc;
+	uint64_t eof;
+	struct tfs_inode *ip = read_begin(fs, ino, &len, off, &eof, &rc);
+
+	if (!ip)
+		return rc;
+	if (len)
+		rc = tfs_cache_read_around(fs->cache, ino, off, buf, len, eof);
 	if (!rc) {
 		rc = (ssize_t)len;
 		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);

@@ -27,6 +27,7 @@ void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s)
 	s->copy_bytes = f.copy_bytes;
 	s->cache_hits = f.cache.hits;
 	s->cache_misses = f.cache.misses;
+	s->cache_read_around = f.cache.read_around;
 	s->cache_evictions = f.cache.evictions;
 	s->cache_bytes = f.cache.cached_bytes;
 	s->cache_limit_bytes = f.cache.cache_limit;

@@ -22,6 +22,7 @@ struct tfs_dev_stats {
 /* The cache and the write-back pool. */
 struct tfs_cache_stats {
 	uint64_t hits, misses; /* chunk lookups by reads */
+	uint64_t read_around;  /* misses read around the cache */
 	uint64_t evictions;
 	uint64_t cached_bytes; /* valid data in RAM, clean or dirty */
 	uint64_t cache_limit;  /* cache_chunks x chunk_size */

@@ -345,6 +345,16 @@ int tfs_take_stale(struct tfs_fs *fs, uint64_t ino);
 ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 		 uint64_t off);
 /*
+ * As tfs_read(), for a buffer that is where the bytes must end up (a
+ * reply's): a whole cache chunk that is not in the cache is read from the
+ * device straight into buf, around the cache (no copy when buf is
+ * 4096-aligned and the chunk whole blocks; nothing filled or evicted);
+ * other pieces come through the cache.  For large reads of data read
+ * once: the cache keeps what was written and what small reads fill.
+ */
+ssize_t tfs_read_around(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
+			uint64_t off);
+/*
  * A read without a copy: the bytes stay where they are, in the cache,
  * pinned until tfs_read_unpin().  iov[0..niov) are borrowed: they point
  * into the cache or, when the read could not be pinned (more than

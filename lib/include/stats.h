@@ -35,6 +35,8 @@ struct tfs_fs;
 	  "Bytes copy_file_range copied inside the file system")               \
 	X(cache_hits, counter, "Reads of a chunk found in the RAM cache")      \
 	X(cache_misses, counter, "Reads of a chunk not in the RAM cache")      \
+	X(cache_read_around, counter,                                          \
+	  "Whole chunks read from the device straight into a reply")           \
 	X(cache_evictions, counter, "Clean chunks evicted from the cache")     \
 	X(cache_bytes, gauge, "File data held in RAM, clean or dirty")         \
 	X(cache_limit_bytes, gauge, "The clean cache's budget (max_in_cpu)")   \

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Description: -o io_uring=on|auto|off with enable_uring N and Y (on refuses, naming it; -o beats
 # the config); stats, stats.json, metrics, log agree; over io_uring: parallel writers exact, prompt
-# unmount, remount ro/rw, SIGKILL gives ENOTCONN at once and fsync'd data kept, the error state
+# unmount, remount ro/rw, SIGKILL gives ENOTCONN at once and fsync'd data kept, the error state,
+# cold whole-chunk reads straight into the request's buffer
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -239,6 +240,15 @@ export TENSORFS_CONFIG=$WORK/off.ini
 up on
 export TENSORFS_CONFIG=$CONFIG
 consistent "io_uring=on (over a config's off) with enable_uring Y" io_uring
+# a cold read of whole chunks (1 MiB, O_DIRECT) goes from the device
+# straight into the request's buffer, around the cache: exact bytes, and
+# cache_read_around counts each chunk
+a0=$(st cache_read_around)
+dd if="$MNT/p/d2" bs=1M iflag=direct status=none | cmp -s - "$WORK/src2" ||
+	tfs_fail "a cold O_DIRECT read of p/d2 over io_uring differs from what was written"
+a1=$(st cache_read_around)
+[ "$a1" -ge $((a0 + 8)) ] ||
+	tfs_fail "a cold 8 MiB O_DIRECT read over io_uring: expected 8 chunks read around the cache, cache_read_around went $a0 -> $a1"
 check_data "parallel writers, after a remount"
 
 # remount,ro and rw (mount(8), through mount.fuse3): the same daemon,

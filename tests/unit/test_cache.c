@@ -629,6 +629,66 @@ static void test_cache_without_cache_chunks_reads_direct(void **state)
 	assert_int_equal(x->f.directs, 4);
 }
 
+/* tfs_cache_read_around() of len bytes at off, checked against gen */
+static int got_around(struct tfs_cache *c, uint64_t ino, uint64_t off,
+		      size_t len, uint64_t eof, unsigned int gen)
+{
+	uint8_t *b = malloc(len);
+	int ok;
+
+	assert_non_null(b);
+	assert_int_equal(tfs_cache_read_around(c, ino, off, b, len, eof), 0);
+	ok = pat_is(b, ino, off, len, gen);
+	free(b);
+	return ok;
+}
+
+static void
+test_cache_read_around_skips_the_cache_for_whole_misses(void **state)
+{
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 0);
+	uint8_t *b;
+
+	/* two whole chunks not in the cache: read from the device, once
+	 * each, and nothing filled or kept */
+	assert_true(got_around(c, 1, 0, 2 * CS, UINT64_MAX, 0));
+	assert_int_equal(x->f.directs, 2);
+	assert_int_equal(x->f.fills, 0);
+	assert_int_equal(tfs_cache_bytes_of(c, 1), 0);
+	assert_int_equal(stats(c).misses, 2);
+	assert_int_equal(stats(c).read_around, 2);
+
+	/* a piece of a chunk fills it as any read does, and a whole read
+	 * of that chunk then hits */
+	assert_true(got_around(c, 1, 2 * CS + 100, 50, UINT64_MAX, 0));
+	assert_int_equal(x->f.fills, 1);
+	assert_true(got_around(c, 1, 2 * CS, CS, UINT64_MAX, 0));
+	assert_int_equal(x->f.directs, 2);
+	assert_int_equal(stats(c).hits, 1);
+
+	/* the last chunk of a file, to its end, counts as whole */
+	assert_true(got_around(c, 1, 3 * CS, 1000, 3 * CS + 1000, 0));
+	assert_int_equal(x->f.directs, 3);
+	assert_int_equal(x->f.fills, 1);
+
+	/* a chunk with data not yet written back is never read around:
+	 * the device has the old bytes */
+	put(c, 1, 4 * CS + TFS_SECTOR, TFS_SECTOR, 1);
+	b = malloc(CS);
+	assert_non_null(b);
+	assert_int_equal(tfs_cache_read_around(c, 1, 4 * CS, b, CS, UINT64_MAX),
+			 0);
+	assert_true(pat_is(b, 1, 4 * CS, TFS_SECTOR, 0));
+	assert_true(
+	    pat_is(b + TFS_SECTOR, 1, 4 * CS + TFS_SECTOR, TFS_SECTOR, 1));
+	assert_true(pat_is(b + 2 * TFS_SECTOR, 1, 4 * CS + 2 * TFS_SECTOR,
+			   CS - 2 * TFS_SECTOR, 0));
+	free(b);
+	assert_int_equal(x->f.directs, 3);
+	assert_int_equal(stats(c).read_around, 3);
+}
+
 /* ===== zero-copy reads ===== */
 
 static void test_cache_pinned_read_keeps_its_chunks_until_unpinned(void **state)
@@ -1484,6 +1544,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_cache_read_after_write_is_served_from_ram),
 		T(test_cache_read_miss_fills_then_hits),
+		T(test_cache_read_around_skips_the_cache_for_whole_misses),
 		T(test_cache_evicts_least_recently_used),
 		T(test_cache_clean_chunks_stay_within_cache_chunks),
 		T(test_cache_without_cache_chunks_reads_direct),
