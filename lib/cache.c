@@ -1268,8 +1268,8 @@ static int read_chunk_around(struct tfs_cache *c, uint64_t ino, uint64_t idx,
 	cache_unlock(c);
 	if (ch) /* it may hold dirty bytes: through the cache */
 		return read_chunk(c, ino, idx, coff, dst, n, eof);
-	/* no chunk: no write can make one meanwhile, as the caller keeps
-	 * writers out (tfs_cache_read()'s eof rule) */
+	/* no chunk: none can be made dirty meanwhile, as the caller
+	 * keeps writers of ino out (cache.h) */
 	return c->ops->read_direct(c->ctx, ino, start, dst, n);
 }
 

@@ -610,8 +610,14 @@ static void read_end(struct tfs_fs *fs, struct tfs_inode *ip)
 	tfs_inode_unhold(fs, ip);
 }
 
-ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
-		 uint64_t off)
+/* tfs_read() and tfs_read_around(): the inode held for the read, the
+ * bytes from the cache through fn (tfs_cache_read() or
+ * tfs_cache_read_around()). */
+static ssize_t read_through(struct tfs_fs *fs, uint64_t ino, void *buf,
+			    size_t len, uint64_t off,
+			    int (*fn)(struct tfs_cache *c, uint64_t ino,
+				      uint64_t off, void *dst, size_t len,
+				      uint64_t eof))
 {
 	ssize_t rc;
 	uint64_t eof;
@@ -620,7 +626,7 @@ ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 	if (!ip)
 		return rc;
 	if (len)
-		rc = tfs_cache_read(fs->cache, ino, off, buf, len, eof);
+		rc = fn(fs->cache, ino, off, buf, len, eof);
 	if (!rc) {
 		rc = (ssize_t)len;
 		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
@@ -629,23 +635,16 @@ ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 	return rc;
 }
 
+ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
+		 uint64_t off)
+{
+	return read_through(fs, ino, buf, len, off, tfs_cache_read);
+}
+
 ssize_t tfs_read_around(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 			uint64_t off)
 {
-	ssize_t rc;
-	uint64_t eof;
-	struct tfs_inode *ip = read_begin(fs, ino, &len, off, &eof, &rc);
-
-	if (!ip)
-		return rc;
-	if (len)
-		rc = tfs_cache_read_around(fs->cache, ino, off, buf, len, eof);
-	if (!rc) {
-		rc = (ssize_t)len;
-		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
-	}
-	read_end(fs, ip);
-	return rc;
+	return read_through(fs, ino, buf, len, off, tfs_cache_read_around);
 }
 
 ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len, uint64_t off,

@@ -349,17 +349,27 @@ static void put(struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
 }
 
 /* Read [off, off + len) of ino through the cache: generation gen? */
-static int got(struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
-	       unsigned int gen)
+/* Read len bytes at off through fn (tfs_cache_read() or
+ * tfs_cache_read_around()), with eof, and check them against gen. */
+static int got_with(int (*fn)(struct tfs_cache *, uint64_t, uint64_t, void *,
+			      size_t, uint64_t),
+		    struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
+		    uint64_t eof, unsigned int gen)
 {
 	uint8_t *b = malloc(len);
 	int ok;
 
 	assert_non_null(b);
-	assert_int_equal(tfs_cache_read(c, ino, off, b, len, UINT64_MAX), 0);
+	assert_int_equal(fn(c, ino, off, b, len, eof), 0);
 	ok = pat_is(b, ino, off, len, gen);
 	free(b);
 	return ok;
+}
+
+static int got(struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
+	       unsigned int gen)
+{
+	return got_with(tfs_cache_read, c, ino, off, len, UINT64_MAX, gen);
 }
 
 static void sleep_ms(unsigned int ms)
@@ -633,14 +643,7 @@ static void test_cache_without_cache_chunks_reads_direct(void **state)
 static int got_around(struct tfs_cache *c, uint64_t ino, uint64_t off,
 		      size_t len, uint64_t eof, unsigned int gen)
 {
-	uint8_t *b = malloc(len);
-	int ok;
-
-	assert_non_null(b);
-	assert_int_equal(tfs_cache_read_around(c, ino, off, b, len, eof), 0);
-	ok = pat_is(b, ino, off, len, gen);
-	free(b);
-	return ok;
+	return got_with(tfs_cache_read_around, c, ino, off, len, eof, gen);
 }
 
 static void
