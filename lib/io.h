@@ -1,16 +1,21 @@
 /*
  * io.h: the backing device, read and written through io_uring.
  *
- * A tfs_dev is a block device or an image file opened with O_DIRECT (an
- * image on a file system without O_DIRECT, such as tmpfs, falls back to
- * buffered I/O with a flush on every sync).  All offsets, lengths and
- * buffer addresses given here must be multiples of TFS_BLOCK_SIZE (4096):
- * callers bounce unaligned data through aligned buffers.
+ * A tfs_dev is a set of members, each a block device or an image file
+ * opened with O_DIRECT (an image on a file system without O_DIRECT, such
+ * as tmpfs, falls back to buffered I/O with a flush on every sync).  A
+ * device offset names its member in its top bits (TFS_MEMBER_SHIFT) and
+ * the byte inside that member in the rest, so a one-member set has the
+ * offsets of a plain device.  All offsets, lengths and buffer addresses
+ * given here must be multiples of TFS_BLOCK_SIZE (4096), and each piece
+ * of a request must lie inside one member: callers bounce unaligned data
+ * through aligned buffers.
  *
  * Each calling thread gets its own io_uring on first use, so threads never
  * contend for a ring; a request is split into block_size pieces with up to
- * queue_depth in flight, and short completions are resubmitted for the
- * rest.  All functions are thread safe and synchronous.
+ * queue_depth in flight on each member, and short completions are
+ * resubmitted for the rest.  All functions are thread safe and
+ * synchronous.
  */
 #ifndef TFS_IO_H
 #define TFS_IO_H
@@ -19,8 +24,30 @@
 #include <stdint.h>
 
 #include "counters.h"
+#include "format.h"
 
 struct tfs_dev;
+
+/* Where a device offset keeps its member: the bits above a block
+ * number's TFS_MEMBER_BITS (format.h), so that a pblk x 4096 is the
+ * device offset of that block; a member holds up to 4 PiB. */
+#define TFS_MEMBER_SHIFT (TFS_MEMBER_BITS + TFS_BLOCK_SHIFT)
+#define TFS_LOCAL_MASK	 ((1ull << TFS_MEMBER_SHIFT) - 1)
+#define TFS_MEMBER_MAX	 TFS_SET_MAX
+
+/* The device offset of byte local of member m, and back. */
+static inline uint64_t tfs_dev_off(unsigned int m, uint64_t local)
+{
+	return (uint64_t)m << TFS_MEMBER_SHIFT | local;
+}
+static inline unsigned int tfs_off_member(uint64_t off)
+{
+	return (unsigned int)(off >> TFS_MEMBER_SHIFT);
+}
+static inline uint64_t tfs_off_local(uint64_t off)
+{
+	return off & TFS_LOCAL_MASK;
+}
 
 #define TFS_DEV_RDONLY 0x1 /* open read-only (fsck without -y) */
 #define TFS_DEV_NOLOCK 0x2 /* do not take the exclusive lock */
@@ -33,13 +60,31 @@ struct tfs_dev;
  * with tfs_dev_close()), or -errno.
  */
 int tfs_dev_open(const char *path, int flags, struct tfs_dev **out);
+/*
+ * Open n paths (1..TFS_MEMBER_MAX) as members 0..n-1 of one device, each
+ * as tfs_dev_open() opens one.  On failure *bad gets the index of the
+ * path at fault (-1: none, such as -ENOMEM): -EINVAL if n is out of
+ * range, -EEXIST if a path names the same file or device as one before
+ * it, -EFBIG if a member is larger than 2^TFS_MEMBER_SHIFT bytes.
+ */
+int tfs_dev_open_set(const char *const *paths, unsigned int n, int flags,
+		     struct tfs_dev **out, int *bad);
 void tfs_dev_close(struct tfs_dev *d); /* accepts NULL */
 
-/* Size in bytes, rounded down to whole blocks. */
+/* Member 0's size in bytes, rounded down to whole blocks (the whole
+ * device of a one-member set). */
 uint64_t tfs_dev_size(const struct tfs_dev *d);
 int tfs_dev_is_blockdev(const struct tfs_dev *d);
+/* Members, and each one's size (as above), kind and path as opened. */
+unsigned int tfs_dev_members(const struct tfs_dev *d);
+uint64_t tfs_dev_member_size(const struct tfs_dev *d, unsigned int m);
+int tfs_dev_member_is_blockdev(const struct tfs_dev *d, unsigned int m);
+const char *tfs_dev_member_path(const struct tfs_dev *d, unsigned int m);
+/* The member of the last error returned, or -1 if none failed yet. */
+int tfs_dev_failed_member(const struct tfs_dev *d);
 
-/* Request size and depth of each thread's ring (defaults 1 MiB, 8). */
+/* Request size, and requests in flight on each member from each
+ * thread's ring (defaults 1 MiB, 8). */
 void tfs_dev_set_queue(struct tfs_dev *d, size_t block_size,
 		       unsigned int queue_depth);
 
@@ -60,7 +105,12 @@ int tfs_dev_writev(struct tfs_dev *d, const struct tfs_iov *v, int n);
 int tfs_dev_read(struct tfs_dev *d, void *buf, size_t len, uint64_t off);
 int tfs_dev_write(struct tfs_dev *d, const void *buf, size_t len, uint64_t off);
 
-/* Make everything written so far durable (fdatasync through the ring). */
+/*
+ * Make everything written so far durable: an fdatasync, through the
+ * ring, of member 0 and of every other member written or discarded since
+ * its last flush, all in flight together.  A member whose flush fails
+ * stays to be flushed again; the first error is returned.
+ */
 int tfs_dev_flush(struct tfs_dev *d);
 
 /*
@@ -76,16 +126,20 @@ int tfs_dev_flush(struct tfs_dev *d);
  */
 int tfs_dev_discard(struct tfs_dev *d, uint64_t off, uint64_t len);
 
-/* Grow an image file to size bytes (sparse); -ENOTTY on a block device. */
-int tfs_dev_extend(struct tfs_dev *d, uint64_t size);
+/* Grow member m, an image file, to size bytes (sparse); -ENOTTY on a
+ * block device. */
+int tfs_dev_extend(struct tfs_dev *d, unsigned int m, uint64_t size);
 
 /* How requests are submitted: single_submit enters the kernel once per
  * request; overlap (the default) refills the queue as each completes,
  * else a batch of queue_depth is submitted and waited for whole. */
 void tfs_dev_set_submit(struct tfs_dev *d, int single_submit, int overlap);
 
-/* Counters (counters.h), read with relaxed atomics. */
+/* Counters (counters.h), read with relaxed atomics: of the whole set
+ * (the sums; the largest latency), and of member m. */
 void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s);
+void tfs_dev_member_stats(const struct tfs_dev *d, unsigned int m,
+			  struct tfs_dev_stats *s);
 
 /* Tear down the calling thread's ring (before fork(): a child must not
  * share its parent's ring).  The next request makes a new one. */

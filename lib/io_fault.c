@@ -275,10 +275,14 @@ static void undo_clear(struct fault_state *s)
 static int undo_read(struct tfs_dev *d, uint8_t *buf, uint64_t b, size_t n)
 {
 	size_t len = n * TFS_BLOCK_SIZE, done = 0;
+	uint64_t local = 0;
+	struct tfs_member *m = tfs_io_member(d, b * TFS_BLOCK_SIZE, &local);
 
+	if (!m)
+		return -EIO;
 	while (done < len) {
-		ssize_t got = pread(d->fd, buf + done, len - done,
-				    (off_t)(b * TFS_BLOCK_SIZE + done));
+		ssize_t got =
+		    pread(m->fd, buf + done, len - done, (off_t)(local + done));
 
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -308,7 +312,7 @@ static int undo_capture(struct tfs_dev *d, struct fault_state *s,
 	for (int i = 0; i < n && !rc; i++) {
 		uint64_t b, end;
 
-		if (v[i].len > d->size || v[i].off > d->size - v[i].len)
+		if (!tfs_io_inside(d, v[i].off, v[i].len))
 			continue;
 		b = v[i].off / TFS_BLOCK_SIZE;
 		end =
@@ -438,6 +442,8 @@ static int cut_locked(struct tfs_dev *d, struct fault_state *s, uint64_t seed)
 	unsigned int mix = (unsigned int)(seed % 4);
 	int rc = 0, restored = 0;
 	uint8_t *bounce;
+	struct tfs_member *m;
+	uint64_t local = 0;
 
 	if (s->dead)
 		return 0;
@@ -456,8 +462,9 @@ static int cut_locked(struct tfs_dev *d, struct fault_state *s, uint64_t seed)
 		if (!lost)
 			continue;
 		memcpy(bounce, u->old, TFS_BLOCK_SIZE);
-		if (pwrite(d->fd, bounce, TFS_BLOCK_SIZE,
-			   (off_t)(u->blk * TFS_BLOCK_SIZE)) != TFS_BLOCK_SIZE)
+		m = tfs_io_member(d, u->blk * TFS_BLOCK_SIZE, &local);
+		if (!m || pwrite(m->fd, bounce, TFS_BLOCK_SIZE, (off_t)local) !=
+			      TFS_BLOCK_SIZE)
 			rc = rc ? rc : -EIO;
 		restored++;
 	}
@@ -552,7 +559,7 @@ out:
 		rc = -EIO;
 	}
 	if (rc)
-		tfs_io_count(&d->st_err, 1);
+		tfs_io_error(d, &d->mem[0]);
 	return rc;
 }
 
@@ -621,7 +628,7 @@ int tfs_io_fault_flush(struct tfs_dev *d)
 		rc = -EIO;
 	} else {
 		undo_clear(s);
-		tfs_io_count(&d->st_flush, 1);
+		tfs_io_count(&d->mem[0].st.flush, 1);
 	}
 	pthread_mutex_unlock(&s->mu);
 	pthread_rwlock_unlock(&s->rw);

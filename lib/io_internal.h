@@ -19,15 +19,31 @@
 struct fault_state;
 #endif
 
-struct tfs_dev {
+/* Counters of one member, read with relaxed atomics. */
+struct tfs_member_counters {
+	uint64_t reads, writes, rbytes, wbytes, flush, err;
+	uint64_t submitted, inflight, lat_ns, lat_max_ns;
+};
+
+/* One member of the set: a block device or an image file. */
+struct tfs_member {
 	int fd;
 	int blockdev;
 	int direct; /* opened with O_DIRECT */
 	uint64_t size;
+	char *path;
+	int dirty; /* written or discarded since its last flush (atomic) */
+	struct tfs_member_counters st;
+};
+
+struct tfs_dev {
+	struct tfs_member *mem;
+	unsigned int nmem;
 	size_t block_size;
-	unsigned int queue_depth;
-	int single_submit; /* one request per submit call */
-	int overlap;	   /* refill the queue as requests complete */
+	unsigned int queue_depth; /* requests in flight per member */
+	int single_submit;	  /* one request per submit call */
+	int overlap;		  /* refill the queue as requests complete */
+	int failed_member;	  /* of the last error (atomic), or -1 */
 #ifdef TFS_TEST_HOOKS
 	uint64_t fail_from; /* fault injection; UINT64_MAX = off */
 	int fail_err;
@@ -37,13 +53,42 @@ struct tfs_dev {
 	uint64_t flush_fail;	   /* ... flushes to fail with -EIO (tests) */
 	struct fault_state *fault; /* the fault device, or NULL */
 #endif
-	uint64_t st_reads, st_writes, st_rbytes, st_wbytes, st_flush, st_err;
-	uint64_t st_submitted, st_inflight, st_lat_ns, st_lat_max_ns;
 };
+
+/* The member that device offset off falls in, or NULL if none does;
+ * *local gets the offset inside it. */
+static inline struct tfs_member *tfs_io_member(const struct tfs_dev *d,
+					       uint64_t off, uint64_t *local)
+{
+	uint64_t m = off >> TFS_MEMBER_SHIFT;
+
+	if (m >= d->nmem)
+		return NULL;
+	*local = off & TFS_LOCAL_MASK;
+	return &d->mem[m];
+}
+
+/* Whether [off, off + len) lies inside one member (no wrap-around). */
+static inline int tfs_io_inside(const struct tfs_dev *d, uint64_t off,
+				uint64_t len)
+{
+	uint64_t local;
+	const struct tfs_member *m = tfs_io_member(d, off, &local);
+
+	return m && len <= m->size && local <= m->size - len;
+}
 
 static inline void tfs_io_count(uint64_t *c, uint64_t n)
 {
 	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+/* An error on member m: counted, and remembered for messages. */
+static inline void tfs_io_error(struct tfs_dev *d, struct tfs_member *m)
+{
+	tfs_io_count(&m->st.err, 1);
+	__atomic_store_n(&d->failed_member, (int)(m - d->mem),
+			 __ATOMIC_RELAXED);
 }
 
 static inline uint64_t tfs_io_now_ns(void)

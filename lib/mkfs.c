@@ -318,7 +318,7 @@ static int fit_size(struct tfs_dev *d, const char *path, int force,
 			return -ENOSPC;
 		}
 	} else if (*size > have) {
-		rc = tfs_dev_extend(d, *size);
+		rc = tfs_dev_extend(d, 0, *size);
 		if (rc) {
 			snprintf(err, errlen, "cannot extend '%s' to %s: %s",
 				 path, tfs_format_size(*size, h1, sizeof(h1)),

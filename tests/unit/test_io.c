@@ -4,8 +4,9 @@
  * reads and writes split into pieces and batched, reads past the end
  * (-EIO, also when the file shrinks under us), write fault injection
  * (by call and by environment), short completions resubmitted, the
- * submit modes (single_submit, overlap), counters with latency, and one
- * ring per thread.
+ * submit modes (single_submit, overlap), counters with latency, one
+ * ring per thread, and sets of several members (routing, per-member
+ * counters and flushes, open errors naming the member).
  *
  * The fault injection tests need a build with -DTFS_TEST_HOOKS=ON; in
  * any other they are reported as skipped.
@@ -410,7 +411,7 @@ static void test_io_extend_grows_the_image(void **state)
 	struct stat st;
 
 	assert_int_equal(tfs_dev_read(f->d, b, 4096, IMG_BYTES), -EIO);
-	assert_int_equal(tfs_dev_extend(f->d, IMG_BYTES + MiB + 10), 0);
+	assert_int_equal(tfs_dev_extend(f->d, 0, IMG_BYTES + MiB + 10), 0);
 	assert_int_equal(tfs_dev_size(f->d), IMG_BYTES + MiB);
 	assert_int_equal(stat(f->path, &st), 0);
 	assert_int_equal(st.st_size, IMG_BYTES + MiB + 10);
@@ -495,6 +496,165 @@ static void test_io_thread_exit_then_next_request_works(void **state)
 	tfs_io_free(b);
 }
 
+/* ----- sets of several members ----- */
+
+#define SET_N 3
+
+struct set {
+	char path[SET_N][64];
+	const char *paths[SET_N];
+	struct tfs_dev *d;
+};
+
+/* Members of 8, 12 and 4 MiB (sizes may differ). */
+static void set_make(struct set *s)
+{
+	static const uint64_t mib[SET_N] = { 8, 12, 4 };
+	int bad = 99;
+
+	for (int i = 0; i < SET_N; i++) {
+		assert_int_equal(img_make(s->path[i], mib[i] * MiB), 0);
+		s->paths[i] = s->path[i];
+	}
+	assert_int_equal(tfs_dev_open_set(s->paths, SET_N, 0, &s->d, &bad), 0);
+	assert_int_equal(bad, -1);
+}
+
+static void set_drop(struct set *s)
+{
+	tfs_dev_close(s->d);
+	for (int i = 0; i < SET_N; i++)
+		unlink(s->path[i]);
+}
+
+static void test_io_set_routes_each_piece_to_its_member(void **state)
+{
+	struct set s;
+	size_t len = 2 * MiB + 4096;
+	uint8_t *w = xalloc(3 * len), *r = xalloc(3 * len);
+	struct tfs_iov v[SET_N];
+	struct tfs_dev_stats all, m;
+
+	(void)state;
+	set_make(&s);
+	assert_int_equal(tfs_dev_members(s.d), SET_N);
+	assert_int_equal(tfs_dev_member_size(s.d, 1), 12 * MiB);
+	assert_int_equal(tfs_dev_member_size(s.d, 2), 4 * MiB);
+	assert_int_equal(tfs_dev_member_size(s.d, 3), 0);
+	assert_int_equal(tfs_dev_size(s.d), 8 * MiB);
+	assert_string_equal(tfs_dev_member_path(s.d, 1), s.path[1]);
+	assert_null(tfs_dev_member_path(s.d, 3));
+	assert_int_equal(tfs_dev_failed_member(s.d), -1);
+	/* one batch over all three members, the last piece at its end */
+	fill_pat(w, 3 * len, 0, 7);
+	for (int i = 0; i < SET_N; i++) {
+		v[i].buf = w + (size_t)i * len;
+		v[i].len = len;
+		v[i].off = tfs_dev_off((unsigned)i, i == 2 ? 4 * MiB - len
+							   : (uint64_t)i * MiB);
+	}
+	tfs_dev_set_queue(s.d, 256 * 1024, 2);
+	assert_int_equal(tfs_dev_writev(s.d, v, SET_N), 0);
+	for (int i = 0; i < SET_N; i++)
+		v[i].buf = r + (size_t)i * len;
+	memset(r, 0, 3 * len);
+	assert_int_equal(tfs_dev_readv(s.d, v, SET_N), 0);
+	assert_memory_equal(r, w, 3 * len);
+	/* seen from outside: each member's bytes at its own offset */
+	for (int i = 0; i < SET_N; i++) {
+		assert_int_equal(img_pread(s.path[i],
+					   tfs_off_local(v[i].off) + 4095, r,
+					   100),
+				 0);
+		assert_memory_equal(r, w + (size_t)i * len + 4095, 100);
+		tfs_dev_member_stats(s.d, (unsigned)i, &m);
+		assert_int_equal(m.write_bytes, len);
+		assert_int_equal(m.read_bytes, len);
+		assert_int_equal(m.writes, 9); /* 256 KiB pieces */
+		assert_int_equal(m.inflight, 0);
+	}
+	tfs_dev_get_stats(s.d, &all);
+	assert_int_equal(all.write_bytes, 3 * len);
+	assert_int_equal(all.writes, 27);
+	/* a piece past its member's end, or in no member: -EIO */
+	assert_int_equal(
+	    tfs_dev_read(s.d, r, 8192, tfs_dev_off(2, 4 * MiB - 4096)), -EIO);
+	assert_int_equal(tfs_dev_read(s.d, r, 4096, tfs_dev_off(3, 0)), -EIO);
+	assert_int_equal(tfs_dev_discard(s.d, tfs_dev_off(3, 0), 4096),
+			 -EINVAL);
+	assert_int_equal(tfs_dev_discard(s.d, tfs_dev_off(1, 0), MiB), 0);
+	assert_int_equal(img_pread(s.path[1], 4096, r, 4096), 0);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(r[i], 0);
+	set_drop(&s);
+	tfs_io_free(w);
+	tfs_io_free(r);
+}
+
+static void test_io_set_flushes_only_written_members(void **state)
+{
+	struct set s;
+	uint8_t *w = xalloc(4096);
+	struct tfs_dev_stats m[SET_N];
+
+	(void)state;
+	set_make(&s);
+	memset(w, 0xab, 4096);
+	assert_int_equal(tfs_dev_write(s.d, w, 4096, tfs_dev_off(2, 0)), 0);
+	assert_int_equal(tfs_dev_flush(s.d), 0);
+	/* member 0 (the journal's) always, member 2 because it was written */
+	for (unsigned int i = 0; i < SET_N; i++)
+		tfs_dev_member_stats(s.d, i, &m[i]);
+	assert_int_equal(m[0].flushes, 1);
+	assert_int_equal(m[1].flushes, 0);
+	assert_int_equal(m[2].flushes, 1);
+	assert_int_equal(tfs_dev_flush(s.d), 0);
+	for (unsigned int i = 0; i < SET_N; i++)
+		tfs_dev_member_stats(s.d, i, &m[i]);
+	assert_int_equal(m[0].flushes, 2);
+	assert_int_equal(m[2].flushes, 1);
+	/* a discard is a write: member 1 is flushed after one */
+	assert_int_equal(tfs_dev_discard(s.d, tfs_dev_off(1, 0), 4096), 0);
+	assert_int_equal(tfs_dev_flush(s.d), 0);
+	tfs_dev_member_stats(s.d, 1, &m[1]);
+	assert_int_equal(m[1].flushes, 1);
+	set_drop(&s);
+	tfs_io_free(w);
+}
+
+static void test_io_set_open_names_the_bad_member(void **state)
+{
+	struct set s;
+	struct tfs_dev *d = NULL;
+	const char *p[SET_N];
+	int bad = 99;
+
+	(void)state;
+	set_make(&s);
+	tfs_dev_close(s.d);
+	/* the same file twice */
+	p[0] = s.path[0];
+	p[1] = s.path[1];
+	p[2] = s.path[0];
+	assert_int_equal(tfs_dev_open_set(p, SET_N, 0, &d, &bad), -EEXIST);
+	assert_int_equal(bad, 2);
+	/* a member that is missing, or not a file or block device */
+	p[2] = "/tmp/tfs-ut-does-not-exist";
+	assert_int_equal(tfs_dev_open_set(p, SET_N, 0, &d, &bad), -ENOENT);
+	assert_int_equal(bad, 2);
+	p[1] = "/dev/null";
+	assert_int_equal(tfs_dev_open_set(p, SET_N, 0, &d, &bad), -ENOTBLK);
+	assert_int_equal(bad, 1);
+	assert_int_equal(tfs_dev_open_set(p, 0, 0, &d, &bad), -EINVAL);
+	assert_int_equal(bad, -1);
+	assert_null(d);
+	/* every member locked: a second open of the set, or of one member */
+	assert_int_equal(tfs_dev_open_set(s.paths, SET_N, 0, &s.d, &bad), 0);
+	assert_int_equal(tfs_dev_open(s.path[2], 0, &d), -EBUSY);
+	assert_null(d);
+	set_drop(&s);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -517,6 +677,9 @@ int main(void)
 		T(test_io_extend_grows_the_image),
 		T(test_io_threads_each_get_a_ring),
 		T(test_io_thread_exit_then_next_request_works),
+		cmocka_unit_test(test_io_set_routes_each_piece_to_its_member),
+		cmocka_unit_test(test_io_set_flushes_only_written_members),
+		cmocka_unit_test(test_io_set_open_names_the_bad_member),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
