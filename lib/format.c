@@ -332,13 +332,48 @@ int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos, struct tfs_rec *r)
 
 /* ===== superblock ===== */
 
+/* The version a decoded or to-be-encoded superblock has. */
+static uint32_t super_version(const struct tfs_super *s)
+{
+	return s->version == TFS_VERSION_V2 ? TFS_VERSION_V2 : TFS_VERSION;
+}
+
+uint64_t tfs_super_member_blocks(const struct tfs_super *s, uint32_t m)
+{
+	if (m == 0)
+		return s->dev_blocks;
+	if (m >= s->nmembers || m >= TFS_SET_MAX)
+		return 0;
+	return s->member_blocks[m];
+}
+
+uint64_t tfs_super_data_start(const struct tfs_super *s, uint32_t m)
+{
+	return m == 0 ? s->data_start : TFS_MEMBER_DATA_START;
+}
+
+int tfs_super_in_data(const struct tfs_super *s, uint64_t pblk, uint64_t len)
+{
+	uint64_t m = pblk >> TFS_MEMBER_BITS;
+	uint64_t b = pblk & ((1ull << TFS_MEMBER_BITS) - 1);
+	uint64_t end;
+
+	if (m >= TFS_SET_MAX || (m && m >= s->nmembers))
+		return 0;
+	end = tfs_super_member_blocks(s, (uint32_t)m);
+	return b >= tfs_super_data_start(s, (uint32_t)m) && b < end &&
+	       len <= end - b;
+}
+
 void tfs_super_encode(const struct tfs_super *s, uint8_t *b)
 {
-	uint32_t n = s->npieces <= TFS_MAP_MAX ? s->npieces : TFS_MAP_MAX;
+	uint32_t v = super_version(s);
+	uint32_t max = v == TFS_VERSION_V2 ? TFS_MAP_MAX_V2 : TFS_MAP_MAX;
+	uint32_t n = s->npieces <= max ? s->npieces : max;
 
 	memset(b, 0, TFS_BLOCK_SIZE);
 	memcpy(b, TFS_MAGIC, 8);
-	tfs_put32(b + 8, TFS_VERSION);
+	tfs_put32(b + 8, v);
 	tfs_put32(b + 12, TFS_BLOCK_SIZE);
 	tfs_put64(b + 16, s->generation);
 	tfs_put64(b + 24, s->dev_blocks);
@@ -357,24 +392,45 @@ void tfs_super_encode(const struct tfs_super *s, uint8_t *b)
 		tfs_put64(b + 128 + 16 * i, s->map[i].start);
 		tfs_put64(b + 136 + 16 * i, s->map[i].len);
 	}
+	if (v != TFS_VERSION_V2) {
+		uint32_t c = s->nmembers ? s->nmembers : 1;
+
+		c = c < TFS_SET_MAX ? c : TFS_SET_MAX;
+		tfs_put32(b + 76, s->member);
+		tfs_put32(b + 120, c);
+		tfs_put32(b + 124, s->stripe_blocks ? s->stripe_blocks
+						    : TFS_STRIPE_DEFAULT);
+		for (uint32_t i = 0; i < c; i++)
+			tfs_put64(b + TFS_SET_TABLE + 8 * i,
+				  i == s->member ? s->dev_blocks
+						 : s->member_blocks[i]);
+	}
 	tfs_put32(b + 4092, tfs_crc32c(0, b, 4092));
 }
 
 /*
- * Whether a decoded superblock's layout is the one mkfs makes: the
- * superblocks, the journal and the data area back to back in that
- * order, each non-empty, the data area ending at dev_blocks, and every
- * byte offset (blocks x 4096) an off_t.  Every sum and product is
- * checked, so that fields near 2^63 or 2^64 cannot wrap around into a
- * layout that looks right.
+ * Whether a decoded superblock's layout is the one mkfs makes: on member
+ * 0, the superblocks, the journal and the data area back to back in that
+ * order, each non-empty, the data area ending at dev_blocks; on another
+ * member, no journal and the data area from TFS_MEMBER_DATA_START; and
+ * every byte offset (blocks x 4096) an off_t, every member's blocks a
+ * block number inside a member.  Every sum and product is checked, so
+ * that fields near 2^63 or 2^64 cannot wrap around into a layout that
+ * looks right.
  */
 static int super_layout_ok(const struct tfs_super *s)
 {
 	uint64_t data;
 
 	/* dev_blocks x 4096, and so every offset below it, fits an off_t */
-	if (s->dev_blocks == 0 || s->dev_blocks > (UINT64_MAX >> 13))
+	if (s->dev_blocks == 0 || s->dev_blocks > (UINT64_MAX >> 13) ||
+	    s->dev_blocks > 1ull << TFS_MEMBER_BITS)
 		return 0;
+	if (s->member) {
+		return s->journal_start == 2 && s->journal_blocks == 0 &&
+		       s->data_start == TFS_MEMBER_DATA_START &&
+		       s->dev_blocks > s->data_start;
+	}
 	if (s->journal_start != 2 || s->journal_blocks < 2)
 		return 0;
 	if (__builtin_add_overflow(s->journal_start, s->journal_blocks, &data))
@@ -388,28 +444,30 @@ static int super_layout_ok(const struct tfs_super *s)
 }
 
 /*
- * Whether the map is sound: 1..TFS_MAP_MAX pieces, each non-empty and
- * inside the data area (start and length compared with what is left,
+ * Whether the map is sound: 1..max pieces, each non-empty and inside the
+ * data area of its member (start and length compared with what is left,
  * never added first, so nothing wraps), no two overlapping, together
- * exactly the blocks of the checkpoint's length.  Needs a sound layout.
+ * exactly the blocks of the checkpoint's length, which fits the data
+ * area of the set.  Needs a sound layout and member table.
  */
-static int super_map_ok(const struct tfs_super *s)
+static int super_map_ok(const struct tfs_super *s, uint32_t max)
 {
-	uint64_t total = 0, need;
+	uint64_t total = 0, need, room = 0;
 
-	if (s->npieces == 0 || s->npieces > TFS_MAP_MAX)
+	if (s->npieces == 0 || s->npieces > max)
 		return 0;
-	if (s->ckpt_len < TFS_HDR_SIZE ||
-	    s->ckpt_len > (s->dev_blocks - s->data_start) * TFS_BLOCK_SIZE)
+	for (uint32_t m = 0; m < (s->nmembers ? s->nmembers : 1); m++)
+		room += tfs_super_member_blocks(s, m) -
+			tfs_super_data_start(s, m); /* < 2^47: no wrap */
+	if (s->ckpt_len < TFS_HDR_SIZE || s->ckpt_len > room * TFS_BLOCK_SIZE)
 		return 0;
 	need = (s->ckpt_len + TFS_BLOCK_SIZE - 1) / TFS_BLOCK_SIZE;
 	for (uint32_t i = 0; i < s->npieces; i++) {
 		const struct tfs_piece *p = &s->map[i];
 
-		if (p->start < s->data_start || p->start >= s->dev_blocks ||
-		    p->len == 0 || p->len > s->dev_blocks - p->start)
+		if (p->len == 0 || !tfs_super_in_data(s, p->start, p->len))
 			return 0;
-		total += p->len; /* each <= dev_blocks < 2^51: no wrap */
+		total += p->len; /* each < 2^40: no wrap */
 		for (uint32_t k = 0; k < i; k++) {
 			const struct tfs_piece *q = &s->map[k];
 
@@ -421,6 +479,31 @@ static int super_map_ok(const struct tfs_super *s)
 	return total == need;
 }
 
+/*
+ * Whether the member fields of a version-3 superblock are sound: the
+ * member inside the count, a stripe unit in range, and a table naming
+ * this member's size and, for every other member, a size that holds at
+ * least one data block and fits a member.
+ */
+static int super_set_ok(const struct tfs_super *s)
+{
+	if (s->nmembers < 1 || s->nmembers > TFS_SET_MAX ||
+	    s->member >= s->nmembers)
+		return 0;
+	if (s->stripe_blocks < 1 || s->stripe_blocks > TFS_STRIPE_MAX)
+		return 0;
+	if (s->member_blocks[s->member] != s->dev_blocks)
+		return 0;
+	if (s->member_blocks[0] <= 2 ||
+	    s->member_blocks[0] > 1ull << TFS_MEMBER_BITS)
+		return 0;
+	for (uint32_t m = 1; m < s->nmembers; m++)
+		if (s->member_blocks[m] <= TFS_MEMBER_DATA_START ||
+		    s->member_blocks[m] > 1ull << TFS_MEMBER_BITS)
+			return 0;
+	return 1;
+}
+
 uint32_t tfs_super_version(const uint8_t *b)
 {
 	return tfs_get32(b + 8);
@@ -430,7 +513,7 @@ uint64_t tfs_super_map_blocks(const struct tfs_super *s)
 {
 	uint64_t n = 0;
 
-	for (uint32_t i = 0; i < s->npieces && i < TFS_MAP_MAX; i++)
+	for (uint32_t i = 0; i < s->npieces && i < TFS_MAP_MAX_V2; i++)
 		n += s->map[i].len;
 	return n;
 }
@@ -443,15 +526,19 @@ int tfs_super_same_ckpt(const struct tfs_super *a, const struct tfs_super *b)
 
 int tfs_super_decode(const uint8_t *b, struct tfs_super *s)
 {
+	uint32_t v, max;
+
 	if (memcmp(b, TFS_MAGIC, 8))
 		return -EINVAL;
 	if (tfs_get32(b + 4092) != tfs_crc32c(0, b, 4092))
 		return -EUCLEAN;
-	if (tfs_get32(b + 8) != TFS_VERSION)
+	v = tfs_get32(b + 8);
+	if (v != TFS_VERSION && v != TFS_VERSION_V2)
 		return -EPROTO;
 	if (tfs_get32(b + 12) != TFS_BLOCK_SIZE)
 		return -EUCLEAN;
 	memset(s, 0, sizeof(*s));
+	s->version = v;
 	s->generation = tfs_get64(b + 16);
 	s->dev_blocks = tfs_get64(b + 24);
 	s->journal_start = tfs_get64(b + 32);
@@ -465,15 +552,38 @@ int tfs_super_decode(const uint8_t *b, struct tfs_super *s)
 	memcpy(s->uuid, b + 88, 16);
 	s->ctime_ns = tfs_get64(b + 104);
 	s->wtime_ns = tfs_get64(b + 112);
-	if (s->npieces == 0 || s->npieces > TFS_MAP_MAX)
+	if (v == TFS_VERSION_V2) {
+		/* one device: member 0 of one, the default stripe */
+		if (tfs_get32(b + 76) || tfs_get64(b + 120))
+			return -EUCLEAN;
+		s->nmembers = 1;
+		s->stripe_blocks = TFS_STRIPE_DEFAULT;
+		s->member_blocks[0] = s->dev_blocks;
+		max = TFS_MAP_MAX_V2;
+	} else {
+		s->member = tfs_get32(b + 76);
+		s->nmembers = tfs_get32(b + 120);
+		s->stripe_blocks = tfs_get32(b + 124);
+		for (uint32_t i = 0; i < s->nmembers && i < TFS_SET_MAX; i++)
+			s->member_blocks[i] =
+			    tfs_get64(b + TFS_SET_TABLE + 8 * i);
+		if (!super_set_ok(s))
+			return -EUCLEAN;
+		max = TFS_MAP_MAX;
+	}
+	if (!super_layout_ok(s))
+		return -EUCLEAN;
+	if (s->member) /* written once by mkfs: no checkpoint, no flags */
+		return s->npieces == 0 && s->ckpt_len == 0 && s->flags == 0
+			   ? 0
+			   : -EUCLEAN;
+	if (s->npieces == 0 || s->npieces > max)
 		return -EUCLEAN;
 	for (uint32_t i = 0; i < s->npieces; i++) {
 		s->map[i].start = tfs_get64(b + 128 + 16 * i);
 		s->map[i].len = tfs_get64(b + 136 + 16 * i);
 	}
-	if (super_layout_ok(s) && super_map_ok(s))
-		return 0;
-	return -EUCLEAN;
+	return super_map_ok(s, max) ? 0 : -EUCLEAN;
 }
 
 /* ===== headers ===== */
@@ -562,6 +672,11 @@ int tfs_layout(uint64_t dev_blocks, struct tfs_super *s)
 		journal = 3 * mib;
 	if (journal > 1024 * mib)
 		journal = 1024 * mib;
+	s->version = TFS_VERSION;
+	s->member = 0;
+	s->nmembers = 1;
+	s->stripe_blocks = TFS_STRIPE_DEFAULT;
+	s->member_blocks[0] = dev_blocks;
 	s->dev_blocks = dev_blocks;
 	s->journal_start = 2;
 	s->journal_blocks = journal;

@@ -1,15 +1,26 @@
 /*
  * format.h: the on-disk format of tensorfs, byte by byte.
  *
- * All integers are little-endian.  The device is an array of 4096-byte
- * blocks; block numbers are 64-bit.  Checksums are CRC-32C (crc32c.h).
+ * All integers are little-endian.  The file system lives on a set of 1
+ * to TFS_SET_MAX members (block devices or image files), each an array of
+ * 4096-byte blocks.  A block number (pblk) is 64-bit and names its member
+ * in its top bits: pblk = member << TFS_MEMBER_BITS | block in the member,
+ * so a one-member set's block numbers are those of a plain device.
+ * Checksums are CRC-32C (crc32c.h).
  *
- * Layout (mkfs chooses the journal's size; the superblock records it):
+ * Layout of member 0 (mkfs chooses the journal's size; the superblock
+ * records it):
  *
  *   block 0              superblock, copy 0
  *   block 1              superblock, copy 1
  *   journal_start ...    journal: committed transactions, back to back
  *   data_start ... end   file data and checkpoints, in extents
+ *
+ * Layout of every other member: its superblock in blocks 0 and 1 (both
+ * copies written once, by mkfs), then nothing up to block
+ * TFS_MEMBER_DATA_START (1 MiB, so its stripes start aligned), then file
+ * data and checkpoints to its end.  Superblocks and the journal live on
+ * member 0 only; file data and checkpoints anywhere in the set.
  *
  * The whole state of the file system is: the checkpoint the current
  * superblock names plus the journal transactions committed after it.
@@ -22,28 +33,34 @@
  * Superblock (one 4096-byte block; two copies, written alternately):
  *
  *    0  8  magic "tensorfs"
- *    8  4  version (2; version 1 had two fixed checkpoint slots)
+ *    8  4  version: 3 (a set of members); 2 (one device: no member
+ *          fields, up to TFS_MAP_MAX_V2 pieces, still read and written);
+ *          version 1 had two fixed checkpoint slots
  *   12  4  block size (4096)
  *   16  8  generation; copy (generation & 1) holds it; the valid copy with
  *          the highest generation is the current one
- *   24  8  device blocks (the size of the file system)
- *   32  8  journal_start (2)  40  8  journal_blocks
- *   48  8  data_start (journal_start + journal_blocks)
+ *   24  8  blocks of this member (of the device, in version 2)
+ *   32  8  journal_start (2)  40  8  journal_blocks (0 off member 0)
+ *   48  8  data_start (journal_start + journal_blocks; off member 0
+ *          TFS_MEMBER_DATA_START)
  *   56  4  flags: 1 = CLEAN (unmounted cleanly; the journal is empty)
- *   60  4  map pieces: n, 1..TFS_MAP_MAX
+ *   60  4  map pieces: n, 1..TFS_MAP_MAX (0 off member 0)
  *   64  8  checkpoint length in bytes
  *   72  4  checkpoint CRC-32C (over its whole length)
- *   76  4  reserved (0)
+ *   76  4  this member's index, 0..count-1 (version 2: 0)
  *   80  8  ckpt_seq: sequence number of the first journal transaction
  *          that follows the checkpoint
- *   88 16  uuid
+ *   88 16  uuid (of the whole set: every member has the same)
  *  104  8  creation time, ns since the epoch
  *  112  8  last write time of this superblock, ns since the epoch
- *  120  8  reserved (0)
- *  128 16n the map: n pieces of (start block u64, blocks u64), in the
+ *  120  4  member count, 1..TFS_SET_MAX (version 2: 0)
+ *  124  4  stripe unit in blocks, 1..TFS_STRIPE_MAX (version 2: 0)
+ *  128 16n the map: n pieces of (start pblk u64, blocks u64), in the
  *          order the checkpoint's bytes fill them; each inside the data
- *          area, none overlapping another, together exactly the blocks
- *          the checkpoint's length rounds up to
+ *          area of its member, none overlapping another, together
+ *          exactly the blocks the checkpoint's length rounds up to
+ *  ... zero
+ * 3552 8c version 3: the blocks of each of the count members, in order
  *  ... zero
  * 4092  4  CRC-32C of bytes 0..4091
  *
@@ -98,21 +115,32 @@
 
 #define TFS_BLOCK_SIZE	4096u
 #define TFS_BLOCK_SHIFT 12
-#define TFS_VERSION	2u
-/* Pieces a checkpoint's map holds (128 + 16 x 240 bytes fit the
- * superblock): a checkpoint must fit in the 240 largest free extents. */
-#define TFS_MAP_MAX	     240u
-#define TFS_MAGIC	     "tensorfs"
-#define TFS_CKPT_MAGIC	     "tfsckpt"
-#define TFS_JOURNAL_MAGIC    0x6a736674u /* "tfsj" */
-#define TFS_SB_CLEAN	     0x1u
-#define TFS_HDR_SIZE	     64u
-#define TFS_NAME_MAX	     255u
-#define TFS_XATTR_VALUE_MAX  65536u
-#define TFS_XATTR_NAME_MAX   255u
-#define TFS_SYMLINK_MAX	     4095u
-#define TFS_ROOT_INO	     1u
-#define TFS_MIN_DEVICE_BYTES (64ull << 20)
+#define TFS_VERSION	3u /* what mkfs writes */
+#define TFS_VERSION_V2	2u /* one device; still mounted as it is */
+/* Pieces a checkpoint's map holds (128 + 16 x 214 bytes fit before the
+ * member table): a checkpoint must fit in the 214 largest free extents.
+ * A version-2 superblock may list up to 240. */
+#define TFS_MAP_MAX    214u
+#define TFS_MAP_MAX_V2 240u
+/* Sets: pblk = member << TFS_MEMBER_BITS | block (members up to 4 PiB) */
+#define TFS_MEMBER_BITS	      40
+#define TFS_SET_MAX	      64u
+#define TFS_SET_TABLE	      3552u   /* byte offset of the member sizes */
+#define TFS_MEMBER_DATA_START 256u    /* first data block off member 0 */
+#define TFS_STRIPE_DEFAULT    256u    /* blocks: 1 MiB */
+#define TFS_STRIPE_MAX	      262144u /* blocks: 1 GiB */
+#define TFS_MIN_MEMBER_BYTES  (16ull << 20)
+#define TFS_MAGIC	      "tensorfs"
+#define TFS_CKPT_MAGIC	      "tfsckpt"
+#define TFS_JOURNAL_MAGIC     0x6a736674u /* "tfsj" */
+#define TFS_SB_CLEAN	      0x1u
+#define TFS_HDR_SIZE	      64u
+#define TFS_NAME_MAX	      255u
+#define TFS_XATTR_VALUE_MAX   65536u
+#define TFS_XATTR_NAME_MAX    255u
+#define TFS_SYMLINK_MAX	      4095u
+#define TFS_ROOT_INO	      1u
+#define TFS_MIN_DEVICE_BYTES  (64ull << 20)
 
 enum tfs_rec_type {
 	TFS_REC_INODE = 1,
@@ -152,6 +180,10 @@ struct tfs_piece {
 
 /* A decoded superblock. */
 struct tfs_super {
+	uint32_t version;			  /* 0 encodes as TFS_VERSION */
+	uint32_t member, nmembers, stripe_blocks; /* 0, 0, 0: a one-member
+						     set, default stripe */
+	uint64_t member_blocks[TFS_SET_MAX];	  /* [0]: 0 = dev_blocks */
 	uint64_t generation;
 	uint64_t dev_blocks;
 	uint64_t journal_start, journal_blocks;
@@ -163,7 +195,7 @@ struct tfs_super {
 	uint64_t ckpt_seq;
 	uint8_t uuid[16];
 	uint64_t ctime_ns, wtime_ns;
-	struct tfs_piece map[TFS_MAP_MAX]; /* the checkpoint's blocks */
+	struct tfs_piece map[TFS_MAP_MAX_V2]; /* the checkpoint's blocks */
 };
 
 /* A decoded record.  Pointers point into the buffer it was decoded from
@@ -223,17 +255,25 @@ size_t tfs_rec_size_symlink(size_t len);
  */
 int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos, struct tfs_rec *r);
 
-/* Superblock: encode into a 4096-byte block (computing the CRC), decode
- * and verify (-EUCLEAN: bad CRC or values, a layout other than the
- * regions above back to back inside dev_blocks, a map piece outside the
- * data area, overlapping another or not adding up to the checkpoint's
- * length, or offsets that would wrap around 2^64 or not fit an off_t;
- * -EINVAL: not a tensorfs, i.e. no magic; -EPROTO: a version this build
- * does not know: tfs_super_version() says which). */
+/* Superblock: encode into a 4096-byte block (computing the CRC; version
+ * 2 as version 2, anything else as version 3, a count of 0 as a
+ * one-member set), decode and verify (-EUCLEAN: bad CRC or values, a
+ * layout other than the regions above back to back inside the member, a
+ * member table that does not name this member's size, a map piece
+ * outside the data area of its member, overlapping another or not adding
+ * up to the checkpoint's length, or offsets that would wrap around 2^64
+ * or not fit an off_t; -EINVAL: not a tensorfs, i.e. no magic; -EPROTO:
+ * a version this build does not know: tfs_super_version() says which). */
 void tfs_super_encode(const struct tfs_super *s, uint8_t *block);
 int tfs_super_decode(const uint8_t *block, struct tfs_super *s);
 /* The version field of a superblock block (for messages). */
 uint32_t tfs_super_version(const uint8_t *block);
+/* The first data block of member m of the set s describes (member 0:
+ * s->data_start), and its blocks; whether [pblk, pblk + len) lies
+ * inside the data area of one member (nothing wraps). */
+uint64_t tfs_super_data_start(const struct tfs_super *s, uint32_t m);
+uint64_t tfs_super_member_blocks(const struct tfs_super *s, uint32_t m);
+int tfs_super_in_data(const struct tfs_super *s, uint64_t pblk, uint64_t len);
 /* Blocks of a superblock's map, in all. */
 uint64_t tfs_super_map_blocks(const struct tfs_super *s);
 /* Whether two superblocks name the same checkpoint (same seq, same

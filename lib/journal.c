@@ -197,7 +197,7 @@ static void release_map(struct tfs_journal *j, const struct tfs_super *s)
 	if (!j->alloc)
 		return;
 	/* as freed blocks: discarded in time (J11), with margin to spare */
-	for (uint32_t i = 0; i < s->npieces && i < TFS_MAP_MAX; i++)
+	for (uint32_t i = 0; i < s->npieces && i < TFS_MAP_MAX_V2; i++)
 		(void)tfs_alloc_put_freed(j->alloc, s->map[i].start,
 					  s->map[i].len);
 }
@@ -746,6 +746,37 @@ static int read_super(struct tfs_journal *j, struct tfs_super *other,
 		*other = s[newer ^ 1];
 		*has_other = !tfs_super_same_ckpt(other, &j->sb) ||
 			     other->ckpt_crc != j->sb.ckpt_crc;
+	}
+	if (j->sb.member != 0) {
+		tfs_say(err, errlen,
+			"this is member %u of a set of %u devices, not its "
+			"first: give every member, joined with ':' "
+			"(DEV1:DEV2:...)",
+			j->sb.member + 1, j->sb.nmembers);
+		return -EINVAL;
+	}
+	if (j->sb.nmembers != tfs_dev_members(j->dev)) {
+		tfs_say(err, errlen,
+			"this file system is a set of %u devices and %u %s "
+			"given: give every member, joined with ':' "
+			"(DEV1:DEV2:...)",
+			j->sb.nmembers, tfs_dev_members(j->dev),
+			tfs_dev_members(j->dev) == 1 ? "was" : "were");
+		return -EINVAL;
+	}
+	for (uint32_t m = 1; m < j->sb.nmembers; m++) {
+		uint64_t want = j->sb.member_blocks[m] * TFS_BLOCK_SIZE;
+
+		if (tfs_dev_member_size(j->dev, m) < want) {
+			tfs_say(
+			    err, errlen,
+			    "member %u (%s) is %llu bytes but the file "
+			    "system needs %llu: it was truncated",
+			    m + 1, tfs_dev_member_path(j->dev, m),
+			    (unsigned long long)tfs_dev_member_size(j->dev, m),
+			    (unsigned long long)want);
+			return -EUCLEAN;
+		}
 	}
 	if (j->sb.dev_blocks * TFS_BLOCK_SIZE > tfs_dev_size(j->dev)) {
 		tfs_say(

@@ -326,9 +326,32 @@ what="a checkpoint map piece near 2^63 in both superblock copies"
 refused "$what" "4|8" "superblock" "layout"
 not_repaired "$what" "4|8"
 
+# an image of format version 2 (one device, before sets of members), as
+# an older mkfs.tensorfs made it: it is clean, mounts with everything in
+# it, takes changes, and stays version 2
+fresh
+for sb in 0 4096; do
+	[ "$(le $((sb + 8)) 4)" = 3 ] || continue
+	put_le $((sb + 8)) 4 2
+	put_le $((sb + 120)) 8 0
+	put_le $((sb + 3552)) 8 0
+	put_le $((sb + 4092)) 4 "$(crc32c "$sb" 4092)"
+done
+[ "$(le 8 4)" = 2 ] || [ "$(le 4104 4)" = 2 ] || tfs_fail "version 2 image: expected a superblock copy rewritten, got none"
+tfs_expect_exit 0 "version 2 image: tensorfs-fsck" "$FSCK" "$CASE"
+tfs_mount
+cmp "$WORK/marker" "$MNT/marker" || tfs_fail "version 2 image: marker: expected its bytes, got others"
+usable "version 2 image"
+tfs_umount
+tfs_fsck_clean
+for sb in 0 4096; do
+	v=$(le $((sb + 8)) 4)
+	[ "$v" = 2 ] || [ "$v" = 0 ] || tfs_fail "version 2 image: superblock at $sb after a mount: expected version 2, got $v"
+done
+
 # an image of format version 1 (fixed checkpoint slots): refused, saying
-# what to do; version 3, from the future, too
-for v in 1 3; do
+# what to do; version 4, from the future, too
+for v in 1 4; do
 	fresh
 	for sb in 0 4096; do
 		put_le $((sb + 8)) 4 "$v"
@@ -338,7 +361,7 @@ for v in 1 3; do
 	if [ "$v" = 1 ]; then
 		refused "$what" "4|8" "older mkfs.tensorfs" "recreate it with mkfs.tensorfs"
 	else
-		refused "$what" "4|8" "version 3" "newer tensorfs"
+		refused "$what" "4|8" "version 4" "newer tensorfs"
 	fi
 	not_repaired "$what" "4|8"
 done

@@ -1,7 +1,8 @@
 /*
  * test_format.c: the on-disk encoding of lib/format.h, byte by byte.
- * Description: superblock, checkpoint and journal headers and every
- * record type round-trip at the offsets format.h documents, and every
+ * Description: superblock (versions 2 and 3, sets of members),
+ * checkpoint and journal headers and every record type round-trip at
+ * the offsets format.h documents, and every
  * decoder refuses damaged input with the documented error, never reading
  * past the bytes it was given (run under ASan).
  */
@@ -84,7 +85,7 @@ static void test_format_super_fields_at_documented_offsets(void **state)
 	sample_super(&s);
 	tfs_super_encode(&s, b);
 	assert_memory_equal(b, "tensorfs", 8);
-	assert_int_equal(tfs_get32(b + 8), 2);
+	assert_int_equal(tfs_get32(b + 8), 3);
 	assert_int_equal(tfs_get32(b + 12), 4096);
 	/* little-endian: the lowest byte first */
 	assert_int_equal(b[16], 0x08);
@@ -103,15 +104,22 @@ static void test_format_super_fields_at_documented_offsets(void **state)
 	assert_memory_equal(b + 88, s.uuid, 16);
 	assert_int_equal(tfs_get64(b + 104), s.ctime_ns);
 	assert_int_equal(tfs_get64(b + 112), s.wtime_ns);
-	assert_int_equal(tfs_get64(b + 120), 0);
+	/* a one-member set: count 1, the default stripe, its own size */
+	assert_int_equal(tfs_get32(b + 120), 1);
+	assert_int_equal(tfs_get32(b + 124), 256);
 	assert_int_equal(tfs_get64(b + 128), s.map[0].start);
 	assert_int_equal(tfs_get64(b + 136), 3);
 	assert_int_equal(tfs_get64(b + 144), s.map[1].start);
 	assert_int_equal(tfs_get64(b + 152), 1);
+	assert_int_equal(tfs_get64(b + 3552), s.dev_blocks);
 	for (int i = 160; i < 4092; i++)
-		assert_int_equal(b[i], 0);
-	/* the largest map still fits before the CRC */
-	assert_true(128 + 16 * TFS_MAP_MAX <= 4092);
+		if (i < 3552 || i >= 3560)
+			assert_int_equal(b[i], 0);
+	/* the largest map still fits before the member table, the largest
+	 * table before the CRC, and a version-2 map before the CRC */
+	assert_true(128 + 16 * TFS_MAP_MAX <= TFS_SET_TABLE);
+	assert_true(TFS_SET_TABLE + 8 * TFS_SET_MAX <= 4092);
+	assert_true(128 + 16 * TFS_MAP_MAX_V2 <= 4092);
 	assert_int_equal(tfs_get32(b + 4092), tfs_crc32c(0, b, 4092));
 }
 
@@ -159,10 +167,10 @@ static void test_format_super_unknown_version_is_eproto(void **state)
 	(void)state;
 	sample_super(&s);
 	tfs_super_encode(&s, b);
-	tfs_put32(b + 8, 3);
+	tfs_put32(b + 8, 4);
 	super_recrc(b);
 	assert_int_equal(tfs_super_decode(b, &d), -EPROTO);
-	assert_int_equal(tfs_super_version(b), 3);
+	assert_int_equal(tfs_super_version(b), 4);
 	/* version 1, two fixed checkpoint slots: refused, not misread */
 	tfs_put32(b + 8, 1);
 	super_recrc(b);
@@ -251,11 +259,14 @@ static void test_format_super_offsets_that_wrap_are_refused(void **state)
 				 i, (unsigned long long)badmap[i].len,
 				 (unsigned long long)badmap[i].start);
 	}
-	/* the largest device whose bytes fit an off_t still decodes */
+	/* the largest member (2^40 blocks, 4 PiB) still decodes */
 	sample_super(&s);
-	s.dev_blocks = UINT64_MAX >> 13;
+	s.dev_blocks = 1ull << TFS_MEMBER_BITS;
 	tfs_super_encode(&s, b);
 	assert_int_equal(tfs_super_decode(b, &d), 0);
+	s.dev_blocks++;
+	tfs_super_encode(&s, b);
+	assert_int_equal(tfs_super_decode(b, &d), -EUCLEAN);
 }
 
 static void test_format_super_rejects_inconsistent_layout(void **state)
@@ -304,6 +315,131 @@ static void test_format_super_rejects_inconsistent_layout(void **state)
 	assert_int_equal(decode_patched64(&t, 64, t.ckpt_len), 0);
 	t.map[TFS_MAP_MAX - 1].start = t.map[0].start;
 	assert_int_equal(decode_patched64(&t, 64, t.ckpt_len), -EUCLEAN);
+}
+
+/* A version-2 superblock (one device, no member fields, up to 240 map
+ * pieces) decodes as a one-member set and encodes back as version 2,
+ * byte for byte. */
+static void test_format_super_version2_still_reads(void **state)
+{
+	struct tfs_super s, d;
+	uint8_t b[TFS_BLOCK_SIZE], c[TFS_BLOCK_SIZE];
+
+	(void)state;
+	sample_super(&s);
+	s.version = TFS_VERSION_V2;
+	s.npieces = TFS_MAP_MAX_V2;
+	s.ckpt_len = TFS_MAP_MAX_V2 * TFS_BLOCK_SIZE;
+	for (uint32_t i = 0; i < TFS_MAP_MAX_V2; i++) {
+		s.map[i].start = s.data_start + 2 * i;
+		s.map[i].len = 1;
+	}
+	tfs_super_encode(&s, b);
+	assert_int_equal(tfs_get32(b + 8), 2);
+	assert_int_equal(tfs_get64(b + 120), 0);
+	assert_int_equal(tfs_get32(b + 76), 0);
+	assert_int_equal(tfs_super_decode(b, &d), 0);
+	assert_int_equal(d.version, 2);
+	assert_int_equal(d.member, 0);
+	assert_int_equal(d.nmembers, 1);
+	assert_int_equal(d.stripe_blocks, TFS_STRIPE_DEFAULT);
+	assert_int_equal(d.member_blocks[0], s.dev_blocks);
+	assert_int_equal(d.npieces, TFS_MAP_MAX_V2);
+	tfs_super_encode(&d, c);
+	assert_memory_equal(b, c, TFS_BLOCK_SIZE);
+	/* its reserved fields stay zero */
+	tfs_put32(b + 76, 1);
+	super_recrc(b);
+	assert_int_equal(tfs_super_decode(b, &d), -EUCLEAN);
+	/* version 3 holds fewer pieces: the member table follows them */
+	s.version = 0;
+	tfs_super_encode(&s, b);
+	tfs_put32(b + 60, TFS_MAP_MAX + 1);
+	super_recrc(b);
+	assert_int_equal(tfs_super_decode(b, &d), -EUCLEAN);
+}
+
+/* A set of three: member 0 with a checkpoint in pieces on members 1
+ * and 2, and member 2's own superblock. */
+static void sample_set(struct tfs_super *s)
+{
+	sample_super(s);
+	s->nmembers = 3;
+	s->stripe_blocks = 512;
+	s->member_blocks[0] = s->dev_blocks;
+	s->member_blocks[1] = 4096;
+	s->member_blocks[2] = 1ull << TFS_MEMBER_BITS;
+	s->map[0].start = (1ull << TFS_MEMBER_BITS) | TFS_MEMBER_DATA_START;
+	s->map[1].start = (2ull << TFS_MEMBER_BITS) | ((1ull << 40) - 1);
+}
+
+static void test_format_super_set_fields(void **state)
+{
+	struct tfs_super s, m, d;
+	uint8_t b[TFS_BLOCK_SIZE];
+
+	(void)state;
+	sample_set(&s);
+	tfs_super_encode(&s, b);
+	assert_int_equal(tfs_get32(b + 120), 3);
+	assert_int_equal(tfs_get32(b + 124), 512);
+	assert_int_equal(tfs_get64(b + 3560), 4096);
+	assert_int_equal(tfs_super_decode(b, &d), 0);
+	assert_int_equal(d.nmembers, 3);
+	assert_int_equal(d.stripe_blocks, 512);
+	assert_int_equal(d.member_blocks[2], 1ull << TFS_MEMBER_BITS);
+	assert_int_equal(tfs_super_member_blocks(&d, 1), 4096);
+	assert_int_equal(tfs_super_member_blocks(&d, 3), 0);
+	assert_int_equal(tfs_super_data_start(&d, 1), TFS_MEMBER_DATA_START);
+	/* the data areas: member 0's from data_start, the others' from 1 MiB */
+	assert_true(tfs_super_in_data(&d, d.data_start, 1));
+	assert_false(tfs_super_in_data(&d, d.data_start - 1, 1));
+	assert_true(tfs_super_in_data(&d, (1ull << 40) | 256, 4096 - 256));
+	assert_false(tfs_super_in_data(&d, (1ull << 40) | 256, 4096 - 255));
+	assert_false(tfs_super_in_data(&d, (1ull << 40) | 255, 1));
+	assert_false(tfs_super_in_data(&d, 3ull << 40 | 256, 1));
+	assert_false(tfs_super_in_data(&d, UINT64_MAX, 1));
+	/* a map piece outside its member, or on no member */
+	assert_int_equal(decode_patched64(&s, 128, (1ull << 40) | 4094),
+			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 128, (1ull << 40) | 100),
+			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 128, (3ull << 40) | 300),
+			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 128, (1ull << 40) | 4093), 0);
+	/* member fields: index past the count, counts, stripes, sizes */
+	assert_int_equal(decode_patched32(&s, 76, 3), -EUCLEAN);
+	assert_int_equal(decode_patched32(&s, 120, 0), -EUCLEAN);
+	assert_int_equal(decode_patched32(&s, 120, TFS_SET_MAX + 1), -EUCLEAN);
+	assert_int_equal(decode_patched32(&s, 124, 0), -EUCLEAN);
+	assert_int_equal(decode_patched32(&s, 124, TFS_STRIPE_MAX + 1),
+			 -EUCLEAN);
+	assert_int_equal(decode_patched32(&s, 124, TFS_STRIPE_MAX), 0);
+	assert_int_equal(decode_patched64(&s, 3552, s.dev_blocks + 1),
+			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 3560, TFS_MEMBER_DATA_START),
+			 -EUCLEAN);
+	assert_int_equal(decode_patched64(&s, 3568, (1ull << 40) + 1),
+			 -EUCLEAN);
+	/* member 2's superblock: no journal, no checkpoint, no flags */
+	m = s;
+	m.member = 2;
+	m.dev_blocks = s.member_blocks[2];
+	m.journal_blocks = 0;
+	m.data_start = TFS_MEMBER_DATA_START;
+	m.npieces = 0;
+	m.ckpt_len = 0;
+	m.flags = 0;
+	tfs_super_encode(&m, b);
+	assert_int_equal(tfs_super_decode(b, &d), 0);
+	assert_int_equal(d.member, 2);
+	assert_int_equal(d.npieces, 0);
+	assert_memory_equal(d.uuid, s.uuid, 16);
+	assert_int_equal(decode_patched32(&m, 56, TFS_SB_CLEAN), -EUCLEAN);
+	assert_int_equal(decode_patched32(&m, 60, 1), -EUCLEAN);
+	assert_int_equal(decode_patched64(&m, 40, 8), -EUCLEAN);
+	assert_int_equal(decode_patched64(&m, 48, 2), -EUCLEAN);
+	assert_int_equal(decode_patched64(&m, 24, 4096), -EUCLEAN);
 }
 
 static void check_layout(uint64_t dev_blocks)
@@ -915,6 +1051,8 @@ int main(void)
 		cmocka_unit_test(test_format_super_without_magic_is_einval),
 		cmocka_unit_test(test_format_super_unknown_version_is_eproto),
 		cmocka_unit_test(test_format_super_rejects_inconsistent_layout),
+		cmocka_unit_test(test_format_super_version2_still_reads),
+		cmocka_unit_test(test_format_super_set_fields),
 		cmocka_unit_test(
 		    test_format_super_offsets_that_wrap_are_refused),
 		cmocka_unit_test(test_format_layout_regions_in_order),

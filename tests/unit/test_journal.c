@@ -487,6 +487,86 @@ static void test_journal_no_replay_counts_and_leaves_the_tree(void **state)
 }
 
 /* Protects J2. */
+/* Rewrite both superblock copies as format version 2 (one device, no
+ * member fields), as an older mkfs.tensorfs left them. */
+static void make_version2(struct fix *f)
+{
+	uint8_t b[TFS_BLOCK_SIZE];
+	struct tfs_super sb;
+
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(img_pread(f->path,
+					   (uint64_t)c * TFS_BLOCK_SIZE, b,
+					   sizeof(b)),
+				 0);
+		if (tfs_super_decode(b, &sb))
+			continue; /* a copy never written yet */
+		sb.version = TFS_VERSION_V2;
+		tfs_super_encode(&sb, b);
+		assert_int_equal(img_pwrite(f->path,
+					    (uint64_t)c * TFS_BLOCK_SIZE, b,
+					    sizeof(b)),
+				 0);
+	}
+}
+
+/* A version-2 file system keeps loading, committing and checkpointing,
+ * and stays version 2 (item 5 of sets: no "recreate it"). */
+static void test_journal_version2_stays_version2(void **state)
+{
+	struct fix *f = *state;
+	uint8_t b[TFS_BLOCK_SIZE];
+
+	make_version2(f);
+	mount(f);
+	assert_int_equal(f->j.sb.version, 2);
+	assert_int_equal(f->j.sb.nmembers, 1);
+	assert_int_equal(commit_file(f, 2, "a"), 0);
+	/* the tree as replayed (commits here do not change f->m) */
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, 0), 0);
+	assert_int_equal(commit_file(f, 3, "b"), 0);
+	assert_int_equal(load(f), 0);
+	assert_int_equal(tfs_journal_checkpoint(&f->j, f->m, TFS_SB_CLEAN), 0);
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(img_pread(f->path,
+					   (uint64_t)c * TFS_BLOCK_SIZE, b,
+					   sizeof(b)),
+				 0);
+		assert_int_equal(tfs_super_version(b), 2);
+	}
+	assert_int_equal(load(f), 0);
+	assert_true(has(f, "a") && has(f, "b"));
+}
+
+/* One member of a set given alone, or a set missing a member: refused,
+ * naming what to give. */
+static void test_journal_set_member_alone_is_refused(void **state)
+{
+	struct fix *f = *state;
+	uint8_t b[TFS_BLOCK_SIZE];
+	struct tfs_super sb;
+
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(img_pread(f->path,
+					   (uint64_t)c * TFS_BLOCK_SIZE, b,
+					   sizeof(b)),
+				 0);
+		if (tfs_super_decode(b, &sb))
+			continue;
+		sb.nmembers = 2;
+		sb.member_blocks[1] = 4096;
+		tfs_super_encode(&sb, b);
+		assert_int_equal(img_pwrite(f->path,
+					    (uint64_t)c * TFS_BLOCK_SIZE, b,
+					    sizeof(b)),
+				 0);
+	}
+	assert_int_equal(load(f), -EINVAL);
+	assert_non_null(strstr(f->err, "set of 2 devices and 1 was given"));
+	assert_non_null(strstr(f->err, "DEV1:DEV2"));
+}
+
 static void test_journal_replays_committed_transactions(void **state)
 {
 	struct fix *f = *state;
@@ -1297,6 +1377,8 @@ int main(void)
 		T(test_journal_record_count_mismatch_is_euclean),
 		T(test_journal_used_blocks_mismatch_is_euclean),
 		T(test_journal_replays_committed_transactions),
+		T(test_journal_version2_stays_version2),
+		T(test_journal_set_member_alone_is_refused),
 		T(test_journal_no_replay_counts_and_leaves_the_tree),
 		T(test_journal_next_ino_comes_from_the_headers),
 		T(test_journal_ignores_torn_tail),
