@@ -163,8 +163,12 @@
 #   raw"), CPU s/GB of every target, each tensorfs target's CPU ratio to
 #   ext4 ("cpu x ext4") and its GB/s per daemon core ("GB/s/core", rows
 #   that move bytes); then VmHWM, date, commit (of the script's tree), the
-#   binaries (--version, checksum, build time), kernel, load, the
-#   transports measured or skipped.  In --out DIR:
+#   binaries (--version, checksum, build time), kernel, load, what a
+#   first touch of fresh memory cost at the start and the end (seconds
+#   per GiB, 256 MiB of anonymous memory: every mount's daemon fills
+#   fresh memory, and where the host of a virtual machine takes back
+#   what its guest frees this cost moves the write and cold read
+#   figures), the transports measured or skipped.  In --out DIR:
 #   results.json (every run's figures and CPU parts, the medians, the
 #   commands, the machine), table.txt, commands.txt (every command run,
 #   the temporary directory written $WORK), ratios.png (gnuplot; skipped
@@ -1006,7 +1010,26 @@ COMMIT=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git -C "$top" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
 	COMMIT="$COMMIT (with uncommitted changes)"
 fi
+# seconds a GiB of fresh anonymous memory costs to touch, and to touch
+# again (what a new daemon pays for its cache and pool)
+first_touch() {
+	python3 - <<'PY' 2>/dev/null || echo "not measured (python3 failed)"
+import mmap, time
+n = 256 << 20
+m = mmap.mmap(-1, n)
+t = time.monotonic()
+for o in range(0, n, 4096):
+    m[o] = 1
+a = time.monotonic() - t
+t = time.monotonic()
+for o in range(0, n, 4096):
+    m[o] = 2
+b = time.monotonic() - t
+print("%.2f s/GiB, touched again %.2f s/GiB" % (a * 4, b * 4))
+PY
+}
 meta load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+meta first_touch_start "$(first_touch)"
 START=$(date +%s)
 for REP in $(seq "$REPEAT"); do
 	log "repeat $REP of $REPEAT"
@@ -1014,6 +1037,7 @@ for REP in $(seq "$REPEAT"); do
 done
 END=$(date +%s)
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+meta first_touch_end "$(first_touch)"
 stop_all_tensorfs
 for t in "${TFS_TARGETS[@]}"; do
 	if grep -i -E 'error|warn' "$WORK/$t.log" >&2; then

@@ -84,7 +84,8 @@ def main(path):
         print()
     meta = r["meta"]
     for k in ("date", "commit", "binaries", "kernel", "cpus", "disk", "ext4",
-              "load_start", "load_end", "transports", "sizes", "elapsed_s"):
+              "load_start", "load_end", "first_touch_start",
+              "first_touch_end", "transports", "sizes", "elapsed_s"):
         if k in meta:
             print("- %s: %s" % (k, meta[k]))
     return 0

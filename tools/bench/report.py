@@ -327,7 +327,7 @@ def table(result):
                        (": within" if mem["within_bound"] else
                         ": EXCEEDED")))
     for k in ("date", "commit", "binaries", "kernel", "cpus", "load_start",
-              "load_end", "disk", "ext4", "tensorfs_mount", "transports",
+              "load_end", "first_touch_start", "first_touch_end", "disk", "ext4", "tensorfs_mount", "transports",
               "sizes", "elapsed_s"):
         if k in m:
             out.append("%-15s %s" % (k + ":", m[k]))
