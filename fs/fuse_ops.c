@@ -794,7 +794,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * reader's pages, none by the daemon */
 	room = tfs_uring_reply_room(&cap);
 	if (room && size <= cap) {
-		n = tfs_read_around(dm->fs, ino, room, size, (uint64_t)off);
+		n = tfs_read_around(dm->fs, ino, room, size, cap,
+				    (uint64_t)off);
 		tfs_file_note_read(dm->fs, ino, n);
 		if (n < 0)
 			fuse_reply_err(req, (int)-n);

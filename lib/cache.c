@@ -1279,6 +1279,29 @@ int tfs_cache_read_around(struct tfs_cache *c, uint64_t ino, uint64_t off,
 	return each_chunk(c, ino, off, dst, len, eof, read_chunk_around);
 }
 
+int tfs_cache_read_into(struct tfs_cache *c, uint64_t ino, uint64_t off,
+			void *dst, size_t len, size_t room, uint64_t eof)
+{
+	size_t cs = c->o.chunk_size, whole;
+
+	/*
+	 * DeepSpeed's buffers are aligned to 1 KiB, not to a page: the
+	 * kernel cuts each 1 MiB O_DIRECT read of theirs at 256 pages, into
+	 * a piece 1 KiB short of its chunk's end and a 1 KiB rest.  Read
+	 * the first piece as its whole chunk, around the cache; the rest
+	 * then fills one block of the cache.
+	 */
+	if (off % cs == 0 && len && len < cs && off < eof) {
+		whole = eof - off < cs ? (size_t)(eof - off) : cs;
+		if (len < whole && whole <= room &&
+		    (len + TFS_SECTOR - 1) / TFS_SECTOR ==
+			(whole + TFS_SECTOR - 1) / TFS_SECTOR)
+			return each_chunk(c, ino, off, dst, whole, eof,
+					  read_chunk_around);
+	}
+	return each_chunk(c, ino, off, dst, len, eof, read_chunk_around);
+}
+
 int tfs_cache_pin(struct tfs_cache *c, uint64_t ino, uint64_t off, size_t len,
 		  uint64_t eof, struct tfs_cache_piece *pc, unsigned int max)
 {

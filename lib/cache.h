@@ -127,6 +127,16 @@ int tfs_cache_read(struct tfs_cache *c, uint64_t ino, uint64_t off, void *dst,
  */
 int tfs_cache_read_around(struct tfs_cache *c, uint64_t ino, uint64_t off,
 			  void *dst, size_t len, uint64_t eof);
+/*
+ * As tfs_cache_read_around(), with room bytes writable at dst (room >=
+ * len): a read of a chunk's first len bytes that ends inside its last
+ * block (or the block of eof), as a reader's buffer aligned to less than
+ * a page makes the kernel cut a chunk-sized read, is read as the whole
+ * chunk when room holds it, so that it goes around the cache too; the
+ * bytes past len in dst are then the file's, not the caller's concern.
+ */
+int tfs_cache_read_into(struct tfs_cache *c, uint64_t ino, uint64_t off,
+			void *dst, size_t len, size_t room, uint64_t eof);
 
 /*
  * Zero-copy reads.  One piece of a pinned read: len bytes at data, in

@@ -611,13 +611,10 @@ static void read_end(struct tfs_fs *fs, struct tfs_inode *ip)
 }
 
 /* tfs_read() and tfs_read_around(): the inode held for the read, the
- * bytes from the cache through fn (tfs_cache_read() or
- * tfs_cache_read_around()). */
+ * bytes from the cache (tfs_cache_read(), or with room bytes writable at
+ * buf tfs_cache_read_into()). */
 static ssize_t read_through(struct tfs_fs *fs, uint64_t ino, void *buf,
-			    size_t len, uint64_t off,
-			    int (*fn)(struct tfs_cache *c, uint64_t ino,
-				      uint64_t off, void *dst, size_t len,
-				      uint64_t eof))
+			    size_t len, size_t room, uint64_t off)
 {
 	ssize_t rc;
 	uint64_t eof;
@@ -625,8 +622,11 @@ static ssize_t read_through(struct tfs_fs *fs, uint64_t ino, void *buf,
 
 	if (!ip)
 		return rc;
-	if (len)
-		rc = fn(fs->cache, ino, off, buf, len, eof);
+	if (len && room)
+		rc = tfs_cache_read_into(fs->cache, ino, off, buf, len,
+					 room > len ? room : len, eof);
+	else if (len)
+		rc = tfs_cache_read(fs->cache, ino, off, buf, len, eof);
 	if (!rc) {
 		rc = (ssize_t)len;
 		__atomic_fetch_add(&fs->app_read_bytes, len, __ATOMIC_RELAXED);
@@ -638,13 +638,13 @@ static ssize_t read_through(struct tfs_fs *fs, uint64_t ino, void *buf,
 ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
 		 uint64_t off)
 {
-	return read_through(fs, ino, buf, len, off, tfs_cache_read);
+	return read_through(fs, ino, buf, len, 0, off);
 }
 
 ssize_t tfs_read_around(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
-			uint64_t off)
+			size_t room, uint64_t off)
 {
-	return read_through(fs, ino, buf, len, off, tfs_cache_read_around);
+	return read_through(fs, ino, buf, len, room ? room : len, off);
 }
 
 ssize_t tfs_read_pin(struct tfs_fs *fs, uint64_t ino, size_t len, uint64_t off,

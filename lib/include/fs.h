@@ -351,9 +351,11 @@ ssize_t tfs_read(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
  * 4096-aligned and the chunk whole blocks; nothing filled or evicted);
  * other pieces come through the cache.  For large reads of data read
  * once: the cache keeps what was written and what small reads fill.
+ * room (>= len) is what buf holds: a read a few bytes short of a whole
+ * chunk may fill it up to the chunk's end (tfs_cache_read_into()).
  */
 ssize_t tfs_read_around(struct tfs_fs *fs, uint64_t ino, void *buf, size_t len,
-			uint64_t off);
+			size_t room, uint64_t off);
 /*
  * A read without a copy: the bytes stay where they are, in the cache,
  * pinned until tfs_read_unpin().  iov[0..niov) are borrowed: they point

@@ -692,6 +692,50 @@ test_cache_read_around_skips_the_cache_for_whole_misses(void **state)
 	assert_int_equal(stats(c).read_around, 3);
 }
 
+/* A read a kilobyte short of its chunk, as the kernel cuts a 1 MiB
+ * O_DIRECT read from a buffer aligned to 1 KiB (DeepSpeed's): read
+ * around as the whole chunk when the buffer holds it, through the cache
+ * when it does not. */
+static void test_cache_read_into_takes_a_chunk_cut_short_whole(void **state)
+{
+	struct fix *x = *state;
+	struct tfs_cache *c = mk(x, 4, 2, 1, 1, 0);
+	uint8_t *b = malloc(2 * CS);
+
+	assert_non_null(b);
+	assert_int_equal(
+	    tfs_cache_read_into(c, 1, 0, b, CS - 1024, CS, UINT64_MAX), 0);
+	assert_true(pat_is(b, 1, 0, CS, 0));
+	assert_int_equal(x->f.directs, 1);
+	assert_int_equal(x->f.fills, 0);
+	assert_int_equal(stats(c).read_around, 1);
+	/* its last kilobyte then fills the cache as any small read does */
+	assert_int_equal(
+	    tfs_cache_read_into(c, 1, CS - 1024, b, 1024, 1024, UINT64_MAX), 0);
+	assert_true(pat_is(b, 1, CS - 1024, 1024, 0));
+	assert_int_equal(x->f.fills, 1);
+	/* room for less than the chunk, or a read short by more than a
+	 * block: through the cache */
+	assert_int_equal(
+	    tfs_cache_read_into(c, 1, CS, b, CS - 1024, CS - 1024, UINT64_MAX),
+	    0);
+	assert_true(pat_is(b, 1, CS, CS - 1024, 0));
+	assert_int_equal(tfs_cache_read_into(c, 1, 2 * CS, b,
+					     CS - TFS_SECTOR - 1, CS,
+					     UINT64_MAX),
+			 0);
+	assert_true(pat_is(b, 1, 2 * CS, CS - TFS_SECTOR - 1, 0));
+	assert_int_equal(x->f.directs, 1);
+	assert_int_equal(x->f.fills, 3);
+	/* the last chunk of a file: whole up to eof */
+	assert_int_equal(
+	    tfs_cache_read_into(c, 1, 3 * CS, b, 5000, CS, 3 * CS + 5100), 0);
+	assert_true(pat_is(b, 1, 3 * CS, 5000, 0));
+	assert_int_equal(x->f.directs, 2);
+	assert_int_equal(stats(c).read_around, 2);
+	free(b);
+}
+
 /* ===== zero-copy reads ===== */
 
 static void test_cache_pinned_read_keeps_its_chunks_until_unpinned(void **state)
@@ -1548,6 +1592,7 @@ int main(void)
 		T(test_cache_read_after_write_is_served_from_ram),
 		T(test_cache_read_miss_fills_then_hits),
 		T(test_cache_read_around_skips_the_cache_for_whole_misses),
+		T(test_cache_read_into_takes_a_chunk_cut_short_whole),
 		T(test_cache_evicts_least_recently_used),
 		T(test_cache_clean_chunks_stay_within_cache_chunks),
 		T(test_cache_without_cache_chunks_reads_direct),
