@@ -264,8 +264,9 @@ static void usage(FILE *f)
 	    "Usage: tensorfs [-c FILE.ini] [-o OPT[,OPT...]] [-f] [-d] DEVICE MOUNTPOINT\n"
 	    "\n"
 	    "Mount the tensorfs file system on DEVICE (an NVMe block device or an image\n"
-	    "file made with mkfs.tensorfs) at MOUNTPOINT, e.g. /local_nvme.  Tensors are\n"
-	    "offloaded by writing files there; point DeepSpeed's nvme_path at it.\n"
+	    "file made with mkfs.tensorfs; a set of several as DEV1:DEV2:..., in any\n"
+	    "order) at MOUNTPOINT, e.g. /local_nvme.  Tensors are offloaded by writing\n"
+	    "files there; point DeepSpeed's nvme_path at it.\n"
 	    "\n"
 	    "Options:\n"
 	    "  -c FILE.ini  read settings from FILE.ini (see conf/tensorfs.ini and\n"
@@ -522,6 +523,44 @@ static int read_config(struct cmdline *cl, struct tfs_daemon *dm)
 	return GO_ON;
 }
 
+/*
+ * DEV1:DEV2:... (a set, lib/set.h): each member's real path, joined
+ * with ':' again into out (len bytes), in the order given.  Returns out,
+ * or NULL with errno (that of the member that has no real path,
+ * ENAMETOOLONG if they do not fit) and that member's name in out.
+ */
+static char *set_realpath(const char *spec, char *out, size_t len)
+{
+	char one[PATH_MAX], *copy, *p, *c;
+	size_t n = 0;
+
+	if (!strchr(spec, ':'))
+		return NULL;
+	copy = strdup(spec);
+	if (!copy)
+		return NULL;
+	for (p = copy; p; p = c) {
+		c = strchr(p, ':');
+		if (c)
+			*c++ = '\0';
+		if (!realpath(p, one) || n + strlen(one) + 2 > len) {
+			int e = errno;
+
+			if (realpath(p, one))
+				e = ENAMETOOLONG;
+			/* out names the member at fault */
+			snprintf(out, len, "%s", p);
+			free(copy);
+			errno = e;
+			return NULL;
+		}
+		n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ":" : "",
+				      one);
+	}
+	free(copy);
+	return out;
+}
+
 /* DEVICE and MOUNTPOINT: two of them, the mount point a directory. */
 static int resolve_operands(struct cmdline *cl)
 {
@@ -538,11 +577,28 @@ static int resolve_operands(struct cmdline *cl)
 					  : "too many arguments");
 		return 2;
 	}
-	if (!realpath(cl->operands[0], cl->dev)) {
+	if (!realpath(cl->operands[0], cl->dev) &&
+	    (cl->dev[0] = '\0',
+	     !set_realpath(cl->operands[0], cl->dev, sizeof(cl->dev)))) {
 		/* a remount tells the running mount: its device is not used */
 		if (cl->remount) {
 			snprintf(cl->dev, sizeof(cl->dev), "%s",
 				 cl->operands[0]);
+		} else if (strchr(cl->operands[0], ':') &&
+			   (strstr(cl->operands[0], "::") ||
+			    cl->operands[0][0] == ':' ||
+			    cl->operands[0][strlen(cl->operands[0]) - 1] ==
+				':')) {
+			fprintf(stderr,
+				"tensorfs: device '%s': an empty device name; "
+				"join the members with single ':' "
+				"(DEV1:DEV2:...)\n",
+				cl->operands[0]);
+			return 1;
+		} else if (cl->dev[0]) {
+			fprintf(stderr, "tensorfs: device '%s' of '%s': %s\n",
+				cl->dev, cl->operands[0], strerror(errno));
+			return 1;
 		} else {
 			fprintf(stderr, "tensorfs: device '%s': %s\n",
 				cl->operands[0], strerror(errno));

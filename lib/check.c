@@ -44,6 +44,7 @@
 #include "fs_internal.h"
 #include "io.h"
 #include "journal.h"
+#include "set.h"
 #include "meta.h"
 
 struct fix {
@@ -578,7 +579,7 @@ static const char *blocks(char *buf, size_t len, uint64_t first, uint64_t last)
 	return buf;
 }
 
-static uint64_t sweep(const struct claims *cl, uint64_t first, uint64_t end,
+static uint64_t sweep(const struct claims *cl, const struct tfs_super *sb,
 		      FILE *out)
 {
 	const struct claim *far = NULL;
@@ -589,19 +590,37 @@ static uint64_t sweep(const struct claims *cl, uint64_t first, uint64_t end,
 		const struct claim *c = &cl->v[i];
 		uint64_t c_end = c->pblk + c->len;
 
-		if (c->len == 0 || c_end < c->pblk || c->pblk < first ||
-		    c_end > end) {
+		if (c->len == 0 || c_end < c->pblk ||
+		    !tfs_super_in_data(sb, c->pblk, c->len)) {
+			uint32_t m = (uint32_t)(c->pblk >> TFS_MEMBER_BITS);
+			uint64_t first = tfs_super_data_start(sb, m);
+			uint64_t end = tfs_super_member_blocks(sb, m);
+
 			/* J9e */
-			conflict(out, &n,
-				 "inode %llu%s: file blocks %llu.. "
-				 "map %llu device blocks from %llu, outside "
-				 "the data area (blocks %llu..%llu)",
-				 (unsigned long long)c->ino, unlinked(c),
-				 (unsigned long long)c->lblk,
-				 (unsigned long long)c->len,
-				 (unsigned long long)c->pblk,
-				 (unsigned long long)first,
-				 (unsigned long long)(end - 1));
+			if (end)
+				conflict(out, &n,
+					 "inode %llu%s: file blocks %llu.. "
+					 "map %llu device blocks from %llu, "
+					 "outside the data area (blocks "
+					 "%llu..%llu of member %u)",
+					 (unsigned long long)c->ino,
+					 unlinked(c),
+					 (unsigned long long)c->lblk,
+					 (unsigned long long)c->len,
+					 (unsigned long long)c->pblk,
+					 (unsigned long long)first,
+					 (unsigned long long)(end - 1), m + 1);
+			else
+				conflict(out, &n,
+					 "inode %llu%s: file blocks %llu.. "
+					 "map %llu device blocks from %llu, "
+					 "on member %u of a set of %u",
+					 (unsigned long long)c->ino,
+					 unlinked(c),
+					 (unsigned long long)c->lblk,
+					 (unsigned long long)c->len,
+					 (unsigned long long)c->pblk, m + 1,
+					 sb->nmembers);
 			continue;
 		}
 		if (far && c->pblk < far_end) {
@@ -655,9 +674,13 @@ int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen)
 	int rc;
 
 	memset(&j, 0, sizeof(j));
-	rc = tfs_dev_open(path, TFS_DEV_RDONLY, &d);
+	if (err && errlen)
+		err[0] = '\0';
+	rc = tfs_set_open(path, TFS_DEV_RDONLY, &d, err, errlen);
 	if (rc) {
-		snprintf(err, errlen, "cannot open it: %s", strerror(-rc));
+		if (err && errlen && !err[0])
+			snprintf(err, errlen, "cannot open it: %s",
+				 strerror(-rc));
 		return rc;
 	}
 	m = tfs_meta_new();
@@ -675,7 +698,7 @@ int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen)
 		goto out_journal;
 	}
 	qsort(cl.v, cl.n, sizeof(*cl.v), by_pblk);
-	n = sweep(&cl, j.sb.data_start, j.sb.dev_blocks, out);
+	n = sweep(&cl, &j.sb, out);
 	rc = n > INT32_MAX ? INT32_MAX : (int)n;
 out_journal:
 	tfs_journal_release(&j);
@@ -696,7 +719,7 @@ int tfs_check_supers(const char *path, int *bad)
 	int rc;
 
 	*bad = 0;
-	rc = tfs_dev_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK, &d);
+	rc = tfs_set_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK, &d, NULL, 0);
 	if (rc)
 		return rc;
 	b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);

@@ -594,6 +594,10 @@ int tfs_fs_trim(struct tfs_fs *fs, uint64_t start, uint64_t len,
 	lo = start / BS;
 	hi = len / BS > fs->j.sb.dev_blocks - lo ? fs->j.sb.dev_blocks
 						 : lo + len / BS;
+	/* a set's other members lie above member 0's blocks (format.h): a
+	 * range to the end of member 0 goes on over all of them */
+	if (fs->j.sb.nmembers > 1 && hi == fs->j.sb.dev_blocks)
+		hi = UINT64_MAX;
 	minblk = minlen ? (minlen + BS - 1) / BS : 1;
 	if (tfs_fs_is_readonly(fs)) /* as ext4 answers FITRIM on ro */
 		return -EROFS;

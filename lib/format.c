@@ -352,6 +352,15 @@ uint64_t tfs_super_data_start(const struct tfs_super *s, uint32_t m)
 	return m == 0 ? s->data_start : TFS_MEMBER_DATA_START;
 }
 
+uint64_t tfs_super_data_blocks(const struct tfs_super *s)
+{
+	uint64_t n = 0;
+
+	for (uint32_t m = 0; m < (s->nmembers ? s->nmembers : 1); m++)
+		n += tfs_super_member_blocks(s, m) - tfs_super_data_start(s, m);
+	return n;
+}
+
 int tfs_super_in_data(const struct tfs_super *s, uint64_t pblk, uint64_t len)
 {
 	uint64_t m = pblk >> TFS_MEMBER_BITS;

@@ -274,6 +274,8 @@ uint32_t tfs_super_version(const uint8_t *block);
 uint64_t tfs_super_data_start(const struct tfs_super *s, uint32_t m);
 uint64_t tfs_super_member_blocks(const struct tfs_super *s, uint32_t m);
 int tfs_super_in_data(const struct tfs_super *s, uint64_t pblk, uint64_t len);
+/* The data blocks of the whole set, every member's data area added up. */
+uint64_t tfs_super_data_blocks(const struct tfs_super *s);
 /* Blocks of a superblock's map, in all. */
 uint64_t tfs_super_map_blocks(const struct tfs_super *s);
 /* Whether two superblocks name the same checkpoint (same seq, same

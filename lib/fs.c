@@ -52,6 +52,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "set.h"
 #include "units.h"
 
 _Static_assert(TFS_FS_ROOT == TFS_ROOT_INO, "fs.h and format.h disagree");
@@ -203,7 +204,7 @@ static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 	struct build b;
 	int rc;
 
-	fs->alloc = tfs_alloc_new(fs->data_start, fs->data_blocks);
+	fs->alloc = tfs_journal_new_alloc(&fs->j.sb);
 	if (!fs->alloc)
 		return -ENOMEM;
 	b.fs = fs;
@@ -421,11 +422,16 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 		dflags |= TFS_DEV_RDONLY;
 	if (fs->opts.no_lock)
 		dflags |= TFS_DEV_NOLOCK;
-	rc = tfs_dev_open(path, dflags, &fs->dev);
+	if (err && errlen)
+		err[0] = '\0';
+	rc = tfs_set_open(path, dflags, &fs->dev, err, errlen);
 	/* item of the error state: an image deleted or truncated under us */
 	if (!rc && !fs->opts.readonly && !tfs_dev_is_blockdev(fs->dev))
-		fs->watch_fd = open(path, O_PATH | O_CLOEXEC);
-	if (rc == -EBUSY)
+		fs->watch_fd =
+		    open(tfs_dev_member_path(fs->dev, 0), O_PATH | O_CLOEXEC);
+	if (rc && err && errlen && err[0])
+		; /* the set said what */
+	else if (rc == -EBUSY)
 		say_busy(path, err, errlen);
 	else if (rc == -ENOTBLK)
 		tfs_say(err, errlen,
@@ -503,7 +509,7 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 		fs->opts.log(msg);
 	}
 	fs->data_start = fs->j.sb.data_start;
-	fs->data_blocks = fs->j.sb.dev_blocks - fs->data_start;
+	fs->data_blocks = tfs_super_data_blocks(&fs->j.sb);
 
 	if (!fs->opts.readonly && !fs->opts.no_recover) {
 		rc = drop_orphans(fs, &norphans);

@@ -268,6 +268,26 @@ void tfs_dev_close(struct tfs_dev *d)
 	free(d);
 }
 
+int tfs_dev_reorder(struct tfs_dev *d, const unsigned int *order)
+{
+	struct tfs_member *m;
+	uint64_t seen = 0;
+
+	for (unsigned int i = 0; i < d->nmem; i++) {
+		if (order[i] >= d->nmem || seen >> order[i] & 1)
+			return -EINVAL;
+		seen |= 1ull << order[i];
+	}
+	m = calloc(d->nmem, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < d->nmem; i++)
+		m[i] = d->mem[order[i]];
+	free(d->mem);
+	d->mem = m;
+	return 0;
+}
+
 uint64_t tfs_dev_size(const struct tfs_dev *d)
 {
 	return d->mem[0].size;

@@ -70,6 +70,10 @@ int tfs_dev_open(const char *path, int flags, struct tfs_dev **out);
 int tfs_dev_open_set(const char *const *paths, unsigned int n, int flags,
 		     struct tfs_dev **out, int *bad);
 void tfs_dev_close(struct tfs_dev *d); /* accepts NULL */
+/* Put the members in another order: member i becomes the one that was
+ * member order[i] (a permutation of 0..n-1: else -EINVAL, nothing
+ * changed).  Before any I/O: offsets change meaning. */
+int tfs_dev_reorder(struct tfs_dev *d, const unsigned int *order);
 
 /* Member 0's size in bytes, rounded down to whole blocks (the whole
  * device of a one-member set). */

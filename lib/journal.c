@@ -575,26 +575,108 @@ void tfs_journal_release(struct tfs_journal *j)
 	j->iobuf = NULL;
 }
 
+struct tfs_alloc *tfs_journal_new_alloc(const struct tfs_super *s)
+{
+	uint32_t n = s->nmembers ? s->nmembers : 1;
+	uint64_t last = (uint64_t)(n - 1) << TFS_MEMBER_BITS;
+	struct tfs_alloc *a;
+
+	a = tfs_alloc_new(s->data_start, last +
+					     tfs_super_member_blocks(s, n - 1) -
+					     s->data_start);
+	/* between members: past one's end, before the next one's data */
+	for (uint32_t m = 0; a && m + 1 < n; m++) {
+		uint64_t from = ((uint64_t)m << TFS_MEMBER_BITS) +
+				tfs_super_member_blocks(s, m);
+		uint64_t to = ((uint64_t)(m + 1) << TFS_MEMBER_BITS) +
+			      tfs_super_data_start(s, m + 1);
+
+		if (tfs_alloc_mark_used(a, from, to - from)) {
+			tfs_alloc_free(a);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return a;
+}
+
+/* Member superblocks of a new set: both copies of every member past the
+ * first, from member 0's (sb), then flushed. */
+static int format_members(struct tfs_journal *j)
+{
+	for (uint32_t m = 1; m < j->sb.nmembers; m++) {
+		struct tfs_super s;
+		uint8_t *b = j->iobuf;
+		int rc;
+
+		memset(&s, 0, sizeof(s));
+		s.version = TFS_VERSION;
+		s.member = m;
+		s.nmembers = j->sb.nmembers;
+		s.stripe_blocks = j->sb.stripe_blocks;
+		memcpy(s.member_blocks, j->sb.member_blocks,
+		       sizeof(s.member_blocks));
+		s.dev_blocks = j->sb.member_blocks[m];
+		s.journal_start = 2;
+		s.data_start = TFS_MEMBER_DATA_START;
+		memcpy(s.uuid, j->sb.uuid, sizeof(s.uuid));
+		s.ctime_ns = s.wtime_ns = j->sb.ctime_ns;
+		for (int c = 0; c < 2; c++) {
+			s.generation = (uint64_t)c;
+			tfs_super_encode(&s, b + c * TFS_BLOCK_SIZE);
+		}
+		rc = tfs_dev_write(j->dev, b, 2 * TFS_BLOCK_SIZE,
+				   tfs_dev_off(m, 0));
+		if (rc)
+			return rc;
+	}
+	return tfs_dev_flush(j->dev);
+}
+
 int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 		       uint32_t gid)
+{
+	return tfs_journal_format_set(dev, &bytes, 0, uid, gid);
+}
+
+int tfs_journal_format_set(struct tfs_dev *dev, const uint64_t *bytes,
+			   uint32_t stripe_blocks, uint32_t uid, uint32_t gid)
 {
 	struct tfs_journal j;
 	struct tfs_meta *m = NULL;
 	struct tfs_alloc *a = NULL;
 	struct tfs_attr root = { 0 };
 	struct timespec ts;
+	uint32_t n = tfs_dev_members(dev);
+	uint64_t b0 = bytes[0];
 	int rc;
 
+	if (stripe_blocks > TFS_STRIPE_MAX || n > TFS_SET_MAX)
+		return -EINVAL;
 	rc = journal_init(&j, dev);
 	if (rc)
 		return rc;
-	if (bytes > tfs_dev_size(dev))
-		bytes = tfs_dev_size(dev);
-	rc = tfs_layout(bytes / TFS_BLOCK_SIZE, &j.sb);
+	if (b0 > tfs_dev_size(dev))
+		b0 = tfs_dev_size(dev);
+	rc = tfs_layout(b0 / TFS_BLOCK_SIZE, &j.sb);
 	if (rc)
 		goto out;
+	j.sb.nmembers = n;
+	j.sb.stripe_blocks = stripe_blocks ? stripe_blocks : TFS_STRIPE_DEFAULT;
+	for (uint32_t i = 1; i < n; i++) {
+		uint64_t bi = bytes[i] < tfs_dev_member_size(dev, i)
+				  ? bytes[i]
+				  : tfs_dev_member_size(dev, i);
+
+		if (bi < TFS_MIN_MEMBER_BYTES ||
+		    bi / TFS_BLOCK_SIZE > 1ull << TFS_MEMBER_BITS) {
+			rc = -ENOSPC;
+			goto out;
+		}
+		j.sb.member_blocks[i] = bi / TFS_BLOCK_SIZE;
+	}
 	/* J10: the first checkpoint takes its blocks from the data area */
-	a = tfs_alloc_new(j.sb.data_start, j.sb.dev_blocks - j.sb.data_start);
+	a = tfs_journal_new_alloc(&j.sb);
 	if (!a) {
 		rc = -ENOMEM;
 		goto out;
@@ -623,12 +705,15 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 		goto out;
 	}
 	/* Wipe the old superblocks and the journal's first block, so no
-	 * earlier file system can be read through a stale block. */
+	 * earlier file system can be read through a stale block; then the
+	 * other members' superblocks, before member 0 names them. */
 	memset(j.iobuf, 0, 2 * TFS_BLOCK_SIZE);
 	rc = tfs_dev_write(dev, j.iobuf, 2 * TFS_BLOCK_SIZE, 0);
 	if (!rc)
 		rc = tfs_dev_write(dev, j.iobuf, TFS_BLOCK_SIZE,
 				   j.sb.journal_start * TFS_BLOCK_SIZE);
+	if (!rc)
+		rc = format_members(&j);
 	if (rc)
 		goto out;
 	/*

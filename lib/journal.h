@@ -65,6 +65,22 @@ struct tfs_journal {
  */
 int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
 		       uint32_t gid);
+/*
+ * The same on a set of members (io.h): member m gets bytes[m] bytes (at
+ * most its size; at least TFS_MIN_DEVICE_BYTES on member 0 and
+ * TFS_MIN_MEMBER_BYTES on the others), stripe_blocks is the stripe unit
+ * (0: TFS_STRIPE_DEFAULT).  Members past the first get their superblock
+ * copies, written and flushed before member 0's, so that a set whose
+ * member 0 holds a file system always has all its members.  -ENOSPC
+ * when a member is too small, -EINVAL for a stripe unit out of range.
+ */
+int tfs_journal_format_set(struct tfs_dev *dev, const uint64_t *bytes,
+			   uint32_t stripe_blocks, uint32_t uid, uint32_t gid);
+
+/* A new allocator over the data area of every member of the set s
+ * describes, all free (the space between members held used); NULL
+ * with errno ENOMEM. */
+struct tfs_alloc *tfs_journal_new_alloc(const struct tfs_super *s);
 
 /*
  * Load: read the superblocks (the valid copy with the higher generation

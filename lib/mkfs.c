@@ -61,6 +61,9 @@ void tfs_mkfs_limits(struct tfs_mkfs_limits *l)
 	uint64_t lo = min_blocks, hi = max_blocks, mid;
 
 	l->min_size = TFS_MIN_DEVICE_BYTES;
+	l->member_min = TFS_MIN_MEMBER_BYTES;
+	l->set_max = TFS_SET_MAX;
+	l->stripe_max = (uint64_t)TFS_STRIPE_MAX * TFS_BLOCK_SIZE;
 	l->journal_min = jmin * TFS_BLOCK_SIZE;
 	l->journal_max = journal_blocks(max_blocks) * TFS_BLOCK_SIZE;
 	/*
@@ -99,16 +102,16 @@ static const char *fs_signature(const uint8_t *b, size_t n)
 	return NULL;
 }
 
-/* What file system, if any, a block device's first blocks show. */
-static const char *signature(struct tfs_dev *d)
+/* What file system, if any, member m's first blocks show. */
+static const char *signature(struct tfs_dev *d, unsigned int m)
 {
 	uint8_t *b = tfs_io_alloc(PROBE_BYTES);
 	const char *what = NULL;
 
 	if (!b)
 		return NULL;
-	if (tfs_dev_size(d) >= PROBE_BYTES &&
-	    !tfs_dev_read(d, b, PROBE_BYTES, 0))
+	if (tfs_dev_member_size(d, m) >= PROBE_BYTES &&
+	    !tfs_dev_read(d, b, PROBE_BYTES, tfs_dev_off(m, 0)))
 		what = fs_signature(b, PROBE_BYTES);
 	tfs_io_free(b);
 	return what;
@@ -278,15 +281,22 @@ static int prepare_path(const char *path, uint64_t size, int *created,
 	return 0;
 }
 
-static int open_device(const char *path, struct tfs_dev **d, char *err,
-		       size_t errlen)
+static int open_devices(const char *const *paths, unsigned int n,
+			struct tfs_dev **d, char *err, size_t errlen)
 {
-	int rc = tfs_dev_open(path, 0, d);
+	int bad = -1;
+	int rc = tfs_dev_open_set(paths, n, 0, d, &bad);
+	const char *path = bad >= 0 ? paths[bad] : paths[0];
 
 	if (rc == -EBUSY)
 		snprintf(err, errlen,
 			 "'%s' is in use (mounted by tensorfs or "
 			 "another file system); unmount it first",
+			 path);
+	else if (rc == -EEXIST)
+		snprintf(err, errlen,
+			 "'%s' is given twice (it names the same file or "
+			 "device as another one given)",
 			 path);
 	else if (rc)
 		snprintf(err, errlen, "cannot open '%s': %s", path,
@@ -295,20 +305,21 @@ static int open_device(const char *path, struct tfs_dev **d, char *err,
 }
 
 /*
- * How much of the device to format: *size if given (an image file is
+ * How much of member m to format: *size if given (an image file is
  * extended to it; a device or an image larger than it only with force),
- * else all of it; at least the minimum.
+ * else all of it; at least min bytes.
  */
-static int fit_size(struct tfs_dev *d, const char *path, int force,
-		    uint64_t *size, char *err, size_t errlen)
+static int fit_size(struct tfs_dev *d, unsigned int m, const char *path,
+		    int force, uint64_t min, uint64_t *size, char *err,
+		    size_t errlen)
 {
-	uint64_t have = tfs_dev_size(d);
+	uint64_t have = tfs_dev_member_size(d, m);
 	char h1[32], h2[32], h3[32];
 	int rc;
 
 	if (!*size) {
 		*size = have;
-	} else if (tfs_dev_is_blockdev(d)) {
+	} else if (tfs_dev_member_is_blockdev(d, m)) {
 		if (*size > have) {
 			snprintf(err, errlen,
 				 "-s %s is larger than the device "
@@ -318,7 +329,7 @@ static int fit_size(struct tfs_dev *d, const char *path, int force,
 			return -ENOSPC;
 		}
 	} else if (*size > have) {
-		rc = tfs_dev_extend(d, 0, *size);
+		rc = tfs_dev_extend(d, m, *size);
 		if (rc) {
 			snprintf(err, errlen, "cannot extend '%s' to %s: %s",
 				 path, tfs_format_size(*size, h1, sizeof(h1)),
@@ -334,75 +345,122 @@ static int fit_size(struct tfs_dev *d, const char *path, int force,
 			 tfs_format_size(*size, h3, sizeof(h3)));
 		return -EEXIST;
 	}
-	if (*size < TFS_MIN_DEVICE_BYTES) {
+	if (*size < min) {
 		snprintf(err, errlen,
 			 "'%s' is too small (%s); the minimum is "
 			 "%s",
 			 path, tfs_format_size(*size, h1, sizeof(h1)),
-			 tfs_format_size(TFS_MIN_DEVICE_BYTES, h2, sizeof(h2)));
+			 tfs_format_size(min, h2, sizeof(h2)));
 		return -ENOSPC;
 	}
+	return 0;
+}
+
+/* Refuse to format member m, path, if it holds something, unless
+ * force or it was just created. */
+static int check_member(struct tfs_dev *d, unsigned int m, const char *path,
+			int force, int created, char *err, size_t errlen)
+{
+	const char *what;
+
+	if (created || force)
+		return 0;
+	if (tfs_dev_member_is_blockdev(d, m) && (what = signature(d, m))) {
+		snprintf(err, errlen,
+			 "'%s' already contains %s; use -f to "
+			 "overwrite it (everything on it is lost)",
+			 path, what);
+		return -EEXIST;
+	}
+	if (!tfs_dev_member_is_blockdev(d, m))
+		return check_image(path, err, errlen);
 	return 0;
 }
 
 int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 	     struct tfs_mkfs_info *info, char *err, size_t errlen)
 {
+	return tfs_mkfs_set(&path, 1, o, info, err, errlen);
+}
+
+int tfs_mkfs_set(const char *const *paths, unsigned int n,
+		 const struct tfs_mkfs_opts *o, struct tfs_mkfs_info *info,
+		 char *err, size_t errlen)
+{
 	uint64_t size = o->size & ~(uint64_t)(TFS_BLOCK_SIZE - 1);
+	uint64_t sizes[TFS_SET_MAX];
+	int created[TFS_SET_MAX] = { 0 };
 	struct tfs_dev *d = NULL;
 	struct tfs_super lay;
-	const char *what;
-	int created = 0, rc;
+	uint32_t stripe = (uint32_t)(o->stripe / TFS_BLOCK_SIZE);
+	int rc = 0;
 	char h1[32], h2[32];
 
+	if (n < 1 || n > TFS_SET_MAX) {
+		snprintf(err, errlen, "%u devices given; a set has 1 to %u", n,
+			 TFS_SET_MAX);
+		return -EINVAL;
+	}
+	if (o->stripe && (o->stripe % TFS_BLOCK_SIZE || !stripe ||
+			  stripe > TFS_STRIPE_MAX)) {
+		snprintf(
+		    err, errlen,
+		    "stripe unit %s: give a multiple of 4 KiB from 4 "
+		    "KiB to %s",
+		    tfs_format_size(o->stripe, h1, sizeof(h1)),
+		    tfs_format_size((uint64_t)TFS_STRIPE_MAX * TFS_BLOCK_SIZE,
+				    h2, sizeof(h2)));
+		return -EINVAL;
+	}
 	/* o->size, not size: -s 1K rounds down to 0, "no size given" */
 	if (o->size && size < TFS_MIN_DEVICE_BYTES) {
 		snprintf(err, errlen,
 			 "%s: %s is too small; the minimum is "
 			 "%s",
-			 path, tfs_format_size(o->size, h1, sizeof(h1)),
+			 paths[0], tfs_format_size(o->size, h1, sizeof(h1)),
 			 tfs_format_size(TFS_MIN_DEVICE_BYTES, h2, sizeof(h2)));
 		return -ENOSPC;
 	}
-	rc = prepare_path(path, size, &created, err, errlen);
-	if (rc)
-		return rc;
-	rc = open_device(path, &d, err, errlen);
-	if (rc)
-		goto out_unlink;
-	if (!created && !o->force && tfs_dev_is_blockdev(d) &&
-	    (what = signature(d))) {
-		snprintf(err, errlen,
-			 "'%s' already contains %s; use -f to "
-			 "overwrite it (everything on it is lost)",
-			 path, what);
-		rc = -EEXIST;
-		goto out_close;
+	for (unsigned int i = 0; i < n && !rc; i++)
+		rc = prepare_path(paths[i], size, &created[i], err, errlen);
+	if (!rc)
+		rc = open_devices(paths, n, &d, err, errlen);
+	for (unsigned int i = 0; i < n && !rc; i++)
+		rc = check_member(d, i, paths[i], o->force, created[i], err,
+				  errlen);
+	for (unsigned int i = 0; i < n && !rc; i++) {
+		sizes[i] = size;
+		rc = fit_size(d, i, paths[i], o->force,
+			      i ? TFS_MIN_MEMBER_BYTES : TFS_MIN_DEVICE_BYTES,
+			      &sizes[i], err, errlen);
 	}
-	if (!created && !o->force && !tfs_dev_is_blockdev(d)) {
-		rc = check_image(path, err, errlen);
+	/* The file system records each member's size: with -f and a
+	 * smaller -s, it uses only the first 'size' bytes of each. */
+	if (!rc) {
+		rc = tfs_journal_format_set(d, sizes, stripe, o->uid, o->gid);
 		if (rc)
-			goto out_close;
+			snprintf(err, errlen, "formatting '%s' failed: %s",
+				 paths[0], strerror(-rc));
 	}
-	rc = fit_size(d, path, o->force, &size, err, errlen);
-	if (rc)
-		goto out_close;
-	/* The file system records its size: with -f and a smaller -s, it
-	 * uses only the first 'size' bytes. */
-	rc = tfs_journal_format(d, size, o->uid, o->gid);
-	if (rc) {
-		snprintf(err, errlen, "formatting '%s' failed: %s", path,
-			 strerror(-rc));
-		goto out_close;
+	if (!rc) {
+		tfs_layout(sizes[0] / TFS_BLOCK_SIZE, &lay);
+		info->size = sizes[0];
+		info->data_bytes =
+		    (lay.dev_blocks - lay.data_start) * TFS_BLOCK_SIZE;
+		info->meta_bytes = lay.data_start * TFS_BLOCK_SIZE;
+		for (unsigned int i = 1; i < n; i++) {
+			uint64_t b = sizes[i] / TFS_BLOCK_SIZE;
+
+			info->size += sizes[i];
+			info->data_bytes +=
+			    (b - TFS_MEMBER_DATA_START) * TFS_BLOCK_SIZE;
+			info->meta_bytes +=
+			    (uint64_t)TFS_MEMBER_DATA_START * TFS_BLOCK_SIZE;
+		}
 	}
-	tfs_layout(size / TFS_BLOCK_SIZE, &lay);
-	info->size = size;
-	info->data_bytes = (lay.dev_blocks - lay.data_start) * TFS_BLOCK_SIZE;
-	info->meta_bytes = lay.data_start * TFS_BLOCK_SIZE;
-out_close:
 	tfs_dev_close(d);
-out_unlink:
-	if (rc && created)
-		unlink(path);
+	for (unsigned int i = 0; i < n; i++)
+		if (rc && created[i])
+			unlink(paths[i]);
 	return rc;
 }

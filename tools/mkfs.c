@@ -22,21 +22,30 @@
 static void usage(FILE *f)
 {
 	struct tfs_mkfs_limits l;
-	char min[32], jmin[32], jmax[32];
+	char min[32], mmin[32], jmin[32], jmax[32];
 
 	tfs_mkfs_limits(&l);
 	fprintf(
 	    f,
-	    "Usage: mkfs.tensorfs [-s SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
+	    "Usage: mkfs.tensorfs [-s SIZE] [-f] [-q] [-u USER[:GROUP]]\n"
+	    "                     [--stripe SIZE] DEVICE [DEVICE...]\n"
 	    "\n"
 	    "Format DEVICE, an NVMe block device or an image file, as tensorfs.\n"
+	    "Several DEVICEs, block devices and image files in any mix, become one\n"
+	    "file system over all of them (a set, up to %u): each file's data is\n"
+	    "striped over the members, and the first holds the journal.  Mount\n"
+	    "it with every member joined by ':', in any order:\n"
+	    "tensorfs /dev/nvme0n1:/dev/nvme1n1 /local_nvme.\n"
 	    "\n"
 	    "Options:\n"
-	    "  -s SIZE   size of the file system: creates the image file DEVICE if it\n"
-	    "            does not exist, or extends it, as a sparse file (it takes disk\n"
-	    "            space only as data is written).  Suffixes K, M, G, T (powers\n"
-	    "            of 1024; also KiB, MiB, GiB, TiB) or KB, MB, GB, TB (powers\n"
-	    "            of 1000).  Default: the whole device or image.\n"
+	    "  -s SIZE   size of the file system, of each member of a set: creates\n"
+	    "            an image file DEVICE that does not exist, or extends it, as\n"
+	    "            a sparse file (it takes disk space only as data is written).\n"
+	    "            Suffixes K, M, G, T (powers of 1024; also KiB, MiB, GiB,\n"
+	    "            TiB) or KB, MB, GB, TB (powers of 1000).  Default: the whole\n"
+	    "            device or image.\n"
+	    "  --stripe SIZE  of a set: how much of a file goes to one member before\n"
+	    "            the next (default 1M; a multiple of 4K, at most 1G)\n"
 	    "  -f        overwrite an existing tensorfs or other file system, or an\n"
 	    "            image file that holds data\n"
 	    "  -q        quiet: print nothing on success\n"
@@ -46,18 +55,22 @@ static void usage(FILE *f)
 	    "  -h, --help  print this help and exit\n"
 	    "  -V, --version  print the version and exit\n"
 	    "\n"
-	    "The minimum size is %s.  The journal takes 1/%" PRIu64
-	    " of the device,\n"
-	    "at least %s and at most %s; the rest is the data area, which\n"
-	    "holds the files' data and the checkpoints of the metadata.\n"
+	    "The minimum size is %s (%s for members past the first).  The\n"
+	    "journal takes 1/%" PRIu64 " of the device,\n"
+	    "at least %s and at most %s (on a set, of the first device); the\n"
+	    "rest is the data area, which holds the files' data and the\n"
+	    "checkpoints of the metadata.\n"
 	    "\n"
 	    "Exit status: 0 formatted, 1 refused or failed (the message says why;\n"
 	    "also when its output cannot be written), 2 usage error.\n"
 	    "\n"
 	    "Examples:\n"
 	    "  mkfs.tensorfs -s 100G /var/lib/tensorfs.img\n"
-	    "  mkfs.tensorfs /dev/nvme0n1\n",
-	    tfs_format_size(l.min_size, min, sizeof(min)), l.journal_fraction,
+	    "  mkfs.tensorfs /dev/nvme0n1\n"
+	    "  mkfs.tensorfs /dev/nvme0n1 /dev/nvme1n1 /dev/nvme2n1 /dev/nvme3n1\n",
+	    l.set_max, tfs_format_size(l.min_size, min, sizeof(min)),
+	    tfs_format_size(l.member_min, mmin, sizeof(mmin)),
+	    l.journal_fraction,
 	    tfs_format_size(l.journal_min, jmin, sizeof(jmin)),
 	    tfs_format_size(l.journal_max, jmax, sizeof(jmax)));
 }
@@ -193,15 +206,17 @@ static void default_owner(uid_t *uid, gid_t *gid)
 /* parse_args() returns GO_ON, or the status main() exits with. */
 #define GO_ON (-1)
 
-/* The options into *o and *quiet, the one operand into *path. */
+/* The options into *o and *quiet, the operands into *paths (*n). */
 static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
-		      int *quiet, const char **path)
+		      int *quiet, const char *const **paths, unsigned int *n)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "stripe", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct tfs_mkfs_limits l;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "s:fqu:hV", longopts, NULL)) !=
@@ -220,6 +235,19 @@ static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
 			break;
 		case 'f':
 			o->force = 1;
+			break;
+		case 'S':
+			tfs_mkfs_limits(&l);
+			if (tfs_parse_size(optarg, &o->stripe, NULL) ||
+			    o->stripe == 0 || o->stripe % 4096 ||
+			    o->stripe > l.stripe_max) {
+				fprintf(stderr,
+					"mkfs.tensorfs: invalid stripe unit "
+					"'%s'; give a multiple of 4K from 4K "
+					"to 1G, like 1M\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'q':
 			*quiet = 1;
@@ -241,16 +269,24 @@ static int parse_args(int argc, char **argv, struct tfs_mkfs_opts *o,
 			return 2;
 		}
 	}
-	if (argc - optind != 1) {
+	tfs_mkfs_limits(&l);
+	if (argc == optind || argc - optind > (int)l.set_max) {
 		fprintf(stderr,
 			"mkfs.tensorfs: %s\nUsage: mkfs.tensorfs [-s "
-			"SIZE] [-f] [-q] [-u USER[:GROUP]] DEVICE\n"
+			"SIZE] [-f] [-q] [-u USER[:GROUP]] [--stripe SIZE] "
+			"DEVICE [DEVICE...]\n"
 			"Try 'mkfs.tensorfs --help' for more information.\n",
 			argc == optind ? "missing DEVICE"
-				       : "too many arguments");
+				       : "more than 64 devices");
 		return 2;
 	}
-	*path = argv[optind];
+	if (o->stripe && argc - optind == 1) {
+		fprintf(stderr, "mkfs.tensorfs: --stripe is for a set of "
+				"several devices; give them all\n");
+		return 2;
+	}
+	*paths = (const char *const *)argv + optind;
+	*n = (unsigned int)(argc - optind);
 	return GO_ON;
 }
 
@@ -258,24 +294,34 @@ int main(int argc, char **argv)
 {
 	struct tfs_mkfs_opts o = { 0 };
 	struct tfs_mkfs_info info;
-	const char *path = NULL;
+	const char *const *paths = NULL;
+	unsigned int n = 0;
 	char err[1024], h1[32], h2[32], h3[32];
 	int quiet = 0, ret;
 
 	tfs_closeout("mkfs.tensorfs", 1);
 	default_owner(&o.uid, &o.gid);
-	ret = parse_args(argc, argv, &o, &quiet, &path);
+	ret = parse_args(argc, argv, &o, &quiet, &paths, &n);
 	if (ret != GO_ON)
 		return ret;
-	if (tfs_mkfs(path, &o, &info, err, sizeof(err))) {
+	if (tfs_mkfs_set(paths, n, &o, &info, err, sizeof(err))) {
 		fprintf(stderr, "mkfs.tensorfs: %s\n", err);
 		return 1;
 	}
-	if (!quiet)
+	if (!quiet && n > 1)
+		printf("mkfs.tensorfs: formatted a set of %u devices, %s "
+		       "first (mount it as %s:...): %s in all, %s for data "
+		       "and checkpoints (metadata grows into it as files are "
+		       "made), %s for the journal and superblocks\n",
+		       n, paths[0], paths[0],
+		       tfs_format_size(info.size, h1, sizeof(h1)),
+		       tfs_format_size(info.data_bytes, h2, sizeof(h2)),
+		       tfs_format_size(info.meta_bytes, h3, sizeof(h3)));
+	else if (!quiet)
 		printf("mkfs.tensorfs: formatted %s: %s in all, %s for data "
 		       "and checkpoints (metadata grows into it as files are "
 		       "made), %s for the journal\n",
-		       path, tfs_format_size(info.size, h1, sizeof(h1)),
+		       paths[0], tfs_format_size(info.size, h1, sizeof(h1)),
 		       tfs_format_size(info.data_bytes, h2, sizeof(h2)),
 		       tfs_format_size(info.meta_bytes, h3, sizeof(h3)));
 	return 0;

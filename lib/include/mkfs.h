@@ -15,6 +15,7 @@ struct tfs_mkfs_opts {
 	int force;     /* overwrite a file system; format part of an image */
 	uid_t uid;     /* owner of the root directory */
 	gid_t gid;
+	uint64_t stripe; /* bytes of a stripe unit on a set; 0: 1 MiB */
 };
 
 /* What mkfs made. */
@@ -52,6 +53,19 @@ struct tfs_mkfs_info {
 int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
 	     struct tfs_mkfs_info *info, char *err, size_t errlen);
 
+/*
+ * The same for a set of n members (1..64), devices or images in any
+ * mix, each prepared, checked and sized as tfs_mkfs() does one (o->size
+ * is each image's size), formatted as one file system whose data is
+ * striped over them in o->stripe units.  The first path holds the
+ * journal.  *info adds up every member.  More errors: -EINVAL for a
+ * count or stripe unit out of range, -EEXIST for a path given twice.
+ * The images created here are removed again on failure.
+ */
+int tfs_mkfs_set(const char *const *paths, unsigned int n,
+		 const struct tfs_mkfs_opts *o, struct tfs_mkfs_info *info,
+		 char *err, size_t errlen);
+
 /* The sizes mkfs works with, for help texts: read back from the layout
  * code itself, so that what they say is what tfs_mkfs() does. */
 struct tfs_mkfs_limits {
@@ -60,6 +74,10 @@ struct tfs_mkfs_limits {
 				      of the device, */
 	uint64_t journal_min;	   /* at least this many bytes */
 	uint64_t journal_max;	   /* and at most this many */
+	uint64_t member_min;	   /* bytes: the smallest member past the
+				      first of a set */
+	unsigned int set_max;	   /* members a set has at most */
+	uint64_t stripe_max;	   /* bytes: the largest stripe unit */
 };
 
 /* Fill *l.  Thread safe; takes microseconds. */

@@ -12,6 +12,7 @@
  * until it is writable again.
  */
 
+#include "mkfs.h"
 #include "testfs.h"
 
 /* ===== recovery ===== */
@@ -466,6 +467,144 @@ static void test_fs_image_deleted_while_open_is_the_error_state(void **state)
 	assert_int_equal(rc, -EIO);
 }
 
+/* ===== sets of several devices ===== */
+
+struct set3 {
+	char p[3][64];
+	const char *paths[3];
+	char spec[256];
+};
+
+/* Three images of 64, 32 and 48 MiB formatted as one set. */
+static void set3_make(struct set3 *s, struct tfs_mkfs_info *info)
+{
+	static const uint64_t mib[3] = { 64, 32, 48 };
+	struct tfs_mkfs_opts o = { 0 };
+	char err[256] = "";
+
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(img_make(s->p[i], mib[i] * MiB), 0);
+		s->paths[i] = s->p[i];
+	}
+	if (tfs_mkfs_set(s->paths, 3, &o, info, err, sizeof(err)))
+		fail_msg("mkfs of a set: %s", err);
+}
+
+static void set3_drop(struct set3 *s)
+{
+	for (int i = 0; i < 3; i++)
+		unlink(s->p[i]);
+}
+
+/* Open the members named by idx ("201": members 2, 0, 1), joined by ':'. */
+static int set3_open(struct set3 *s, const char *idx, struct tfs_fs **fs,
+		     char *err, size_t errlen)
+{
+	size_t k = 0;
+
+	s->spec[0] = '\0';
+	for (const char *c = idx; *c; c++)
+		k += (size_t)snprintf(s->spec + k, sizeof(s->spec) - k, "%s%s",
+				      k ? ":" : "", s->p[*c - '0']);
+	err[0] = '\0';
+	return tfs_fs_open(s->spec, NULL, fs, err, errlen);
+}
+
+/* Bytes an image file holds on its host (not its sparse size). */
+static uint64_t img_used(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return (uint64_t)st.st_blocks * 512;
+}
+
+static void test_fs_set_spreads_data_over_its_members(void **state)
+{
+	struct set3 s;
+	struct tfs_mkfs_info info;
+	struct tfs_fs_info fi;
+	struct tfs_fs *fs = NULL;
+	char err[512];
+	uint64_t ino;
+
+	(void)state;
+	set3_make(&s, &info);
+	assert_int_equal(info.size, 144 * MiB);
+	/* any order opens it */
+	if (set3_open(&s, "201", &fs, err, sizeof(err)))
+		fail_msg("open of the set: %s", err);
+	tfs_fs_get_info(fs, &fi);
+	assert_int_equal(fi.data_blocks * TFS_BLOCK_SIZE, info.data_bytes);
+	/* more than member 0 holds */
+	ino = mk(fs, TFS_ROOT_INO, "big");
+	wr_pat(fs, ino, 100 * MiB, 0, 7);
+	assert_int_equal(tfs_fs_close(fs), 0);
+	/* striped: every member holds a good part of it (member 2, of 32
+	 * MiB, fills up and passes its stripes on) */
+	for (int i = 0; i < 3; i++)
+		if (img_used(s.p[i]) < 25 * MiB)
+			fail_msg("member %d holds %llu bytes of a 100 MiB file "
+				 "striped over 3",
+				 i + 1, (unsigned long long)img_used(s.p[i]));
+	if (set3_open(&s, "120", &fs, err, sizeof(err)))
+		fail_msg("open of the set in another order: %s", err);
+	assert_pat(fs, ino, 100 * MiB, 0, 7);
+	assert_fsck_clean(fs);
+	assert_int_equal(tfs_fs_close(fs), 0);
+	set3_drop(&s);
+}
+
+static void test_fs_set_refuses_what_is_not_the_set(void **state)
+{
+	struct set3 s, t;
+	struct tfs_mkfs_info info;
+	struct tfs_fs *fs = NULL;
+	char err[512], copy[64], spec[256];
+
+	(void)state;
+	set3_make(&s, &info);
+	/* a member missing, or given alone */
+	assert_int_equal(set3_open(&s, "01", &fs, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "member 3 of the set's 3 is missing"));
+	assert_int_equal(set3_open(&s, "12", &fs, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "member 1 of the set"));
+	assert_int_equal(set3_open(&s, "0", &fs, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "set of 3 devices and 1 was given"));
+	assert_int_equal(set3_open(&s, "2", &fs, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "member 3 of a set of 3"));
+	/* the same member twice: one path twice, or a copy of it */
+	assert_int_equal(set3_open(&s, "0121", &fs, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "given twice"));
+	assert_non_null(strstr(err, s.p[1]));
+	assert_int_equal(img_copy(s.p[1], copy), 0);
+	snprintf(spec, sizeof(spec), "%s:%s:%s:%s", s.p[0], s.p[1], s.p[2],
+		 copy);
+	assert_int_equal(tfs_fs_open(spec, NULL, &fs, err, sizeof(err)),
+			 -EEXIST);
+	assert_non_null(strstr(err, "both member 2"));
+	unlink(copy);
+	/* a member of another set */
+	set3_make(&t, &info);
+	snprintf(spec, sizeof(spec), "%s:%s:%s", s.p[0], t.p[1], s.p[2]);
+	assert_int_equal(tfs_fs_open(spec, NULL, &fs, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "belongs to another tensorfs"));
+	assert_non_null(strstr(err, t.p[1]));
+	/* an empty name */
+	snprintf(spec, sizeof(spec), "%s::%s", s.p[0], s.p[1]);
+	assert_int_equal(tfs_fs_open(spec, NULL, &fs, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "empty device name"));
+	assert_null(fs);
+	/* and the set itself still opens */
+	if (set3_open(&s, "012", &fs, err, sizeof(err)))
+		fail_msg("open of the set: %s", err);
+	assert_int_equal(tfs_fs_close(fs), 0);
+	set3_drop(&t);
+	set3_drop(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -482,6 +621,8 @@ int main(void)
 		T(test_fs_removed_open_directory_is_freed_after_crash),
 		T(test_fs_image_truncated_while_open_is_the_error_state),
 		T(test_fs_image_deleted_while_open_is_the_error_state),
+		cmocka_unit_test(test_fs_set_spreads_data_over_its_members),
+		cmocka_unit_test(test_fs_set_refuses_what_is_not_the_set),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
