@@ -557,6 +557,57 @@ out:
 	return rc;
 }
 
+int tfs_alloc_get_in(struct tfs_alloc *a, uint64_t lo, uint64_t hi,
+		     uint64_t goal, uint64_t *start, uint64_t *count)
+{
+	uint64_t want = *count, s, n;
+	struct fext *e;
+	int rc = 0;
+
+	if (!want || lo >= hi) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!a->root) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	(void)reserve_node(a);
+	if (goal >= lo && goal < hi) {
+		e = find_le(a->root, goal);
+		if (e && goal - e->start < e->len) {
+			s = goal;
+			n = fext_end(e) - goal;
+			n = n < hi - goal ? n : hi - goal;
+			n = n < want ? n : want;
+			if (can_carve(a, e, s, n)) {
+				carve(a, e, s, n);
+				goto out_done;
+			}
+		}
+	}
+	/* the first free extent of the range that holds it all, else the
+	 * first there is: carved at its start, which never splits it */
+	e = first_fit(a->root, lo, want);
+	if (!e || e->start >= hi)
+		e = first_fit(a->root, lo, 1);
+	if (!e || e->start >= hi) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	s = e->start;
+	n = e->len < want ? e->len : want;
+	n = n < hi - s ? n : hi - s;
+	carve(a, e, s, n);
+out_done:
+	untrack(a, s, n);
+	*start = s;
+	*count = n;
+out:
+	ALLOC_CHECKED(a);
+	return rc;
+}
+
 int tfs_alloc_put(struct tfs_alloc *a, uint64_t start, uint64_t count)
 {
 	struct fext *prev, *next, *n;

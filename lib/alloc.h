@@ -46,6 +46,17 @@ void tfs_alloc_free(struct tfs_alloc *a); /* accepts NULL */
 int tfs_alloc_get(struct tfs_alloc *a, uint64_t goal, uint64_t *start,
 		  uint64_t *count);
 
+/*
+ * As tfs_alloc_get(), inside blocks [lo, hi) only (a member of a set):
+ * from 'goal' if it is free and inside, else from the first free extent
+ * at or after lo that holds *count blocks, else from the first free
+ * extent there is at or after lo; never past hi.  The cursor does not
+ * move.  -ENOSPC when nothing in the range is free, -EINVAL when *count
+ * is 0 or lo >= hi.
+ */
+int tfs_alloc_get_in(struct tfs_alloc *a, uint64_t lo, uint64_t hi,
+		     uint64_t goal, uint64_t *start, uint64_t *count);
+
 /* Return [start, start + count) to the free space, merging with neighbours.
  * Returns -EINVAL (and changes nothing) if any block of it is already free
  * or outside the allocator's range, or if count is 0; -ENOMEM (and changes

@@ -122,6 +122,44 @@ static uint64_t goal_for(struct tfs_inode *ip, uint64_t lblk)
 	return UINT64_MAX;
 }
 
+/*
+ * Up to *cnt new blocks for file blocks lblk.. of ip, from goal if it is
+ * free.  On a set (format.h) a file's blocks go to the members in turn,
+ * stripe_blocks at a time: stripe k of inode ino to member (k + ino) mod
+ * n, continuing the same member's previous stripe of the file where it
+ * can; a member with no room left passes the stripe to the next one that
+ * has some.  So a run never crosses a stripe unit.  Caller holds
+ * fs->lock.
+ */
+static int alloc_run(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t lblk,
+		     uint64_t goal, uint64_t *start, uint64_t *cnt)
+{
+	const struct tfs_super *sb = &fs->j.sb;
+	uint32_t n = sb->nmembers, m;
+	uint64_t su = sb->stripe_blocks, k = lblk / su;
+	int rc = -ENOSPC;
+
+	if (n <= 1)
+		return tfs_alloc_get(fs->alloc, goal, start, cnt);
+	if (*cnt > su - lblk % su)
+		*cnt = su - lblk % su;
+	m = (uint32_t)((k + ip->a.ino) % n);
+	/* at a stripe's start: where this member's last stripe of it ends */
+	if (lblk % su == 0 && k >= n)
+		goal = goal_for(ip, (k - n + 1) * su);
+	for (uint32_t i = 0; i < n && rc == -ENOSPC; i++, m = (m + 1) % n) {
+		uint64_t lo = (uint64_t)m << TFS_MEMBER_BITS;
+		uint64_t want = *cnt;
+
+		rc = tfs_alloc_get_in(fs->alloc, lo,
+				      lo + (1ull << TFS_MEMBER_BITS), goal,
+				      start, &want);
+		if (!rc)
+			*cnt = want;
+	}
+	return rc;
+}
+
 /* Return the blocks of SEG_NEW pieces to the allocator. */
 static void unallocate(struct tfs_fs *fs, struct segs *v)
 {
@@ -156,7 +194,7 @@ static int allocate_holes(struct tfs_fs *fs, struct tfs_inode *ip,
 		while (s.len && !rc) {
 			uint64_t start, cnt = s.len;
 
-			rc = tfs_alloc_get(fs->alloc, goal, &start, &cnt);
+			rc = alloc_run(fs, ip, s.lblk, goal, &start, &cnt);
 			if (rc)
 				break;
 			rc = segs_add(&out, s.lblk, start, cnt, SEG_NEW);

@@ -99,6 +99,52 @@ static void test_alloc_new_is_all_free(void **state)
 	tfs_alloc_free(NULL);
 }
 
+/* Allocation inside a range (a member of a set): from the goal when it
+ * is free and inside, else the first fit, else the first free extent,
+ * never past the range's end; -ENOSPC when the range has nothing. */
+static void test_alloc_get_in_keeps_to_its_range(void **state)
+{
+	struct tfs_alloc *a = tfs_alloc_new(0, 3000);
+	uint64_t s, n;
+
+	(void)state;
+	assert_non_null(a);
+	/* ranges [0, 1000), [1000, 2000), [2000, 3000); used: 1000..1099 */
+	assert_int_equal(tfs_alloc_mark_used(a, 1000, 100), 0);
+	n = 50;
+	assert_int_equal(tfs_alloc_get_in(a, 1000, 2000, UINT64_MAX, &s, &n),
+			 0);
+	assert_int_equal(s, 1100);
+	assert_int_equal(n, 50);
+	/* a goal inside and free: from there, cut at the range's end */
+	n = 500;
+	assert_int_equal(tfs_alloc_get_in(a, 1000, 2000, 1800, &s, &n), 0);
+	assert_int_equal(s, 1800);
+	assert_int_equal(n, 200);
+	/* a goal outside the range is ignored */
+	n = 10;
+	assert_int_equal(tfs_alloc_get_in(a, 2000, 3000, 5, &s, &n), 0);
+	assert_int_equal(s, 2000);
+	/* no run of 700 left in [1000, 2000): the first free extent, partly */
+	n = 700;
+	assert_int_equal(tfs_alloc_get_in(a, 1000, 2000, UINT64_MAX, &s, &n),
+			 0);
+	assert_int_equal(s, 1150);
+	assert_int_equal(n, 650);
+	n = 1;
+	assert_int_equal(tfs_alloc_get_in(a, 1000, 2000, UINT64_MAX, &s, &n),
+			 -ENOSPC);
+	assert_int_equal(tfs_alloc_get_in(a, 2000, 2000, UINT64_MAX, &s, &n),
+			 -EINVAL);
+	n = 0;
+	assert_int_equal(tfs_alloc_get_in(a, 0, 1000, UINT64_MAX, &s, &n),
+			 -EINVAL);
+	/* the other ranges are untouched */
+	assert_int_equal(tfs_alloc_free_blocks(a), 1000 + 990);
+	assert_int_equal(tfs_alloc_check(a), 0);
+	tfs_alloc_free(a);
+}
+
 static void test_alloc_new_rejects_range_past_2_64(void **state)
 {
 	(void)state;
@@ -1081,6 +1127,7 @@ int main(void)
 		cmocka_unit_test(
 		    test_alloc_discard_takes_blocks_out_of_free_space),
 		cmocka_unit_test(test_alloc_discard_keeps_to_its_window),
+		cmocka_unit_test(test_alloc_get_in_keeps_to_its_range),
 		cmocka_unit_test(
 		    test_alloc_discard_without_memory_forgets_not_claims),
 	};
