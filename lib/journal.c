@@ -119,6 +119,22 @@
  *     power cut loses leaves stale data in a free block, as any free
  *     block may hold.
  *
+ * J12 Sets of members (format.h).  Superblocks and the journal live on
+ *     member 0 only; checkpoint and file data blocks may be on any
+ *     member (extents and map pieces carry it in their pblk).  A flush
+ *     (tfs_dev_flush(), io.c) covers member 0 and every member written
+ *     or discarded since its own last good flush, all before it returns,
+ *     so J1's flush before a commit and J4's before a superblock write
+ *     cover every member holding data or checkpoint blocks the new state
+ *     points at.  A flush that fails on any member is J7's failed flush:
+ *     that member may have dropped any write since its last good one.
+ *     Members past the first hold only their superblocks, written and
+ *     flushed once by mkfs before member 0's first
+ *     (tfs_journal_format_set()), so a member 0 that names a set implies
+ *     members that name it too.  Load takes member 0 only with every
+ *     member the set names, each of the recorded size and the same uuid
+ *     (set.c; J8's "as big as the file system says" per member).
+ *
  * Load reads both superblock copies and takes the valid one with the
  * higher generation (J8).  The checkpoint's CRC is checked before any of
  * it is used.  Journal replay then follows J2.

@@ -60,6 +60,9 @@ static void check_super(const struct tfs_super *s)
 				abort();
 		total += p->len;
 	}
+	if (total != (s->ckpt_len + TFS_BLOCK_SIZE - 1) / TFS_BLOCK_SIZE ||
+	    total != tfs_super_map_blocks(s) || !tfs_super_same_ckpt(s, s))
+		abort();
 	tfs_super_encode(s, again);
 	if (tfs_super_decode(again, &d) || d.npieces != s->npieces ||
 	    d.version != s->version || d.nmembers != s->nmembers ||
