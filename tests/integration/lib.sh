@@ -491,6 +491,24 @@ tfs_expect_mount_refused() {
 	tfs_expect_unmounted "$_what" "$_mp"
 }
 
+# tfs_unlocked DEVICE: nothing holds the flock on DEVICE, or on any
+# member of a set DEV1:DEV2:... (lib/set.h)
+tfs_unlocked() {
+	local _rest=$1 _m
+	if [ -e "$1" ]; then
+		flock -n -x "$1" true 2>/dev/null
+		return
+	fi
+	while [ -n "$_rest" ]; do
+		_m=${_rest%%:*}
+		flock -n -x "$_m" true 2>/dev/null || return 1
+		case $_rest in
+		*:*) _rest=${_rest#*:} ;;
+		*) _rest="" ;;
+		esac
+	done
+}
+
 # tfs_wait_unlocked [SECONDS]: wait (5 s by default) until nothing holds the
 # flock on $IMG; return 1 if something still does.  A daemon killed with
 # SIGKILL can hold its device's flock for some ms after it is reaped (the
@@ -501,7 +519,7 @@ tfs_wait_unlocked() {
 	local _t0 _
 	_t0=$(date +%s%N)
 	for _ in $(seq $((${1:-5} * 100))); do
-		if flock -n -x "$IMG" true 2>/dev/null; then
+		if tfs_unlocked "$IMG"; then
 			# shellcheck disable=SC2034 # for the test that sourced this
 			TFS_UNLOCK_MS=$((($(date +%s%N) - _t0) / 1000000))
 			return 0

@@ -40,6 +40,22 @@ CUT_STATUS=86		# TFS_FAULT_CUT_STATUS in lib/io.h
 tfs_log "seed $SEED (rerun with TFS_SEED=$SEED), $ROUNDS rounds"
 
 tfs_mkimg 256M
+# TFS_POWERCUT_MEMBERS=N (test-set-powercut.sh): the same rounds on a set
+# of N images of 96 MiB (lib/set.h) mounted as one, whose unflushed
+# blocks are lost or kept on every member alike
+if [ "${TFS_POWERCUT_MEMBERS:-1}" -gt 1 ]; then
+	members=()
+	for m in $(seq "$TFS_POWERCUT_MEMBERS"); do members+=("$WORK/m$m.img"); done
+	"$MKFS" -q -s 96M "${members[@]}" >"$WORK/mkfs.log" 2>&1 || {
+		cat "$WORK/mkfs.log" >&2
+		tfs_fail "mkfs.tensorfs of a set of $TFS_POWERCUT_MEMBERS images failed"
+	}
+	IMG=$(
+		IFS=:
+		echo "${members[*]}"
+	)
+	tfs_log "on a set of $TFS_POWERCUT_MEMBERS members: $IMG"
+fi
 MANIFEST="$WORK/manifest"
 CW_PID=""
 
