@@ -515,6 +515,28 @@ static struct fext *place_new_run(const struct tfs_alloc *a, uint64_t want,
 	return e;
 }
 
+/* Carve up to want blocks from goal, not past hi, if goal is free (and
+ * the carve needs no node memory can't give): 1 with the run in *s, *n;
+ * else 0, nothing changed. */
+static int take_goal(struct tfs_alloc *a, uint64_t goal, uint64_t hi,
+		     uint64_t want, uint64_t *s, uint64_t *n)
+{
+	struct fext *e = find_le(a->root, goal);
+
+	if (!e || goal - e->start >= e->len || goal >= hi)
+		return 0;
+	*s = goal;
+	*n = fext_end(e) - goal;
+	if (*n > hi - goal)
+		*n = hi - goal;
+	if (*n > want)
+		*n = want;
+	if (!can_carve(a, e, *s, *n))
+		return 0;
+	carve(a, e, *s, *n);
+	return 1;
+}
+
 int tfs_alloc_get(struct tfs_alloc *a, uint64_t goal, uint64_t *start,
 		  uint64_t *count)
 {
@@ -533,17 +555,8 @@ int tfs_alloc_get(struct tfs_alloc *a, uint64_t goal, uint64_t *start,
 	/* Failure only narrows the choice (can_carve()), see the top. */
 	(void)reserve_node(a);
 
-	e = find_le(a->root, goal);
-	if (e && goal - e->start < e->len) {
-		s = goal;
-		n = fext_end(e) - goal;
-		if (n > want)
-			n = want;
-		if (can_carve(a, e, s, n)) {
-			carve(a, e, s, n);
-			goto out_done;
-		}
-	}
+	if (take_goal(a, goal, UINT64_MAX, want, &s, &n))
+		goto out_done;
 	e = place_new_run(a, want, &s, &n);
 	carve(a, e, s, n);
 	advance_cursor(a, s + n, want);
@@ -573,19 +586,8 @@ int tfs_alloc_get_in(struct tfs_alloc *a, uint64_t lo, uint64_t hi,
 		goto out;
 	}
 	(void)reserve_node(a);
-	if (goal >= lo && goal < hi) {
-		e = find_le(a->root, goal);
-		if (e && goal - e->start < e->len) {
-			s = goal;
-			n = fext_end(e) - goal;
-			n = n < hi - goal ? n : hi - goal;
-			n = n < want ? n : want;
-			if (can_carve(a, e, s, n)) {
-				carve(a, e, s, n);
-				goto out_done;
-			}
-		}
-	}
+	if (goal >= lo && take_goal(a, goal, hi, want, &s, &n))
+		goto out_done;
 	/* the first free extent of the range that holds it all, else the
 	 * first there is: carved at its start, which never splits it */
 	e = first_fit(a->root, lo, want);

@@ -223,6 +223,22 @@ tfs_mkimg() {
 	}
 }
 
+# tfs_mkset N SIZE: format N images of SIZE in $WORK as one set
+# (lib/set.h) and make $IMG name it (DEV1:DEV2:...)
+tfs_mkset() {
+	local _m _members=()
+	for _m in $(seq "$1"); do _members+=("$WORK/m$_m.img"); done
+	"$MKFS" -q -s "$2" "${_members[@]}" >"$WORK/mkfs.log" 2>&1 || {
+		cat "$WORK/mkfs.log" >&2
+		tfs_fail "mkfs.tensorfs of a set of $1 images of $2 failed"
+	}
+	IMG=$(
+		IFS=:
+		echo "${_members[*]}"
+	)
+	tfs_log "on a set of $1 members: $IMG"
+}
+
 # tfs_mount [ARGS...]: mount $IMG on $MNT in the foreground daemon mode
 # (tensorfs -f) in the background, wait until the mount is live, and set
 # DAEMON_PID.  Extra ARGS go before DEVICE.  A daemon that exits fails at

@@ -36,19 +36,7 @@ tfs_mkimg 2G
 # TFS_CRASH_MEMBERS=N (test-set-crash-loop.sh): the same on a set of N
 # images of 768 MiB (lib/set.h) mounted as one; the refill at the end then
 # fills every member, so full members pass their stripes on
-if [ "${TFS_CRASH_MEMBERS:-1}" -gt 1 ]; then
-	members=()
-	for m in $(seq "$TFS_CRASH_MEMBERS"); do members+=("$WORK/m$m.img"); done
-	"$MKFS" -q -s 768M "${members[@]}" >"$WORK/mkfs.log" 2>&1 || {
-		cat "$WORK/mkfs.log" >&2
-		tfs_fail "mkfs.tensorfs of a set of $TFS_CRASH_MEMBERS images failed"
-	}
-	IMG=$(
-		IFS=:
-		echo "${members[*]}"
-	)
-	tfs_log "on a set of $TFS_CRASH_MEMBERS members: $IMG"
-fi
+[ "${TFS_CRASH_MEMBERS:-1}" -le 1 ] || tfs_mkset "$TFS_CRASH_MEMBERS" 768M
 MANIFEST="$WORK/manifest"
 CW_PID=""
 

@@ -43,19 +43,7 @@ tfs_mkimg 256M
 # TFS_POWERCUT_MEMBERS=N (test-set-powercut.sh): the same rounds on a set
 # of N images of 96 MiB (lib/set.h) mounted as one, whose unflushed
 # blocks are lost or kept on every member alike
-if [ "${TFS_POWERCUT_MEMBERS:-1}" -gt 1 ]; then
-	members=()
-	for m in $(seq "$TFS_POWERCUT_MEMBERS"); do members+=("$WORK/m$m.img"); done
-	"$MKFS" -q -s 96M "${members[@]}" >"$WORK/mkfs.log" 2>&1 || {
-		cat "$WORK/mkfs.log" >&2
-		tfs_fail "mkfs.tensorfs of a set of $TFS_POWERCUT_MEMBERS images failed"
-	}
-	IMG=$(
-		IFS=:
-		echo "${members[*]}"
-	)
-	tfs_log "on a set of $TFS_POWERCUT_MEMBERS members: $IMG"
-fi
+[ "${TFS_POWERCUT_MEMBERS:-1}" -le 1 ] || tfs_mkset "$TFS_POWERCUT_MEMBERS" 96M
 MANIFEST="$WORK/manifest"
 CW_PID=""
 

@@ -486,10 +486,9 @@ static void test_journal_no_replay_counts_and_leaves_the_tree(void **state)
 	assert_non_null(tfs_meta_get(f->m, 3));
 }
 
-/* Protects J2. */
-/* Rewrite both superblock copies as format version 2 (one device, no
- * member fields), as an older mkfs.tensorfs left them. */
-static void make_version2(struct fix *f)
+/* Rewrite both superblock copies (a copy never written is left alone)
+ * through edit. */
+static void edit_supers(struct fix *f, void (*edit)(struct tfs_super *))
 {
 	uint8_t b[TFS_BLOCK_SIZE];
 	struct tfs_super sb;
@@ -500,14 +499,28 @@ static void make_version2(struct fix *f)
 					   sizeof(b)),
 				 0);
 		if (tfs_super_decode(b, &sb))
-			continue; /* a copy never written yet */
-		sb.version = TFS_VERSION_V2;
+			continue;
+		edit(&sb);
 		tfs_super_encode(&sb, b);
 		assert_int_equal(img_pwrite(f->path,
 					    (uint64_t)c * TFS_BLOCK_SIZE, b,
 					    sizeof(b)),
 				 0);
 	}
+}
+
+/* Format version 2 (one device, no member fields), as an older
+ * mkfs.tensorfs left it. */
+static void to_version2(struct tfs_super *sb)
+{
+	sb->version = TFS_VERSION_V2;
+}
+
+/* Member 0 of a set of two whose member 2 is not given. */
+static void to_set_of_two(struct tfs_super *sb)
+{
+	sb->nmembers = 2;
+	sb->member_blocks[1] = 4096;
 }
 
 /* A version-2 file system keeps loading, committing and checkpointing,
@@ -517,7 +530,7 @@ static void test_journal_version2_stays_version2(void **state)
 	struct fix *f = *state;
 	uint8_t b[TFS_BLOCK_SIZE];
 
-	make_version2(f);
+	edit_supers(f, to_version2);
 	mount(f);
 	assert_int_equal(f->j.sb.version, 2);
 	assert_int_equal(f->j.sb.nmembers, 1);
@@ -544,29 +557,14 @@ static void test_journal_version2_stays_version2(void **state)
 static void test_journal_set_member_alone_is_refused(void **state)
 {
 	struct fix *f = *state;
-	uint8_t b[TFS_BLOCK_SIZE];
-	struct tfs_super sb;
 
-	for (int c = 0; c < 2; c++) {
-		assert_int_equal(img_pread(f->path,
-					   (uint64_t)c * TFS_BLOCK_SIZE, b,
-					   sizeof(b)),
-				 0);
-		if (tfs_super_decode(b, &sb))
-			continue;
-		sb.nmembers = 2;
-		sb.member_blocks[1] = 4096;
-		tfs_super_encode(&sb, b);
-		assert_int_equal(img_pwrite(f->path,
-					    (uint64_t)c * TFS_BLOCK_SIZE, b,
-					    sizeof(b)),
-				 0);
-	}
+	edit_supers(f, to_set_of_two);
 	assert_int_equal(load(f), -EINVAL);
 	assert_non_null(strstr(f->err, "set of 2 devices and 1 was given"));
 	assert_non_null(strstr(f->err, "DEV1:DEV2"));
 }
 
+/* Protects J2. */
 static void test_journal_replays_committed_transactions(void **state)
 {
 	struct fix *f = *state;
