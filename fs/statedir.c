@@ -163,15 +163,8 @@ static char *add_error(const struct tfs_statedir *sd, char *buf,
 	} else if (f == TFS_STATS_JSON) {
 		fprintf(m, ",\n  \"error\": %d", err);
 		if (err) {
-			fputs(",\n  \"error_reason\": \"", m);
-			for (const char *c = why; *c; c++)
-				if (*c == '"' || *c == '\\')
-					fprintf(m, "\\%c", *c);
-				else if ((unsigned char)*c < 0x20)
-					fprintf(m, "\\u%04x", *c);
-				else
-					fputc(*c, m);
-			fputc('"', m);
+			fputs(",\n  \"error_reason\": ", m);
+			tfs_stats_json_string(m, why);
 		}
 		fputs("\n}\n", m);
 	} else {

@@ -724,6 +724,34 @@ int tfs_alloc_walk(const struct tfs_alloc *a,
 	return walk(a->root, fn, arg);
 }
 
+/* Free blocks of subtree t inside [lo, hi): the subtrees wholly on one
+ * side of the range are skipped. */
+static uint64_t free_in(const struct fext *t, uint64_t lo, uint64_t hi)
+{
+	uint64_t n = 0;
+
+	while (t) {
+		if (t->start >= hi) {
+			t = t->l;
+			continue;
+		}
+		if (t->start + t->len <= lo) {
+			t = t->r;
+			continue;
+		}
+		n += (t->start + t->len < hi ? t->start + t->len : hi) -
+		     (t->start > lo ? t->start : lo);
+		n += free_in(t->l, lo, hi);
+		t = t->r;
+	}
+	return n;
+}
+
+uint64_t tfs_alloc_free_in(const struct tfs_alloc *a, uint64_t lo, uint64_t hi)
+{
+	return lo < hi ? free_in(a->root, lo, hi) : 0;
+}
+
 /* ===== discard tracking ===== */
 
 /* An empty set over the same range as a (no tracking of its own). */

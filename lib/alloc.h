@@ -71,6 +71,9 @@ int tfs_alloc_mark_used(struct tfs_alloc *a, uint64_t start, uint64_t count);
 
 /* Free blocks in all. */
 uint64_t tfs_alloc_free_blocks(const struct tfs_alloc *a);
+/* Free blocks inside [lo, hi) (a member of a set): O(log n) plus the
+ * free extents in the range. */
+uint64_t tfs_alloc_free_in(const struct tfs_alloc *a, uint64_t lo, uint64_t hi);
 /* Number of free extents (for tests and fsck -v). */
 uint64_t tfs_alloc_free_extents(const struct tfs_alloc *a);
 /* Length of the largest free extent. */

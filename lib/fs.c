@@ -768,6 +768,33 @@ void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s)
 	s->copy_bytes = __atomic_load_n(&fs->copy_bytes, __ATOMIC_RELAXED);
 }
 
+unsigned int tfs_fs_members(struct tfs_fs *fs)
+{
+	return tfs_dev_members(fs->dev);
+}
+
+int tfs_fs_member_info(struct tfs_fs *fs, unsigned int m,
+		       struct tfs_member_info *mi)
+{
+	const struct tfs_super *sb = &fs->j.sb;
+	uint64_t lo = (uint64_t)m << TFS_MEMBER_BITS;
+
+	memset(mi, 0, sizeof(*mi));
+	if (m >= tfs_dev_members(fs->dev))
+		return -EINVAL;
+	mi->path = tfs_dev_member_path(fs->dev, m);
+	mi->blockdev = tfs_dev_member_is_blockdev(fs->dev, m);
+	tfs_dev_member_stats(fs->dev, m, &mi->dev);
+	pthread_mutex_lock(&fs->lock);
+	mi->size_bytes = tfs_super_member_blocks(sb, m) * BS;
+	mi->data_bytes = mi->size_bytes - tfs_super_data_start(sb, m) * BS;
+	mi->free_bytes =
+	    tfs_alloc_free_in(fs->alloc, lo, lo + (1ull << TFS_MEMBER_BITS)) *
+	    BS;
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
 int64_t tfs_extent_count(struct tfs_fs *fs, uint64_t ino)
 {
 	struct tfs_inode *ip;

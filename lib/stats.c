@@ -8,6 +8,7 @@
  */
 #include "stats.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,40 @@ void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s)
 	s->fs_free_bytes = info.free_blocks * 4096;
 	s->inodes = info.inodes;
 	s->meta_ram_bytes = info.meta_ram_bytes;
+	s->members = tfs_fs_members(fs);
+	if (s->members > TFS_STATS_MEMBERS)
+		s->members = TFS_STATS_MEMBERS;
+	for (unsigned int i = 0; i < s->members; i++) {
+		struct tfs_member_stats *ms = &s->member[i];
+		struct tfs_member_info mi;
+
+		tfs_fs_member_info(fs, i, &mi);
+		ms->device = mi.path;
+		ms->read_bytes = mi.dev.read_bytes;
+		ms->write_bytes = mi.dev.write_bytes;
+		ms->reads = mi.dev.reads;
+		ms->writes = mi.dev.writes;
+		ms->flushes = mi.dev.flushes;
+		ms->errors = mi.dev.errors;
+		ms->inflight = mi.dev.inflight;
+		ms->latency_ns = mi.dev.latency_ns;
+		ms->latency_max_ns = mi.dev.latency_max_ns;
+		ms->size_bytes = mi.size_bytes;
+		ms->free_bytes = mi.free_bytes;
+	}
+}
+
+void tfs_stats_json_string(FILE *m, const char *s)
+{
+	fputc('"', m);
+	for (const char *c = s ? s : ""; *c; c++)
+		if (*c == '"' || *c == '\\')
+			fprintf(m, "\\%c", *c);
+		else if ((unsigned char)*c < 0x20)
+			fprintf(m, "\\u%04x", *c);
+		else
+			fputc(*c, m);
+	fputc('"', m);
 }
 
 /* Whether name ends with suffix. */
@@ -86,6 +121,17 @@ static const char *prom_name(const char *name, const char *type, char *buf,
 	return buf;
 }
 
+/* A sample's value: seconds from nanoseconds if nanos. */
+static void prom_value(FILE *m, uint64_t v, int nanos)
+{
+	if (nanos)
+		fprintf(m, " %llu.%09llu\n",
+			(unsigned long long)(v / 1000000000u),
+			(unsigned long long)(v % 1000000000u));
+	else
+		fprintf(m, " %llu\n", (unsigned long long)v);
+}
+
 /* One metric in Prometheus text format. */
 static void prom_metric(FILE *m, const char *name, const char *type,
 			const char *help, uint64_t v)
@@ -96,12 +142,90 @@ static void prom_metric(FILE *m, const char *name, const char *type,
 	prom_name(name, type, pn, sizeof(pn), &nanos);
 	fprintf(m, "# HELP tensorfs_%s %s\n# TYPE tensorfs_%s %s\n", pn, help,
 		pn, type);
-	if (nanos)
-		fprintf(m, "tensorfs_%s %llu.%09llu\n", pn,
-			(unsigned long long)(v / 1000000000u),
-			(unsigned long long)(v % 1000000000u));
-	else
-		fprintf(m, "tensorfs_%s %llu\n", pn, (unsigned long long)v);
+	fprintf(m, "tensorfs_%s", pn);
+	prom_value(m, v, nanos);
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void prom_label(FILE *m, const char *s)
+{
+	for (const char *c = s ? s : ""; *c; c++)
+		if (*c == '"' || *c == '\\')
+			fprintf(m, "\\%c", *c);
+		else if (*c == '\n')
+			fputs("\\n", m);
+		else
+			fputc(*c, m);
+}
+
+/* Metric name (member_NAME), one sample per member, labelled. */
+static void prom_members(FILE *m, const struct tfs_stats *s, const char *name,
+			 const char *type, const char *help, size_t field)
+{
+	char full[96], pn[128];
+	int nanos;
+
+	snprintf(full, sizeof(full), "member_%s", name);
+	prom_name(full, type, pn, sizeof(pn), &nanos);
+	fprintf(m, "# HELP tensorfs_%s %s\n# TYPE tensorfs_%s %s\n", pn, help,
+		pn, type);
+	for (unsigned int i = 0; i < s->members; i++) {
+		const struct tfs_member_stats *ms = &s->member[i];
+		uint64_t v;
+
+		memcpy(&v, (const char *)ms + field, sizeof(v));
+		fprintf(m, "tensorfs_%s{member=\"%u\",device=\"", pn, i);
+		prom_label(m, ms->device);
+		fputs("\"}", m);
+		prom_value(m, v, nanos);
+	}
+}
+
+/* The members' counters in format f (stats.h says how). */
+static void render_members(FILE *m, const struct tfs_stats *s,
+			   enum tfs_stats_format f)
+{
+	const char *sep = "";
+
+	switch (f) {
+	case TFS_STATS_TEXT:
+		fprintf(m, "members %u\n", s->members);
+		for (unsigned int i = 0; i < s->members; i++) {
+			const struct tfs_member_stats *ms = &s->member[i];
+
+#define X(name, type, help)                                                    \
+	fprintf(m, "member%u_%s %llu\n", i, #name,                             \
+		(unsigned long long)ms->name);
+			TFS_MEMBER_STATS
+#undef X
+		}
+		break;
+	case TFS_STATS_JSON:
+		fputs(",\n  \"members\": [", m);
+		for (unsigned int i = 0; i < s->members; i++) {
+			const struct tfs_member_stats *ms = &s->member[i];
+
+			fprintf(m, "%s\n    {\"device\": ", sep);
+			tfs_stats_json_string(m, ms->device);
+#define X(name, type, help)                                                    \
+	fprintf(m, ", \"%s\": %llu", #name, (unsigned long long)ms->name);
+			TFS_MEMBER_STATS
+#undef X
+			fputc('}', m);
+			sep = ",";
+		}
+		fputs("\n  ]", m);
+		break;
+	case TFS_STATS_PROM:
+		prom_metric(m, "members", "gauge",
+			    "Devices in the file system's set", s->members);
+#define X(name, type, help)                                                    \
+	prom_members(m, s, #name, #type, help,                                 \
+		     offsetof(struct tfs_member_stats, name));
+		TFS_MEMBER_STATS
+#undef X
+		break;
+	}
 }
 
 char *tfs_stats_render(const struct tfs_stats *s, enum tfs_stats_format f)
@@ -131,6 +255,7 @@ char *tfs_stats_render(const struct tfs_stats *s, enum tfs_stats_format f)
 	}
 	TFS_STATS
 #undef X
+	render_members(m, s, f);
 	if (f == TFS_STATS_JSON)
 		fputs("\n}\n", m);
 	if (fclose(m)) {

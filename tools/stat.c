@@ -5,8 +5,9 @@
  * It reads MOUNTPOINT/.tensorfs/stats ("name value" lines, lib/stats.h)
  * every INTERVAL seconds and prints the change: application and device
  * MB/s, the cache's hit rate, what the cache and the pool hold, requests
- * in flight and writers that waited.  It needs nothing but that file, so
- * it runs as any user who can read the mount.
+ * in flight and writers that waited; with --members, the same of each
+ * device of the set.  It needs nothing but that file, so it runs as any
+ * user who can read the mount.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,7 +26,7 @@
 static void usage(FILE *f)
 {
 	fputs(
-	    "Usage: tensorfs-stat [--json] MOUNTPOINT [INTERVAL [COUNT]]\n"
+	    "Usage: tensorfs-stat [--json] [--members] MOUNTPOINT [INTERVAL [COUNT]]\n"
 	    "\n"
 	    "Show what a tensorfs mount is doing, one line per INTERVAL seconds (default\n"
 	    "1; fractions allowed), COUNT lines (default: until interrupted; without\n"
@@ -40,12 +41,26 @@ static void usage(FILE *f)
 	    "  inflt      device requests in flight\n"
 	    "  waits      writes that waited for a full pool in the interval\n"
 	    "\n"
+	    "With --members, each interval shows instead a line per device of the\n"
+	    "file system's set (one for a single device), so a slow or failing drive\n"
+	    "stands out:\n"
+	    "\n"
+	    "  member     its index in the set (0 holds the journal)\n"
+	    "  rd/wr MB/s read from and written to that device\n"
+	    "  reads/s, writ/s  requests it completed per second\n"
+	    "  inflt      its requests in flight now\n"
+	    "  lat ms     mean time a request took in the interval, submit to completion\n"
+	    "  errors     requests it failed in the interval\n"
+	    "  free GiB   free space on it\n"
+	    "  device     its path\n"
+	    "\n"
 	    "A header is printed again every screenful.  The counters come from\n"
 	    "MOUNTPOINT/.tensorfs/stats.  MOUNTPOINT may be any path on the mount\n"
 	    "(/local_nvme/zero_stage_3): as df does, the mount that holds it is used.\n"
 	    "\n"
 	    "Options:\n"
 	    "  --json      one JSON object per line, with the same fields, for scripts\n"
+	    "  -m, --members  a line per device of the set, as above\n"
 	    "  -h, --help  print this help and exit\n"
 	    "  -V, --version  print the version and exit\n"
 	    "\n"
@@ -55,27 +70,128 @@ static void usage(FILE *f)
 	    f);
 }
 
-/* Read MOUNT/.tensorfs/stats into *s.  0 or -errno. */
+/* The members' device names, from stats.json (the text has numbers
+ * only). */
+static char *devname[TFS_STATS_MEMBERS];
+
+/* "memberI_FIELD value" into s: 1 if the line was one, else 0. */
+static int read_member(struct tfs_stats *s, const char *name, const char *val)
+{
+	struct tfs_member_stats *ms;
+	unsigned int i;
+	int at = 0;
+
+	if (sscanf(name, "member%u_%n", &i, &at) != 1 || !at ||
+	    i >= TFS_STATS_MEMBERS)
+		return 0;
+	ms = &s->member[i];
+	name += at;
+#define X(field, type, help)                                                   \
+	if (!strcmp(name, #field)) {                                           \
+		ms->field = strtoull(val, NULL, 10);                           \
+		return 1;                                                      \
+	}
+	TFS_MEMBER_STATS
+#undef X
+	return 0;
+}
+
+/*
+ * The members' device names from stats.json next to the stats file at
+ * path: each member's object starts with {"device": "NAME", in member
+ * order (lib/stats.c), NAME escaped as JSON escapes it.  Names it cannot
+ * read stay NULL.
+ */
+static void read_devices(const char *path)
+{
+	static const char key[] = "{\"device\": \"";
+	char json[4096 + 16], *buf = NULL;
+	const char *p;
+	size_t len = 0;
+	FILE *f, *m;
+	int c;
+
+	snprintf(json, sizeof(json), "%s.json", path);
+	f = fopen(json, "r");
+	m = f ? open_memstream(&buf, &len) : NULL;
+	if (m)
+		while ((c = getc(f)) != EOF)
+			putc(c, m);
+	if (f)
+		fclose(f);
+	if (!m || fclose(m))
+		return;
+	p = buf;
+	for (unsigned int i = 0; i < TFS_STATS_MEMBERS; i++) {
+		char *name, *out;
+
+		p = strstr(p, key);
+		if (!p)
+			break;
+		p += sizeof(key) - 1;
+		name = out = malloc(strlen(p) + 1);
+		if (!name)
+			break;
+		while (*p && *p != '"') {
+			unsigned int u;
+
+			if (*p != '\\') {
+				*out++ = *p++;
+			} else if (p[1] == 'u' &&
+				   sscanf(p + 2, "%4x", &u) == 1) {
+				*out++ = u < 0x80 ? (char)u : '?';
+				p += 6;
+			} else if (p[1]) {
+				*out++ = p[1];
+				p += 2;
+			} else {
+				p++;
+			}
+		}
+		*out = '\0';
+		free(devname[i]);
+		devname[i] = name;
+	}
+	free(buf);
+}
+
+/* Read MOUNT/.tensorfs/stats ("name value" lines) into *s.  0 or
+ * -errno; -EINVAL if it holds none of the counters. */
 static int read_stats(const char *path, struct tfs_stats *s)
 {
-	char name[64];
-	unsigned long long v;
+	char *line = NULL, *val;
+	size_t cap = 0;
+	ssize_t len;
 	FILE *f = fopen(path, "r");
 	int n = 0;
 
 	if (!f)
 		return -errno;
 	memset(s, 0, sizeof(*s));
-	while (fscanf(f, "%63s %llu", name, &v) == 2) {
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		val = strchr(line, ' ');
+		if (!val)
+			continue;
+		*val++ = '\0';
 #define X(field, type, help)                                                   \
-	if (!strcmp(name, #field)) {                                           \
-		s->field = v;                                                  \
+	if (!strcmp(line, #field)) {                                           \
+		s->field = strtoull(val, NULL, 10);                            \
 		n++;                                                           \
+		continue;                                                      \
 	}
 		TFS_STATS
 #undef X
+		if (!strcmp(line, "members"))
+			s->members = (unsigned int)strtoul(val, NULL, 10);
+		else
+			read_member(s, line, val);
 	}
+	free(line);
 	fclose(f);
+	if (s->members > TFS_STATS_MEMBERS)
+		s->members = TFS_STATS_MEMBERS;
 	return n ? 0 : -EINVAL;
 }
 
@@ -151,6 +267,68 @@ static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
 	fflush(stdout);
 }
 
+#define MD(field) ((double)(mb->field - ma->field))
+
+/* One line per member: what each drive of the set did in the interval. */
+static void print_members(const struct tfs_stats *a, const struct tfs_stats *b,
+			  double dt, int json)
+{
+	double gib = 1073741824.0;
+
+	if (json)
+		printf("{\"interval_s\": %.3f, \"members\": [", dt);
+	else
+		printf("%6s %7s %7s %7s %7s %5s %7s %6s %9s  %s\n", "member",
+		       "rd MB/s", "wr MB/s", "reads/s", "writ/s", "inflt",
+		       "lat ms", "errors", "free GiB", "device");
+	for (unsigned int i = 0; i < b->members; i++) {
+		const struct tfs_member_stats *ma = &a->member[i];
+		const struct tfs_member_stats *mb = &b->member[i];
+		double n = MD(reads) + MD(writes);
+		double lat = n > 0 ? MD(latency_ns) / n / 1e6 : NAN;
+
+		if (i >= a->members) /* not in the first reading */
+			ma = mb;
+		if (json) {
+			char l[32] = "null"; /* no requests in the interval */
+
+			if (!isnan(lat))
+				snprintf(l, sizeof(l), "%.3f", lat);
+			printf("%s{\"member\": %u, \"device\": ", i ? ", " : "",
+			       i);
+			tfs_stats_json_string(stdout, devname[i]);
+			printf(", \"read_mb_s\": %.1f, \"write_mb_s\": %.1f, "
+			       "\"reads_s\": %.1f, \"writes_s\": %.1f, "
+			       "\"inflight\": %llu, \"latency_ms\": %s, "
+			       "\"errors\": %llu, \"free_bytes\": %llu, "
+			       "\"size_bytes\": %llu}",
+			       MD(read_bytes) / dt / 1e6,
+			       MD(write_bytes) / dt / 1e6, MD(reads) / dt,
+			       MD(writes) / dt,
+			       (unsigned long long)mb->inflight, l,
+			       (unsigned long long)(mb->errors - ma->errors),
+			       (unsigned long long)mb->free_bytes,
+			       (unsigned long long)mb->size_bytes);
+		} else {
+			char l[16] = "-";
+
+			if (!isnan(lat))
+				snprintf(l, sizeof(l), "%.2f", lat);
+			printf(
+			    "%6u %7.0f %7.0f %7.0f %7.0f %5llu %7s %6llu %9.1f  "
+			    "%s\n",
+			    i, MD(read_bytes) / dt / 1e6,
+			    MD(write_bytes) / dt / 1e6, MD(reads) / dt,
+			    MD(writes) / dt, (unsigned long long)mb->inflight,
+			    l, (unsigned long long)(mb->errors - ma->errors),
+			    (double)mb->free_bytes / gib,
+			    devname[i] ? devname[i] : "?");
+		}
+	}
+	puts(json ? "]}" : "");
+	fflush(stdout);
+}
+
 static void header(void)
 {
 	printf("%-15s %-15s %5s %-15s %7s %-11s %5s %6s\n", "---app MB/s---",
@@ -182,12 +360,14 @@ struct args {
 	double interval;   /* seconds between lines */
 	long count;	   /* lines to print; -1: until interrupted */
 	int json;	   /* --json */
+	int members;	   /* --members */
 };
 
 static int parse_args(int argc, char **argv, struct args *o)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "members", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -196,10 +376,13 @@ static int parse_args(int argc, char **argv, struct args *o)
 
 	o->interval = 1;
 	o->count = -1;
-	while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "mhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			o->json = 1;
+			break;
+		case 'm':
+			o->members = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -217,7 +400,7 @@ static int parse_args(int argc, char **argv, struct args *o)
 	if (argc - optind < 1 || argc - optind > 3) {
 		fprintf(stderr,
 			"tensorfs-stat: %s\nUsage: tensorfs-stat "
-			"[--json] MOUNTPOINT [INTERVAL [COUNT]]\n",
+			"[--json] [--members] MOUNTPOINT [INTERVAL [COUNT]]\n",
 			argc - optind < 1 ? "missing MOUNTPOINT"
 					  : "too many arguments");
 		return 2;
@@ -282,9 +465,13 @@ static int watch(const char *path, struct tfs_stats *a, const struct args *o)
 				path, strerror(-rc));
 			return 1;
 		}
-		if (!o->json && line++ % rows == 0)
-			header();
-		print_line(a, &b, t1 - t0, o->json);
+		if (o->members) {
+			print_members(a, &b, t1 - t0, o->json);
+		} else {
+			if (!o->json && line++ % rows == 0)
+				header();
+			print_line(a, &b, t1 - t0, o->json);
+		}
 		*a = b;
 		t0 = t1;
 	}
@@ -347,5 +534,7 @@ int main(int argc, char **argv)
 			o.mount, path, strerror(-rc));
 		return 1;
 	}
+	if (o.members)
+		read_devices(path);
 	return watch(path, &a, &o);
 }

@@ -490,6 +490,24 @@ struct tfs_fs_stats {
 };
 void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s);
 
+/* One member of the file system's set of devices (a single device is a
+ * set of one): where it is, its space and its device counters, so a slow
+ * or failing drive can be told apart. */
+struct tfs_member_info {
+	const char *path;	  /* as opened; valid while fs is open */
+	int blockdev;		  /* 1: a block device, 0: an image file */
+	uint64_t size_bytes;	  /* the member's size, as the set records it */
+	uint64_t data_bytes;	  /* of it, the data area */
+	uint64_t free_bytes;	  /* of that, free now; blocks a commit freed
+				   wait for it (not counted) */
+	struct tfs_dev_stats dev; /* its share of tfs_fs_stats.dev */
+};
+/* The number of members (1..TFS_SET_MAX). */
+unsigned int tfs_fs_members(struct tfs_fs *fs);
+/* Member m's info into *mi: 0, or -EINVAL past the last member. */
+int tfs_fs_member_info(struct tfs_fs *fs, unsigned int m,
+		       struct tfs_member_info *mi);
+
 /* Number of extents of a regular file; -errno. */
 int64_t tfs_extent_count(struct tfs_fs *fs, uint64_t ino);
 

@@ -19,11 +19,22 @@
  * counts chunks and is named "*_chunks" / "*_busy_chunks"
  * (pool_total -> tensorfs_pool_chunks).  A help text names no unit the
  * Prometheus name changes.
+ *
+ * Each member of the set of devices (one for a single device) has the
+ * counters of TFS_MEMBER_STATS, after the mount's own:
+ *
+ *   text   "members N", then per member "memberI_NAME value" (numbers
+ *          only, as every line of the text: the device names are in the
+ *          other two)
+ *   JSON   "members": [{"device": PATH, "NAME": value, ...}, ...]
+ *   Prometheus  tensorfs_member_NAME{member="I",device="PATH"} value,
+ *          named by the same rules, with a gauge tensorfs_members
  */
 #ifndef TFS_STATS_H
 #define TFS_STATS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 struct tfs_fs;
 
@@ -63,10 +74,36 @@ struct tfs_fs;
 	X(meta_ram_bytes, gauge,                                               \
 	  "RAM the metadata tree holds: inodes, entries, extents, tables")
 
+/* Per member: X(name, type, help) as above. */
+#define TFS_MEMBER_STATS                                                       \
+	X(read_bytes, counter, "Bytes read from the member")                   \
+	X(write_bytes, counter, "Bytes written to the member")                 \
+	X(reads, counter, "Read requests the member completed")                \
+	X(writes, counter, "Write requests the member completed")              \
+	X(flushes, counter, "Cache flushes of the member")                     \
+	X(errors, counter, "Requests the member failed")                       \
+	X(inflight, gauge, "Requests in flight on the member")                 \
+	X(latency_ns, counter, "Sum of the member's request latencies")        \
+	X(latency_max_ns, gauge, "Longest request latency of the member")      \
+	X(size_bytes, gauge, "Size of the member")                             \
+	X(free_bytes, gauge, "Free space on the member")
+
+/* The most members a struct tfs_stats carries (format.h's TFS_SET_MAX). */
+#define TFS_STATS_MEMBERS 64
+
+struct tfs_member_stats {
+	const char *device; /* borrowed: the file system's, or the caller's */
+#define X(name, type, help) uint64_t name;
+	TFS_MEMBER_STATS
+#undef X
+};
+
 struct tfs_stats {
 #define X(name, type, help) uint64_t name;
 	TFS_STATS
 #undef X
+	unsigned int members; /* entries of member[] in use */
+	struct tfs_member_stats member[TFS_STATS_MEMBERS];
 };
 
 /* Read every counter of fs now. */
@@ -81,5 +118,8 @@ enum tfs_stats_format {
 /* s rendered in format f: a NUL-terminated string the caller frees with
  * free(), or NULL without memory. */
 char *tfs_stats_render(const struct tfs_stats *s, enum tfs_stats_format f);
+
+/* s as a JSON string, quotes included, escaped as RFC 8259 asks. */
+void tfs_stats_json_string(FILE *m, const char *s);
 
 #endif

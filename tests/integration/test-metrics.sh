@@ -45,17 +45,17 @@ for line in open(sys.argv[1]):
     elif line.startswith("#") or not line:
         continue
     else:
-        m = re.fullmatch(r"([a-zA-Z_:][a-zA-Z0-9_:]*) (\S+)", line)
+        m = re.fullmatch(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\})? (\S+)', line)
         if not m:
             sys.exit(f"not the text format: {line!r}")
-        name, v = m.groups()
+        name, labels, v = m.groups()
         try:
             float(v)
         except ValueError:
             problems.append(f"{name}: value {v!r}")
         if name not in type_:
             problems.append(f"{name}: sample without TYPE")
-        samples.append(name)
+        samples.append(name + (labels or ""))
 if len(samples) != len(set(samples)):
     problems.append("a metric appears twice")
 if len(samples) < 20:

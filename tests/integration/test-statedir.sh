@@ -16,7 +16,7 @@ stat_of() { awk -v k="$1" '$1 == k {print $2}' "$S/stats"; }
 tfs_eq "files in .tensorfs" "config metrics stats stats.json" "$(ls "$S" | tr '\n' ' ' | sed 's/ $//')"
 find "$MNT" -mindepth 1 -maxdepth 1 -name .tensorfs | grep -q . && tfs_fail "readdir of the root lists .tensorfs"
 
-python3 - "$S" <<'PY' || tfs_fail "the stats files do not agree with each other or their formats"
+python3 - "$S" "$IMG" <<'PY' || tfs_fail "the stats files do not agree with each other or their formats"
 import json, re, sys
 d = sys.argv[1]
 text = {}
@@ -24,12 +24,21 @@ for line in open(f"{d}/stats"):
     name, value = line.split()
     text[name] = int(value)
 js = json.load(open(f"{d}/stats.json"))
+# each member's object flattened into the text's memberI_NAME
+devices = []
+for i, m in enumerate(js.pop("members")):
+    devices.append(m.pop("device"))
+    js.update({f"member{i}_{k}": v for k, v in m.items()})
+js["members"] = len(devices)
+if devices != [sys.argv[2]]:
+    sys.exit(f"stats.json: members {devices}, mounted from {sys.argv[2]}")
 if sorted(js) != sorted(text):
     sys.exit("stats and stats.json name different counters")
 for name, v in js.items():
     if not isinstance(v, int) or v < 0:
         sys.exit(f"stats.json: {name} is {v!r}")
 seen, helped, typed = set(), set(), set()
+samples = 0
 for line in open(f"{d}/metrics"):
     line = line.rstrip("\n")
     m = re.fullmatch(r"# HELP (tensorfs_[a-z0-9_]+) \S.*", line)
@@ -38,10 +47,13 @@ for line in open(f"{d}/metrics"):
     m = re.fullmatch(r"# TYPE (tensorfs_[a-z0-9_]+) (counter|gauge)", line)
     if m:
         typed.add(m.group(1)); continue
-    m = re.fullmatch(r"(tensorfs_[a-z0-9_]+) ([0-9]+(\.[0-9]+)?)", line)
+    m = re.fullmatch(r'(tensorfs_[a-z0-9_]+)(\{member="([0-9]+)",device="([^"]*)"\})? ([0-9]+(\.[0-9]+)?)', line)
     if not m:
         sys.exit(f"metrics: not Prometheus text format: {line!r}")
+    if m.group(2) and m.group(4) != sys.argv[2]:
+        sys.exit(f"metrics: device {m.group(4)!r}, mounted from {sys.argv[2]}")
     seen.add(m.group(1))
+    samples += 1
 # the Prometheus names, by the rules of lib/include/stats.h
 def prom(n):
     counter = n in typed_counter
@@ -57,9 +69,11 @@ for line in open(f"{d}/metrics"):
     m = re.fullmatch(r"# TYPE tensorfs_([a-z0-9_]+) counter\n", line)
     if m:
         typed_counter.add(re.sub(r"(_seconds)?_total$", "", m.group(1)))
-typed_counter = {n for n in text if re.sub(r"_ns$", "", n) in typed_counter}
-want = {"tensorfs_" + prom(n) for n in text}
-if seen != want or helped != want or typed != want or len(seen) != len(text):
+# a member's counters are one metric, labelled with the member
+names = {re.sub(r"^member[0-9]+_", "member_", n) for n in text}
+typed_counter = {n for n in names if re.sub(r"_ns$", "", n) in typed_counter}
+want = {"tensorfs_" + prom(n) for n in names}
+if seen != want or helped != want or typed != want or samples != len(text):
     sys.exit(f"metrics: samples, HELP and TYPE lines do not cover every counter once: {sorted(seen ^ want)}")
 for n in ("pool_total", "cache_limit_bytes", "fs_bytes"):
     if text[n] <= 0:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: tensorfs-stat prints a header and one line per interval that shows a write moving through the mount (application and device MB/s), --json gives the same as JSON lines, and a path that is not a tensorfs mount or a bad interval is refused with exit 1 or 2
+# Description: tensorfs-stat prints a header and one line per interval that shows a write moving through the mount (application and device MB/s), --json gives the same as JSON lines, --members a line per device of a set of three, each showing its share of the writes, with its path, and a path that is not a tensorfs mount or a bad interval is refused with exit 1 or 2
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -64,5 +64,38 @@ tfs_eq "exit status for too many operands" 2 $?
 "$STAT" "$MNT" 0.1 many 2>/dev/null
 tfs_eq "exit status for a bad COUNT" 2 $?
 "$STAT" --help | grep -q "Exit status" || tfs_fail "--help has no exit status section"
+tfs_umount
+
+# ----- --members: a line per device of a set -----
+tfs_mkset 3 256M
+tfs_mount
+(sleep 0.2; dd if=/dev/zero of="$MNT/y" bs=1M count=300 oflag=direct status=none) &
+writer=$!
+"$STAT" --members "$MNT" 0.5 2 >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err" >&2; tfs_fail "tensorfs-stat --members exited $?"; }
+wait "$writer" || tfs_fail "the writer failed"
+tfs_eq "lines of tensorfs-stat --members, 2 intervals of a header and 3 members" 8 "$(grep -c . "$WORK/out")"
+for m in 1 2 3; do
+	# member index, 8 numbers, the device
+	grep -Eq "^ +$((m - 1)) .* $WORK/m$m.img\$" "$WORK/out" ||
+		tfs_fail "tensorfs-stat --members: no line for member $((m - 1)), $WORK/m$m.img: $(cat "$WORK/out")"
+	# the striped writes reach every member (write MB/s, column 3)
+	awk -v m=$((m - 1)) '$1 == m && $3 > 0 {found = 1} END {exit !found}' "$WORK/out" ||
+		tfs_fail "tensorfs-stat --members: member $((m - 1)) shows no writes: $(cat "$WORK/out")"
+done
+"$STAT" --json --members "$MNT" 0.2 1 >"$WORK/json" || tfs_fail "tensorfs-stat --json --members failed"
+python3 - "$WORK/json" "$IMG" <<'PY' || tfs_fail "--json --members: not JSON with every member: $(cat "$WORK/json")"
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+devs = [m["device"] for m in d["members"]]
+if devs != sys.argv[2].split(":"):
+    sys.exit(f"devices {devs}")
+for m in d["members"]:
+    for k in ("read_mb_s", "write_mb_s", "reads_s", "writes_s", "inflight",
+              "latency_ms", "errors", "free_bytes", "size_bytes"):
+        if k not in m:
+            sys.exit(f"no {k} in {m}")
+    if m["size_bytes"] != 256 << 20 or not 0 < m["free_bytes"] < m["size_bytes"]:
+        sys.exit(f"sizes {m}")
+PY
 tfs_umount
 tfs_pass

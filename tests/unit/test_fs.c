@@ -522,6 +522,36 @@ static uint64_t img_used(const char *path)
 	return (uint64_t)st.st_blocks * 512;
 }
 
+/* Each member's info is its own, in set order whatever the order the
+ * set was opened in, and the members add up to the file system. */
+static void assert_members_add_up(struct tfs_fs *fs, const struct set3 *s)
+{
+	static const uint64_t mib[3] = { 64, 32, 48 };
+	struct tfs_member_info mi;
+	struct tfs_fs_stats st;
+	struct tfs_fs_info fi;
+	uint64_t free = 0, wr = 0, data = 0;
+
+	tfs_fs_get_stats(fs, &st);
+	tfs_fs_get_info(fs, &fi);
+	assert_int_equal(tfs_fs_members(fs), 3);
+	for (unsigned int m = 0; m < 3; m++) {
+		assert_int_equal(tfs_fs_member_info(fs, m, &mi), 0);
+		assert_string_equal(mi.path, s->p[m]);
+		assert_int_equal(mi.blockdev, 0);
+		assert_int_equal(mi.size_bytes, mib[m] * MiB);
+		assert_true(mi.free_bytes < mi.data_bytes);
+		assert_true(mi.dev.write_bytes > 20 * MiB);
+		free += mi.free_bytes;
+		wr += mi.dev.write_bytes;
+		data += mi.data_bytes;
+	}
+	assert_int_equal(tfs_fs_member_info(fs, 3, &mi), -EINVAL);
+	assert_int_equal(free, fi.free_blocks * TFS_BLOCK_SIZE);
+	assert_int_equal(data, fi.data_blocks * TFS_BLOCK_SIZE);
+	assert_int_equal(wr, st.dev.write_bytes);
+}
+
 static void test_fs_set_spreads_data_over_its_members(void **state)
 {
 	struct set3 s;
@@ -542,6 +572,8 @@ static void test_fs_set_spreads_data_over_its_members(void **state)
 	/* more than member 0 holds */
 	ino = mk(fs, TFS_ROOT_INO, "big");
 	wr_pat(fs, ino, 100 * MiB, 0, 7);
+	assert_int_equal(tfs_fsync(fs, ino, 0, NULL), 0);
+	assert_members_add_up(fs, &s);
 	assert_int_equal(tfs_fs_close(fs), 0);
 	/* striped: every member holds a good part of it (member 2, of 32
 	 * MiB, fills up and passes its stripes on) */

@@ -1,8 +1,9 @@
 /*
  * test_stats.c: a mount's counters and their renderings (lib/stats.h).
  * Description: the text, JSON and Prometheus renderings each carry every
- * counter once with its value and type, and tfs_stats_get() reads counters
- * that move by what a file system was asked to do.
+ * counter once with its value and type, each member's too, and
+ * tfs_stats_get() reads counters that move by what a file system was
+ * asked to do.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -52,8 +53,9 @@ static void test_stats_renderings_carry_every_counter(void **state)
 	assert_non_null(text);
 	assert_non_null(json);
 	assert_non_null(prom);
-	/* one line per counter */
-	assert_int_equal(count(text, "\n"), n);
+	/* one line per counter, and the members' count */
+	assert_int_equal(count(text, "\n"), n + 1);
+	assert_non_null(strstr(text, "\nmembers 0\n"));
 	assert_non_null(strstr(text, "cache_hits 7\n"));
 	assert_non_null(strstr(text, "dirty_bytes 123456789012\n"));
 	assert_int_equal(strncmp(text, "app_read_bytes 0\n", 17), 0);
@@ -61,10 +63,16 @@ static void test_stats_renderings_carry_every_counter(void **state)
 	assert_int_equal(json[0], '{');
 	assert_non_null(strstr(json, "\"cache_hits\": 7"));
 	assert_non_null(strstr(json, "\"dirty_bytes\": 123456789012"));
-	assert_int_equal(count(json, "\":"), n);
-	assert_int_equal(count(json, ","), n - 1);
+	assert_int_equal(count(json, "\":"), n + 1);
+	assert_int_equal(count(json, ","), n);
+	assert_non_null(strstr(json, "\"members\": [\n  ]"));
 	assert_non_null(strstr(json, "\n}\n"));
 	/* Prometheus: HELP, TYPE and a sample for each */
+	/* ... and the members' gauge and each member counter, sample-less */
+	n += 1;
+#define X(name, type, help) n++;
+	TFS_MEMBER_STATS
+#undef X
 	assert_int_equal(count(prom, "# HELP tensorfs_"), n);
 	assert_int_equal(count(prom, "# TYPE tensorfs_"), n);
 	assert_non_null(strstr(prom,
@@ -88,6 +96,63 @@ static void test_stats_renderings_carry_every_counter(void **state)
 
 		assert_int_equal(total, !strncmp(sp + 1, "counter\n", 8));
 	}
+	free(text);
+	free(json);
+	free(prom);
+}
+
+/* Each member once in each rendering, its device name kept whole and
+ * escaped where the format asks. */
+static void test_stats_render_each_member(void **state)
+{
+	struct tfs_stats s;
+	char *text, *json, *prom;
+	size_t n = 0;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.members = 2;
+	s.member[0].device = "/dev/nvme0n1";
+	s.member[0].write_bytes = 1048576;
+	s.member[0].latency_ns = 2500000000ull;
+	s.member[1].device = "/img/a \"b\"\\c\nd";
+	s.member[1].errors = 3;
+	s.member[1].free_bytes = 4096;
+#define X(name, type, help) n++;
+	TFS_MEMBER_STATS
+#undef X
+	text = tfs_stats_render(&s, TFS_STATS_TEXT);
+	json = tfs_stats_render(&s, TFS_STATS_JSON);
+	prom = tfs_stats_render(&s, TFS_STATS_PROM);
+	assert_non_null(text);
+	assert_non_null(json);
+	assert_non_null(prom);
+	assert_non_null(strstr(text, "members 2\nmember0_read_bytes 0\n"
+				     "member0_write_bytes 1048576\n"));
+	assert_non_null(strstr(text, "member1_errors 3\n"));
+	assert_non_null(strstr(text, "member1_free_bytes 4096\n"));
+	/* numbers only: the names are in the other two */
+	assert_null(strstr(text, "nvme0n1"));
+	assert_int_equal(count(text, "member1_"), n);
+	assert_non_null(strstr(json, "\"members\": [\n    {\"device\": "
+				     "\"/dev/nvme0n1\", \"read_bytes\": 0, "
+				     "\"write_bytes\": 1048576"));
+	assert_non_null(strstr(json, "{\"device\": \"/img/a \\\"b\\\"\\\\c"
+				     "\\u000ad\""));
+	assert_non_null(strstr(json, "\"errors\": 3"));
+	assert_non_null(strstr(prom, "tensorfs_members 2\n"));
+	assert_non_null(strstr(
+	    prom,
+	    "# TYPE tensorfs_member_write_bytes_total counter\n"
+	    "tensorfs_member_write_bytes_total{member=\"0\",device=\"/dev/"
+	    "nvme0n1\"} 1048576\n"
+	    "tensorfs_member_write_bytes_total{member=\"1\",device=\"/img/"
+	    "a \\\"b\\\"\\\\c\\nd\"} 0\n"));
+	assert_non_null(strstr(prom, "tensorfs_member_latency_seconds_total{"
+				     "member=\"0\",device=\"/dev/nvme0n1\"} "
+				     "2.500000000\n"));
+	assert_non_null(
+	    strstr(prom, "# TYPE tensorfs_member_free_bytes gauge\n"));
 	free(text);
 	free(json);
 	free(prom);
@@ -134,6 +199,13 @@ static void test_stats_counters_move_with_the_file_system(void **state)
 	 * (its inode and entry came from the pool's first block) */
 	assert_true(a.meta_ram_bytes > ram0);
 	assert_true(a.fs_free_bytes < b.fs_bytes);
+	/* one device: a set of one, which did it all */
+	assert_int_equal(a.members, 1);
+	assert_string_equal(a.member[0].device, path);
+	assert_int_equal(a.member[0].write_bytes, a.dev_write_bytes);
+	assert_int_equal(a.member[0].read_bytes, a.dev_read_bytes);
+	assert_int_equal(a.member[0].size_bytes, 64 * MiB);
+	assert_int_equal(a.member[0].free_bytes, a.fs_free_bytes);
 	assert_int_equal(tfs_fs_close(fs), 0);
 	unlink(path);
 	tfs_io_thread_exit();
@@ -143,6 +215,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stats_renderings_carry_every_counter),
+		cmocka_unit_test(test_stats_render_each_member),
 		cmocka_unit_test(test_stats_counters_move_with_the_file_system),
 	};
 
