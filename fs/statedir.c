@@ -138,7 +138,7 @@ static char *add_error(const struct tfs_statedir *sd, char *buf,
 		       enum tfs_stats_format f)
 {
 	struct tfs_fs *fs = sd->fs;
-	char why[256], *out = NULL;
+	char why[1024], *out = NULL;
 	size_t n = 0, len = strlen(buf);
 	int err = -tfs_fs_error(fs, why, sizeof(why));
 	FILE *m = open_memstream(&out, &n);

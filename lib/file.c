@@ -481,6 +481,7 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 {
 	struct tfs_fs *fs = ctx;
 	struct wbatch w = { 0 };
+	char where[TFS_WHERE_LEN];
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
@@ -519,11 +520,12 @@ static void cb_write(void *ctx, struct tfs_cache_io *ios, int n)
 		ip->stale = 1; /* a cache of the caller may hold the data */
 		log_error(fs,
 			  "write-back of inode %llu bytes %llu..%llu "
-			  "failed: %s; the next write, fsync or close of "
+			  "failed%s: %s; the next write, fsync or close of "
 			  "the file reports it",
 			  (unsigned long long)ios[i].ino,
 			  (unsigned long long)(ios[i].idx * fs->cs),
 			  (unsigned long long)((ios[i].idx + 1) * fs->cs - 1),
+			  tfs_dev_failure_where(fs->dev, where, sizeof(where)),
 			  strerror(-ios[i].result));
 	}
 	for (size_t k = 0; k < w.n; k++) {

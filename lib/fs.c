@@ -71,7 +71,7 @@ int tfs_fs_sync(struct tfs_fs *fs)
 
 void tfs_fs_fail(struct tfs_fs *fs, int rc, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[1536];
 	va_list ap;
 
 	pthread_mutex_lock(&fs->errlock);
@@ -677,7 +677,7 @@ int tfs_fs_close(struct tfs_fs *fs)
 	if (!fs->opts.readonly && tfs_fs_failed(fs)) {
 		rc = tfs_fs_failed(fs);
 		if (fs->opts.log) {
-			char msg[512];
+			char msg[1536];
 
 			snprintf(msg, sizeof(msg),
 				 "%s: closed in the error "

@@ -84,7 +84,7 @@ struct tfs_fs {
 	 */
 	pthread_mutex_t errlock;
 	int error;
-	char errmsg[256];
+	char errmsg[1024];
 	int watch_fd; /* the image (O_PATH) for fstat, or -1 */
 
 	/*

@@ -28,6 +28,7 @@
 #include <liburing.h>
 #include <linux/fs.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -321,6 +322,19 @@ const char *tfs_dev_member_path(const struct tfs_dev *d, unsigned int m)
 int tfs_dev_failed_member(const struct tfs_dev *d)
 {
 	return __atomic_load_n(&d->failed_member, __ATOMIC_RELAXED);
+}
+
+const char *tfs_dev_failure_where(const struct tfs_dev *d, char *buf,
+				  size_t len)
+{
+	int m = tfs_dev_failed_member(d);
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	if (d->nmem > 1 && m >= 0 && (unsigned int)m < d->nmem)
+		snprintf(buf, len, " on member %d (%s)", m, d->mem[m].path);
+	return buf;
 }
 
 void tfs_dev_set_queue(struct tfs_dev *d, size_t block_size,

@@ -86,6 +86,12 @@ int tfs_dev_member_is_blockdev(const struct tfs_dev *d, unsigned int m);
 const char *tfs_dev_member_path(const struct tfs_dev *d, unsigned int m);
 /* The member of the last error returned, or -1 if none failed yet. */
 int tfs_dev_failed_member(const struct tfs_dev *d);
+/* For a message about the last error: " on member M (PATH)" in buf when
+ * d is a set of several and a member failed, else "".  Returns buf;
+ * long paths are cut at TFS_WHERE_LEN. */
+#define TFS_WHERE_LEN 512
+const char *tfs_dev_failure_where(const struct tfs_dev *d, char *buf,
+				  size_t len);
 
 /* Request size, and requests in flight on each member from each
  * thread's ring (defaults 1 MiB, 8). */
@@ -230,9 +236,19 @@ void tfs_dev_fail_flushes(struct tfs_dev *d, uint64_t skip, uint64_t n);
  * "transient" and "persistent" I/O errors).  A failed flush keeps the
  * undo log: what it should have covered may still be lost at a cut.
  *
+ * Members of a set.  With fail_members, only operations touching those
+ * members count towards fail_nth (a read or write with a piece on one;
+ * every flush, which covers every member), and the failure is charged
+ * to the first of them (its error counter, tfs_dev_failed_member()).  A
+ * flush that fails so fails on those members only: the blocks of the
+ * others leave the undo log as flushed, theirs stay.  With lose_members,
+ * a cut takes back only those members' unflushed blocks: the caches of
+ * the other drives had landed.
+ *
  * The environment sets the same at open, for the daemon:
  *   TFS_FAULT="volatile,seed=S,cut=[KINDS:]N,cut_ms=T,cut_after_fail=K,
- *              fail=KINDS:N[:ERR][:persist],slow=KINDS:MS"
+ *              fail=KINDS:N[:ERR][:persist],fail_member=M[+M...],
+ *              lose_member=M[+M...],slow=KINDS:MS"
  * any subset, comma separated; KINDS is read, write, flush or any, or
  * several joined with '+' (write+flush); ERR is EIO (the default),
  * ENOSPC or a number; cut= counts any kind by default.  A cut set from
@@ -274,6 +290,12 @@ struct tfs_fault {
 					   tfs_dev_fault_set(); 0: no */
 	uint64_t cut_flush_after_fail;	/* cut instead of the kth flush after
 					   the injected failure; 0: no */
+	uint64_t fail_members;		/* bit m: fail_nth counts only the
+					   operations touching member m,
+					   and blames it; 0: any */
+	uint64_t lose_members;		/* bit m: at a cut, only member m's
+					   unflushed writes may be lost, the
+					   others' landed; 0: every member */
 	uint64_t seed;			/* for the cut */
 	int cut_exit;			/* a cut ends the process */
 	unsigned int slow_kinds;	/* each operation of these kinds */

@@ -130,7 +130,8 @@ struct fault_state {
 	pthread_mutex_t mu;  /* everything below */
 	pthread_rwlock_t rw; /* writes shared; flush and cut exclusive */
 	struct tfs_fault f;
-	uint64_t n[3]; /* operations of each kind since set */
+	uint64_t n[3];	    /* operations of each kind since set */
+	uint64_t nfail_ops; /* of fail_kinds on fail_members since set */
 	uint64_t failed;
 	unsigned int hit_kind; /* of the first failed or cut operation */
 	int fail_hit;	       /* the fail_nth operation has failed */
@@ -404,6 +405,7 @@ int tfs_dev_fault_set(struct tfs_dev *d, const struct tfs_fault *f)
 	if (!s->f.cut_kinds)
 		s->f.cut_kinds = TFS_FAULT_ANY;
 	memset(s->n, 0, sizeof(s->n));
+	s->nfail_ops = 0;
 	s->failed = 0;
 	s->hit_kind = 0;
 	s->fail_hit = 0;
@@ -433,6 +435,59 @@ void tfs_dev_fault_ops(struct tfs_dev *d, struct tfs_fault_ops *ops)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Whether member m is in mask (bit m; an empty mask holds every one). */
+static int in_mask(uint64_t mask, unsigned int m)
+{
+	return !mask || (m < 64 && (mask >> m & 1));
+}
+
+/* The members the n pieces of v touch, as a mask (bit m: member m). */
+static uint64_t members_of(const struct tfs_dev *d, const struct tfs_iov *v,
+			   int n)
+{
+	uint64_t mask = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t m = v[i].off >> TFS_MEMBER_SHIFT;
+
+		if (m < d->nmem && m < 64)
+			mask |= 1ull << m;
+	}
+	return mask;
+}
+
+/* All members of d, as a mask: a flush covers each it must. */
+static uint64_t all_members(const struct tfs_dev *d)
+{
+	return d->nmem >= 64 ? ~0ull : (1ull << d->nmem) - 1;
+}
+
+/*
+ * After a flush that failed on the members of mask: the others flushed,
+ * so their blocks leave the undo log; those of mask stay, as what the
+ * failed flush should have covered, and those members stay dirty.
+ * Caller holds rw exclusive and mu.
+ */
+static void undo_keep(struct tfs_dev *d, struct fault_state *s, uint64_t mask)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->nlog; i++) {
+		uint64_t m = s->log[i].blk * TFS_BLOCK_SIZE >> TFS_MEMBER_SHIFT;
+
+		if (in_mask(mask, (unsigned int)m))
+			s->log[k++] = s->log[i];
+	}
+	s->nlog = k;
+	if (s->idx)
+		memset(s->idx, 0, s->capidx * sizeof(*s->idx));
+	for (size_t i = 0; i < s->nlog; i++)
+		undo_index(s, i);
+	for (unsigned int m = 0; m < d->nmem; m++)
+		if (in_mask(mask, m))
+			__atomic_store_n(&d->mem[m].dirty, 1, __ATOMIC_RELAXED);
+}
+
 /* ----- the power cut ----- */
 
 /* Cut the power.  Caller holds rw exclusive and mu. */
@@ -459,10 +514,13 @@ static int cut_locked(struct tfs_dev *d, struct fault_state *s, uint64_t seed)
 			       ? 1
 			       : (int)(splitmix(&x) & 1);
 
+		m = tfs_io_member(d, u->blk * TFS_BLOCK_SIZE, &local);
+		if (m &&
+		    !in_mask(s->f.lose_members, (unsigned int)(m - d->mem)))
+			continue; /* a member whose cache kept power */
 		if (!lost)
 			continue;
 		memcpy(bounce, u->old, TFS_BLOCK_SIZE);
-		m = tfs_io_member(d, u->blk * TFS_BLOCK_SIZE, &local);
 		if (!m || pwrite(m->fd, bounce, TFS_BLOCK_SIZE, (off_t)local) !=
 			      TFS_BLOCK_SIZE)
 			rc = rc ? rc : -EIO;
@@ -504,11 +562,12 @@ int tfs_dev_powercut(struct tfs_dev *d, uint64_t seed)
  * -errno it fails (injected, or the power is off).  A cut it triggers
  * happens here, instead of the operation.  Caller holds no lock.
  */
-static int fault_op(struct tfs_dev *d, unsigned int kind)
+static int fault_op(struct tfs_dev *d, unsigned int kind, uint64_t touched,
+		    int *injected)
 {
 	struct fault_state *s = d->fault;
 	const struct tfs_fault *f = &s->f;
-	uint64_t slow_ms = 0;
+	uint64_t slow_ms = 0, blame = touched;
 	int rc = 0, cut = 0;
 
 	pthread_mutex_lock(&s->mu);
@@ -526,8 +585,9 @@ static int fault_op(struct tfs_dev *d, unsigned int kind)
 	if (f->cut_flush_after_fail && s->fail_hit && kind == TFS_FAULT_FLUSH &&
 	    ++s->flushes_after_fail == f->cut_flush_after_fail)
 		cut = 1;
-	if (!cut && f->fail_nth && (f->fail_kinds & kind)) {
-		uint64_t c = ops_of(s, f->fail_kinds);
+	if (!cut && f->fail_nth && (f->fail_kinds & kind) &&
+	    (!f->fail_members || (touched & f->fail_members))) {
+		uint64_t c = ++s->nfail_ops;
 
 		if (c == f->fail_nth || (f->fail_persist && c > f->fail_nth)) {
 			if (!s->hit_kind)
@@ -535,6 +595,9 @@ static int fault_op(struct tfs_dev *d, unsigned int kind)
 			rc = -f->fail_err;
 			s->failed++;
 			s->fail_hit = 1;
+			if (f->fail_members)
+				blame = touched & f->fail_members;
+			*injected = 1;
 		}
 	}
 	if (cut && !s->hit_kind)
@@ -558,8 +621,8 @@ out:
 		pthread_rwlock_unlock(&s->rw);
 		rc = -EIO;
 	}
-	if (rc)
-		tfs_io_error(d, &d->mem[0]);
+	if (rc) /* charged to the first member at fault */
+		tfs_io_error(d, &d->mem[blame ? __builtin_ctzll(blame) : 0]);
 	return rc;
 }
 
@@ -567,9 +630,10 @@ int tfs_io_fault_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 		    int n)
 {
 	struct fault_state *s = d->fault;
-	int rc;
+	int rc, injected = 0;
 
-	rc = fault_op(d, write ? TFS_FAULT_WRITE : TFS_FAULT_READ);
+	rc = fault_op(d, write ? TFS_FAULT_WRITE : TFS_FAULT_READ,
+		      members_of(d, v, n), &injected);
 	if (rc)
 		return rc;
 	if (!write || !s->f.volatile_cache)
@@ -594,9 +658,9 @@ int tfs_io_fault_discard(struct tfs_dev *d, uint64_t off, uint64_t len)
 {
 	struct fault_state *s = d->fault;
 	struct tfs_iov v = { NULL, (size_t)len, off };
-	int rc;
+	int rc, injected = 0;
 
-	rc = fault_op(d, TFS_FAULT_WRITE);
+	rc = fault_op(d, TFS_FAULT_WRITE, members_of(d, &v, 1), &injected);
 	if (rc)
 		return rc;
 	if (!s->f.volatile_cache)
@@ -614,9 +678,18 @@ int tfs_io_fault_discard(struct tfs_dev *d, uint64_t off, uint64_t len)
 int tfs_io_fault_flush(struct tfs_dev *d)
 {
 	struct fault_state *s = d->fault;
-	int rc;
+	int rc, injected = 0;
 
-	rc = fault_op(d, TFS_FAULT_FLUSH);
+	rc = fault_op(d, TFS_FAULT_FLUSH, all_members(d), &injected);
+	if (rc && injected && s->f.fail_members && s->f.volatile_cache) {
+		/* it failed on those members only: the others flushed */
+		pthread_rwlock_wrlock(&s->rw);
+		pthread_mutex_lock(&s->mu);
+		if (!s->dead)
+			undo_keep(d, s, s->f.fail_members);
+		pthread_mutex_unlock(&s->mu);
+		pthread_rwlock_unlock(&s->rw);
+	}
 	if (rc)
 		return rc;
 	if (!s->f.volatile_cache)
@@ -670,8 +743,9 @@ static const char *parse_kinds(const char *s, unsigned int *mask)
 	}
 }
 
-/* A number ending at a ',', ':' or the end: 0, or -EINVAL. */
-static int parse_num(const char **s, uint64_t *out)
+/* A number ending at one of the characters of stops or the end: 0, or
+ * -EINVAL. */
+static int parse_num_in(const char **s, uint64_t *out, const char *stops)
 {
 	char *end;
 
@@ -679,10 +753,32 @@ static int parse_num(const char **s, uint64_t *out)
 		return -EINVAL;
 	errno = 0;
 	*out = strtoull(*s, &end, 0);
-	if (errno || (*end && *end != ',' && *end != ':'))
+	if (errno || (*end && !strchr(stops, *end)))
 		return -EINVAL;
 	*s = end;
 	return 0;
+}
+
+/* A number ending at a ',', ':' or the end: 0, or -EINVAL. */
+static int parse_num(const char **s, uint64_t *out)
+{
+	return parse_num_in(s, out, ",:");
+}
+
+/* Member numbers joined with '+' ("1+2") into a mask: 0, or -EINVAL. */
+static int parse_members(const char **s, uint64_t *mask)
+{
+	uint64_t m;
+
+	*mask = 0;
+	for (;;) {
+		if (parse_num_in(s, &m, "+,") || m >= 64)
+			return -EINVAL;
+		*mask |= 1ull << m;
+		if (**s != '+')
+			return 0;
+		(*s)++;
+	}
 }
 
 /* "fail=KINDS:N[:ERR][:persist]" after the '=' */
@@ -745,6 +841,12 @@ static int fault_from_env(struct tfs_dev *d, const char *env)
 				rc = parse_num(&s, &f.cut_nth);
 		} else if (!strncmp(s, "fail=", 5)) {
 			rc = parse_fail(s + 5, &f, &s);
+		} else if (!strncmp(s, "fail_member=", 12)) {
+			s += 12;
+			rc = parse_members(&s, &f.fail_members);
+		} else if (!strncmp(s, "lose_member=", 12)) {
+			s += 12;
+			rc = parse_members(&s, &f.lose_members);
 		} else if (!strncmp(s, "slow=", 5)) {
 			s = parse_kinds(s + 5, &f.slow_kinds);
 			if (!s || *s++ != ':')

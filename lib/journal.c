@@ -195,13 +195,15 @@ static void stop(struct tfs_journal *j, int rc, const char *fmt, ...)
 
 int tfs_journal_flush(struct tfs_journal *j, const char *after)
 {
+	char where[TFS_WHERE_LEN];
 	int rc;
 
 	if (j->err)
 		return j->err;
 	rc = tfs_dev_flush(j->dev);
 	if (rc)
-		stop(j, rc, "device flush after %s failed", after);
+		stop(j, rc, "device flush after %s failed%s", after,
+		     tfs_dev_failure_where(j->dev, where, sizeof(where)));
 	return rc;
 }
 
@@ -227,6 +229,7 @@ static void release_map(struct tfs_journal *j, const struct tfs_super *s)
 static int write_super(struct tfs_journal *j)
 {
 	uint8_t *b = j->iobuf;
+	char where[TFS_WHERE_LEN];
 	struct tfs_super old;
 	int rc, k, old_ok;
 
@@ -239,8 +242,9 @@ static int write_super(struct tfs_journal *j)
 	rc = tfs_dev_write(j->dev, b, TFS_BLOCK_SIZE,
 			   (uint64_t)k * TFS_BLOCK_SIZE);
 	if (rc) {
-		stop(j, rc, "superblock write (generation %llu) failed",
-		     (unsigned long long)j->sb.generation);
+		stop(j, rc, "superblock write (generation %llu) failed%s",
+		     (unsigned long long)j->sb.generation,
+		     tfs_dev_failure_where(j->dev, where, sizeof(where)));
 		return rc;
 	}
 	rc = tfs_journal_flush(j, "the superblock write");

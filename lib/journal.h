@@ -44,7 +44,7 @@ struct tfs_journal {
 	uint64_t skipped;    /* not replayed: TFS_JLOAD_NO_REPLAY */
 	int err;	     /* J7: -errno once a write or flush failed so
 				   that no more metadata may be written */
-	char why[192];	     /* what failed, a sentence ("" if !err) */
+	char why[768];	     /* what failed, a sentence ("" if !err) */
 	char note[512];	     /* load: a warning, e.g. J8's fallback to
 				   the older superblock ("" if none) */
 	void *iobuf;	     /* aligned scratch, iobuf_len bytes */

@@ -42,7 +42,8 @@ tfs_log "seed $SEED (rerun with TFS_SEED=$SEED), $ROUNDS rounds"
 tfs_mkimg 256M
 # TFS_POWERCUT_MEMBERS=N (test-set-powercut.sh): the same rounds on a set
 # of N images of 96 MiB (lib/set.h) mounted as one, whose unflushed
-# blocks are lost or kept on every member alike
+# blocks are lost or kept on every member alike, or, in every other
+# round, on one member only (lose_member=)
 [ "${TFS_POWERCUT_MEMBERS:-1}" -le 1 ] || tfs_mkset "$TFS_POWERCUT_MEMBERS" 96M
 MANIFEST="$WORK/manifest"
 CW_PID=""
@@ -104,6 +105,10 @@ for i in $(seq "$ROUNDS"); do
 	ops=$(((1 << (RANDOM % 11)) + RANDOM % 1000))
 	ms=$((100 + RANDOM % 900))
 	fault="volatile,seed=$((SEED * 1000 + i)),cut=$ops,cut_ms=$ms"
+	# on a set, every other round only one member's cache loses power
+	# (its unflushed writes may be lost; the others' landed)
+	[ "$((i % 2))" = 0 ] && [ "${TFS_POWERCUT_MEMBERS:-1}" -gt 1 ] &&
+		fault="$fault,lose_member=$((i / 2 % TFS_POWERCUT_MEMBERS))"
 	echo "=== round $i: TFS_FAULT=$fault" >>"$WORK/daemon.log"
 	if mount_faulty "$fault"; then
 		# 12 MiB per thread: short rounds, little to verify

@@ -10,7 +10,11 @@
  * cuts triggered by the nth operation, by time and by the kth flush after
  * a failure; concurrent writers and flushes; the settings from the
  * environment (TFS_FAULT), a bad value refused, and a cut there ending
- * the process with TFS_FAULT_CUT_STATUS.
+ * the process with TFS_FAULT_CUT_STATUS.  On a set of three members: a
+ * cut that loses one member's unflushed writes and not the others', a
+ * flush that fails on one member (the others' writes flushed, the
+ * failure charged to that member and named), and a member whose reads
+ * and writes fail while the others' go on.
  *
  * The whole file needs a build with -DTFS_TEST_HOOKS=ON (CMakeLists.txt
  * registers it as a skip otherwise).
@@ -496,7 +500,8 @@ static void test_fault_settings_from_environment(void **state)
 		"fail=disk:1",	  "fail=write:1:EFOO", "cut=",
 		"cut=write",	  "seed=1,,x",	       "cut_ms=1s",
 		"slow=write",	  "slow=write:",       "slow=disk:5",
-		"slow=write:5ms",
+		"slow=write:5ms", "fail_member=",      "fail_member=1+",
+		"lose_member=64", "lose_member=x",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(setenv("TFS_FAULT", bad[i], 1), 0);
@@ -541,6 +546,142 @@ static void test_fault_cut_from_environment_ends_the_process(void **state)
 	assert_int_equal(on_image(f, 2), 0);
 }
 
+/* ===== the members of a set ===== */
+
+/* A set of three images, opened as one device. */
+struct fix3 {
+	char path[3][64];
+	struct tfs_dev *d;
+	uint8_t *b;
+};
+
+static void set3_open(struct fix3 *f)
+{
+	const char *p[3];
+	int bad;
+
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(img_make(f->path[i], IMG_BYTES), 0);
+		p[i] = f->path[i];
+	}
+	assert_int_equal(tfs_dev_open_set(p, 3, 0, &f->d, &bad), 0);
+	f->b = tfs_io_alloc(BLK);
+	assert_non_null(f->b);
+}
+
+static void set3_close(struct fix3 *f)
+{
+	tfs_dev_close(f->d);
+	for (int i = 0; i < 3; i++)
+		unlink(f->path[i]);
+	tfs_io_free(f->b);
+	tfs_io_thread_exit();
+}
+
+/* Block blk of member m written with v through the set. */
+static int put3(struct fix3 *f, unsigned int m, uint64_t blk, uint8_t v)
+{
+	memset(f->b, v, BLK);
+	return tfs_dev_write(f->d, f->b, BLK, tfs_dev_off(m, blk * BLK));
+}
+
+/* The first byte of block blk of member m as its image holds it. */
+static uint8_t on_member(struct fix3 *f, unsigned int m, uint64_t blk)
+{
+	uint8_t c = 0xee;
+
+	assert_int_equal(img_pread(f->path[m], blk * BLK, &c, 1), 0);
+	return c;
+}
+
+static void test_fault_cut_loses_only_the_members_asked(void **state)
+{
+	struct tfs_fault fl = { .volatile_cache = 1, .lose_members = 1u << 1 };
+	struct fix3 f;
+
+	(void)state;
+	set3_open(&f);
+	assert_int_equal(tfs_dev_fault_set(f.d, &fl), 0);
+	for (unsigned int m = 0; m < 3; m++)
+		assert_int_equal(put3(&f, m, 5, (uint8_t)(0x10 + m)), 0);
+	/* seed 0 loses every unflushed block, but of member 1 only */
+	assert_int_equal(tfs_dev_powercut(f.d, 0), 1);
+	assert_int_equal(on_member(&f, 0, 5), 0x10);
+	assert_int_equal(on_member(&f, 1, 5), 0);
+	assert_int_equal(on_member(&f, 2, 5), 0x12);
+	set3_close(&f);
+}
+
+static void test_fault_flush_fails_on_one_member(void **state)
+{
+	struct tfs_fault fl = { .volatile_cache = 1,
+				.fail_kinds = TFS_FAULT_FLUSH | TFS_FAULT_WRITE,
+				.fail_nth = 1,
+				.fail_members = 1u << 2 };
+	struct tfs_dev_stats st;
+	struct fix3 f;
+	char where[TFS_WHERE_LEN];
+
+	(void)state;
+	set3_open(&f);
+	assert_int_equal(tfs_dev_failed_member(f.d), -1);
+	assert_int_equal(tfs_dev_fault_set(f.d, &fl), 0);
+	/* writes to members 0 and 1 do not count towards fail_nth */
+	assert_int_equal(put3(&f, 0, 9, 0xa0), 0);
+	assert_int_equal(put3(&f, 1, 9, 0xa1), 0);
+	/* the flush is the first operation touching member 2: it fails
+	 * there, and the others' writes were flushed */
+	assert_int_equal(tfs_dev_flush(f.d), -EIO);
+	assert_int_equal(tfs_dev_failed_member(f.d), 2);
+	tfs_dev_member_stats(f.d, 2, &st);
+	assert_int_equal(st.errors, 1);
+	tfs_dev_member_stats(f.d, 0, &st);
+	assert_int_equal(st.errors, 0);
+	tfs_dev_failure_where(f.d, where, sizeof(where));
+	assert_non_null(strstr(where, "member 2"));
+	assert_non_null(strstr(where, f.path[2]));
+	/* now member 2 takes a write; a cut after it loses it alone */
+	assert_int_equal(put3(&f, 2, 9, 0xa2), 0);
+	assert_int_equal(put3(&f, 0, 10, 0xb0), 0);
+	fl.fail_nth = 0;
+	fl.lose_members = 1u << 2;
+	assert_int_equal(tfs_dev_fault_set(f.d, &fl), 0); /* keeps the log */
+	assert_int_equal(tfs_dev_powercut(f.d, 0), 1);
+	assert_int_equal(on_member(&f, 0, 9), 0xa0);
+	assert_int_equal(on_member(&f, 1, 9), 0xa1);
+	assert_int_equal(on_member(&f, 0, 10), 0xb0);
+	assert_int_equal(on_member(&f, 2, 9), 0);
+	set3_close(&f);
+}
+
+static void test_fault_member_eio_blames_the_member(void **state)
+{
+	struct tfs_fault fl = { .fail_kinds = TFS_FAULT_READ | TFS_FAULT_WRITE,
+				.fail_nth = 2,
+				.fail_persist = 1,
+				.fail_members = 1u << 1 };
+	struct tfs_dev_stats st;
+	struct fix3 f;
+
+	(void)state;
+	set3_open(&f);
+	assert_int_equal(tfs_dev_fault_set(f.d, &fl), 0);
+	assert_int_equal(put3(&f, 1, 3, 1), 0); /* the first: passes */
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(put3(&f, 0, 3, 2), 0);
+		assert_int_equal(put3(&f, 2, 3, 2), 0);
+		assert_int_equal(put3(&f, 1, 3, 2), -EIO);
+		assert_int_equal(
+		    tfs_dev_read(f.d, f.b, BLK, tfs_dev_off(1, 3 * BLK)), -EIO);
+	}
+	assert_int_equal(tfs_dev_failed_member(f.d), 1);
+	tfs_dev_member_stats(f.d, 1, &st);
+	assert_int_equal(st.errors, 10);
+	assert_int_equal(on_member(&f, 1, 3), 1);
+	assert_int_equal(on_member(&f, 2, 3), 2);
+	set3_close(&f);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -558,6 +699,9 @@ int main(void)
 		T(test_fault_cut_at_nth_operation),
 		T(test_fault_cut_at_kth_flush_after_failure),
 		T(test_fault_cut_after_time),
+		cmocka_unit_test(test_fault_cut_loses_only_the_members_asked),
+		cmocka_unit_test(test_fault_flush_fails_on_one_member),
+		cmocka_unit_test(test_fault_member_eio_blames_the_member),
 		T(test_fault_slow_operations_wait),
 		T(test_fault_flush_covers_writes_of_all_threads),
 		T(test_fault_settings_from_environment),

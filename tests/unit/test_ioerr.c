@@ -30,6 +30,16 @@
  *   4. no file holds bytes nobody wrote to it: each byte is zero or a
  *      byte some write put at that offset of that file, and no name
  *      appears that the workload never made.
+ * The same on a set of three members (16 KiB stripes, so the files and
+ * checkpoints spread over all), with faults on one member:
+ *   set-eio-once-member-1  the nth read or write touching member 1
+ *                   fails with EIO, once
+ *   set-flush-cut-2 the nth flush fails on member 2 only (the others
+ *                   flushed), and the power is cut at the next flush:
+ *                   member 2's writes since its last good flush are lost
+ *   set-cut-member-1  the power is cut at the nth operation and only
+ *                   member 1 loses unflushed writes (the other drives'
+ *                   caches had landed)
  * The two bugs of issue 10 are among these runs: a flush failing right
  * after a journal transaction was written (eio-once on the flush that
  * ends a commit, then the workload's later fsyncs succeed), and a failed
@@ -66,6 +76,7 @@
 #include "fs.h"
 #include "fs_internal.h"
 #include "io.h"
+#include "mkfs.h"
 #include "testimg.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -659,16 +670,26 @@ enum mode {
 	CUT,
 	EIO_ONCE_CUT,
 	ENOSPC_ONCE,
+	SET_EIO_ONCE,	  /* on a set of 3: reads and writes of member 1 */
+	SET_FLUSH_CUT,	  /* a flush fails on member 2, a cut follows */
+	SET_CUT_MEMBER_1, /* a cut that loses member 1's writes only */
 	NMODES
 };
 
 static const char *const mode_name[NMODES] = {
-	"eio-once", "eio-cut", "cut", "eio-once-cut", "enospc-once",
+	"eio-once",	   "eio-cut",	       "cut",
+	"eio-once-cut",	   "enospc-once",      "set-eio-once-member-1",
+	"set-flush-cut-2", "set-cut-member-1",
 };
+
+#define SET_N 3 /* members of the set the set-* modes run on */
 
 struct ctx {
 	const char *dir; /* where the images go */
-	char path[64];
+	int set;	 /* a set of SET_N members, not one image */
+	char member[SET_N][64];
+	char path[SET_N * 65]; /* the image, or the set's members joined */
+	uint64_t member_writes[SET_N]; /* of the last run, before close */
 	int wide;
 	unsigned int failures, runs;
 	uint64_t last_sb_writes;
@@ -715,6 +736,23 @@ static struct tfs_fault fault_of(enum mode md, uint64_t n, uint64_t seed,
 		f.fail_nth = n;
 		f.fail_err = ENOSPC;
 		break;
+	case SET_EIO_ONCE:
+		f.fail_kinds = TFS_FAULT_READ | TFS_FAULT_WRITE;
+		f.fail_members = 1u << 1;
+		f.fail_nth = n;
+		break;
+	case SET_FLUSH_CUT:
+		/* the others flushed; member 2's writes since its last
+		 * good flush are lost at the cut (seed % 4 == 3) */
+		f.fail_kinds = TFS_FAULT_FLUSH;
+		f.fail_members = 1u << 2;
+		f.fail_nth = n;
+		f.cut_flush_after_fail = k;
+		break;
+	case SET_CUT_MEMBER_1:
+		f.cut_nth = n;
+		f.lose_members = 1u << 1;
+		break;
 	default:
 		break;
 	}
@@ -737,6 +775,42 @@ static const char *image_dir(void)
 }
 
 /* A fresh sparse image in dir, formatted; its name into path. */
+static int make_image(const char *dir, char *path);
+
+/* A fresh set of SET_N sparse images in dir, formatted as one with
+ * 16 KiB stripes, so that the workload's files spread over them. */
+static int make_set(struct ctx *c)
+{
+	struct tfs_mkfs_opts o = { .stripe = 16 * 1024 };
+	struct tfs_mkfs_info info;
+	const char *p[SET_N];
+	char err[256];
+	size_t k = 0;
+	int rc = 0;
+
+	for (int i = 0; i < SET_N; i++) {
+		int fd;
+
+		snprintf(c->member[i], sizeof(c->member[i]),
+			 "%s/tfs-ioerr-XXXXXX", c->dir);
+		fd = mkstemp(c->member[i]);
+		if (fd < 0)
+			return -errno;
+		if (ftruncate(fd, (off_t)IMG_BYTES))
+			rc = -errno;
+		close(fd);
+		p[i] = c->member[i];
+		k += (size_t)snprintf(c->path + k, sizeof(c->path) - k, "%s%s",
+				      i ? ":" : "", c->member[i]);
+	}
+	if (!rc)
+		rc = tfs_mkfs_set(p, SET_N, &o, &info, err, sizeof(err));
+	if (rc)
+		for (int i = 0; i < SET_N; i++)
+			unlink(c->member[i]);
+	return rc;
+}
+
 static int make_image(const char *dir, char *path)
 {
 	int fd, rc;
@@ -772,7 +846,7 @@ static int run(struct ctx *c, const char *label, struct tfs_fault fl,
 	int rc;
 
 	c->runs++;
-	assert_int_equal(make_image(c->dir, c->path), 0);
+	assert_int_equal(c->set ? make_set(c) : make_image(c->dir, c->path), 0);
 	if (tfs_fs_open(c->path, &c->opts, &fs, err, sizeof(err)))
 		fail_msg("open of a fresh image: %s", err);
 	fl.at_close = ops;
@@ -783,6 +857,13 @@ static int run(struct ctx *c, const char *label, struct tfs_fault fl,
 	workload(&m);
 	tfs_fs_get_info(fs, &info);
 	m.sb_writes = info.generation - gen;
+	for (unsigned int i = 0; c->set && i < SET_N; i++) {
+		struct tfs_member_info mi;
+
+		assert_int_equal(tfs_fs_members(fs), SET_N);
+		assert_int_equal(tfs_fs_member_info(fs, i, &mi), 0);
+		c->member_writes[i] = mi.dev.writes;
+	}
 	(void)tfs_fs_close(fs); /* errors are allowed */
 	fs = NULL;
 
@@ -838,7 +919,11 @@ out:
 		c->failures++;
 	}
 	c->last_sb_writes = m.sb_writes;
-	unlink(c->path);
+	if (c->set)
+		for (int i = 0; i < SET_N; i++)
+			unlink(c->member[i]);
+	else
+		unlink(c->path);
 	return r.len ? 1 : 0;
 }
 
@@ -866,6 +951,56 @@ static int setup(void **state)
 	return 0;
 }
 
+/* A flush that fails on member 1 puts the file system in the error
+ * state, and the reason names the member and its device. */
+static void test_ioerr_set_failed_flush_names_the_member(void **state)
+{
+	struct ctx *c = *state;
+	struct tfs_fault fl = { .volatile_cache = 1,
+				.fail_kinds = TFS_FAULT_FLUSH,
+				.fail_nth = 1,
+				.fail_persist = 1,
+				.fail_members = 1u << 1 };
+	struct tfs_check_result res;
+	struct tfs_fs *fs = NULL;
+	char err[256], why[1024], want[128];
+	static uint8_t buf[256 * 1024];
+	struct stat st;
+
+	assert_int_equal(make_set(c), 0);
+	if (tfs_fs_open(c->path, &c->opts, &fs, err, sizeof(err)))
+		fail_msg("open of a fresh set: %s", err);
+	assert_int_equal(tfs_dev_fault_set(fs->dev, &fl), 0);
+	assert_int_equal(
+	    tfs_mknod(fs, TFS_FS_ROOT, "f", S_IFREG | 0644, 0, 0, 0, &st), 0);
+	memset(buf, 0x3c, sizeof(buf));
+	assert_int_equal(tfs_write(fs, st.st_ino, buf, sizeof(buf), 0, NULL),
+			 (ssize_t)sizeof(buf));
+	assert_int_equal(tfs_fsync(fs, st.st_ino, 0, NULL), -EIO);
+	assert_int_equal(tfs_fs_error(fs, why, sizeof(why)), -EIO);
+	snprintf(want, sizeof(want), "on member 1 (%s)", c->member[1]);
+	if (!strstr(why, want))
+		fail_msg("the error state says '%s', not '%s'", why, want);
+	(void)tfs_fs_close(fs);
+	/* what the set holds is a consistent file system */
+	if (tfs_fs_open(c->path, &c->opts, &fs, err, sizeof(err)))
+		fail_msg("open after the failure: %s", err);
+	assert_int_equal(tfs_check(fs, 0, NULL, &res), 0);
+	assert_int_equal(res.errors, 0);
+	assert_int_equal(tfs_fs_close(fs), 0);
+	for (int i = 0; i < SET_N; i++)
+		unlink(c->member[i]);
+}
+
+static int setup_set(void **state)
+{
+	int rc = setup(state);
+
+	if (!rc)
+		((struct ctx *)*state)->set = 1;
+	return rc;
+}
+
 static int teardown(void **state)
 {
 	struct ctx *c = *state;
@@ -881,14 +1016,20 @@ static unsigned int sweep(struct ctx *c, enum mode md, uint64_t count)
 {
 	unsigned int before = c->failures;
 	const char *only = getenv("TFS_IOERR_ONLY");
-	uint64_t seeds = c->wide && md != EIO_ONCE && md != ENOSPC_ONCE ? 4 : 1;
-	uint64_t ks = c->wide && md == EIO_ONCE_CUT ? 3 : 1;
+	int once = md == EIO_ONCE || md == ENOSPC_ONCE || md == SET_EIO_ONCE;
+	int after_fail = md == EIO_ONCE_CUT || md == SET_FLUSH_CUT;
+	uint64_t seeds = c->wide && !once ? 4 : 1;
+	uint64_t ks = c->wide && after_fail ? 3 : 1;
+	int hit = 1;
 
-	for (uint64_t n = 1; n <= count; n++) {
+	for (uint64_t n = 1; n <= count && hit; n++) {
 		/* under a sanitizer, cut and eio-cut take every other n each,
-		 * unless wide: together they still cover every n */
+		 * unless wide: together they still cover every n; the set's
+		 * modes every other and every third */
 		if (SANITIZED && !c->wide &&
-		    ((md == CUT && n % 2) || (md == EIO_CUT && n % 2 == 0)))
+		    ((md == CUT && n % 2) || (md == EIO_CUT && n % 2 == 0) ||
+		     (md == SET_EIO_ONCE && n % 2 == 0) ||
+		     (md == SET_CUT_MEMBER_1 && n % 3)))
 			continue;
 		for (uint64_t s = 0; s < seeds; s++) {
 			for (uint64_t k = 1; k <= ks; k++) {
@@ -900,7 +1041,7 @@ static unsigned int sweep(struct ctx *c, enum mode md, uint64_t count)
 				 * coin and other coins too.
 				 */
 				uint64_t seed =
-				    md == EIO_ONCE_CUT
+				    after_fail
 					? 4 * (n + 1000 * (s / 2)) + 3 - (s % 2)
 					: n + s;
 				char label[96];
@@ -909,12 +1050,12 @@ static unsigned int sweep(struct ctx *c, enum mode md, uint64_t count)
 						 "%s:%llu", mode_name[md],
 						 (unsigned long long)n);
 
-				if (md != EIO_ONCE && md != ENOSPC_ONCE)
+				if (!once)
 					l += snprintf(label + l,
 						      sizeof(label) - (size_t)l,
 						      " seed %llu",
 						      (unsigned long long)seed);
-				if (md == EIO_ONCE_CUT)
+				if (after_fail)
 					snprintf(label + l,
 						 sizeof(label) - (size_t)l,
 						 " cut at flush %llu after",
@@ -932,6 +1073,11 @@ static unsigned int sweep(struct ctx *c, enum mode md, uint64_t count)
 				    fault_of(md, n, seed, k,
 					     c->wide && (n & 1)),
 				    &ops);
+				/* counted over one member's operations, the
+				 * nth may be past the last: then no later
+				 * one is reached either */
+				if (md == SET_EIO_ONCE && !ops.failed)
+					hit = 0;
 			}
 		}
 	}
@@ -958,6 +1104,13 @@ static struct tfs_fault_ops count_ops(struct ctx *c)
 	    (unsigned long long)ops.writes, (unsigned long long)ops.flushes,
 	    (unsigned long long)c->last_sb_writes);
 	assert_true(ops.total > 20);
+	for (unsigned int i = 0; c->set && i < SET_N; i++) {
+		print_message("member %u: %llu writes\n", i,
+			      (unsigned long long)c->member_writes[i]);
+		/* else the faults of one member would test nothing */
+		if (!c->member_writes[i])
+			fail_msg("the workload wrote nothing to member %u", i);
+	}
 	return ops;
 }
 
@@ -965,7 +1118,9 @@ static void sweep_test(void **state, enum mode md)
 {
 	struct ctx *c = *state;
 	struct tfs_fault_ops ops = count_ops(c);
-	uint64_t count = md == ENOSPC_ONCE ? ops.writes : ops.total;
+	uint64_t count = md == ENOSPC_ONCE     ? ops.writes
+			 : md == SET_FLUSH_CUT ? ops.flushes
+					       : ops.total;
 	unsigned int runs0 = c->runs;
 	unsigned int bad = sweep(c, md, count);
 
@@ -1001,7 +1156,23 @@ static void test_ioerr_enospc_once_at_every_write(void **state)
 	sweep_test(state, ENOSPC_ONCE);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+static void test_ioerr_set_eio_once_on_one_member(void **state)
+{
+	sweep_test(state, SET_EIO_ONCE);
+}
+
+static void test_ioerr_set_flush_fails_on_one_member_then_powercut(void **state)
+{
+	sweep_test(state, SET_FLUSH_CUT);
+}
+
+static void test_ioerr_set_powercut_loses_one_members_writes(void **state)
+{
+	sweep_test(state, SET_CUT_MEMBER_1);
+}
+
+#define T(name)	   cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define TSET(name) cmocka_unit_test_setup_teardown(name, setup_set, teardown)
 
 int main(void)
 {
@@ -1011,6 +1182,10 @@ int main(void)
 		T(test_ioerr_powercut_at_every_operation),
 		T(test_ioerr_eio_once_then_powercut_at_next_flush),
 		T(test_ioerr_enospc_once_at_every_write),
+		TSET(test_ioerr_set_failed_flush_names_the_member),
+		TSET(test_ioerr_set_eio_once_on_one_member),
+		TSET(test_ioerr_set_flush_fails_on_one_member_then_powercut),
+		TSET(test_ioerr_set_powercut_loses_one_members_writes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
