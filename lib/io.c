@@ -333,7 +333,7 @@ const char *tfs_dev_failure_where(const struct tfs_dev *d, char *buf,
 		return buf;
 	buf[0] = '\0';
 	if (d->nmem > 1 && m >= 0 && (unsigned int)m < d->nmem)
-		snprintf(buf, len, " on member %d (%s)", m, d->mem[m].path);
+		snprintf(buf, len, " on member %d (%s)", m + 1, d->mem[m].path);
 	return buf;
 }
 

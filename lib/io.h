@@ -87,6 +87,7 @@ const char *tfs_dev_member_path(const struct tfs_dev *d, unsigned int m);
 /* The member of the last error returned, or -1 if none failed yet. */
 int tfs_dev_failed_member(const struct tfs_dev *d);
 /* For a message about the last error: " on member M (PATH)" in buf when
+ * (M counting from 1, as messages do)
  * d is a set of several and a member failed, else "".  Returns buf;
  * long paths are cut at TFS_WHERE_LEN. */
 #define TFS_WHERE_LEN 512

@@ -174,7 +174,7 @@ static void prom_members(FILE *m, const struct tfs_stats *s, const char *name,
 		uint64_t v;
 
 		memcpy(&v, (const char *)ms + field, sizeof(v));
-		fprintf(m, "tensorfs_%s{member=\"%u\",device=\"", pn, i);
+		fprintf(m, "tensorfs_%s{member=\"%u\",device=\"", pn, i + 1);
 		prom_label(m, ms->device);
 		fputs("\"}", m);
 		prom_value(m, v, nanos);
@@ -194,7 +194,7 @@ static void render_members(FILE *m, const struct tfs_stats *s,
 			const struct tfs_member_stats *ms = &s->member[i];
 
 #define X(name, type, help)                                                    \
-	fprintf(m, "member%u_%s %llu\n", i, #name,                             \
+	fprintf(m, "member%u_%s %llu\n", i + 1, #name,                         \
 		(unsigned long long)ms->name);
 			TFS_MEMBER_STATS
 #undef X

@@ -45,7 +45,7 @@ static void usage(FILE *f)
 	    "file system's set (one for a single device), so a slow or failing drive\n"
 	    "stands out:\n"
 	    "\n"
-	    "  member     its index in the set (0 holds the journal)\n"
+	    "  member     its number in the set, from 1 (1 holds the journal)\n"
 	    "  rd/wr MB/s read from and written to that device\n"
 	    "  reads/s, writ/s  requests it completed per second\n"
 	    "  inflt      its requests in flight now\n"
@@ -81,10 +81,10 @@ static int read_member(struct tfs_stats *s, const char *name, const char *val)
 	unsigned int i;
 	int at = 0;
 
-	if (sscanf(name, "member%u_%n", &i, &at) != 1 || !at ||
-	    i >= TFS_STATS_MEMBERS)
+	if (sscanf(name, "member%u_%n", &i, &at) != 1 || !at || i < 1 ||
+	    i > TFS_STATS_MEMBERS)
 		return 0;
-	ms = &s->member[i];
+	ms = &s->member[i - 1];
 	name += at;
 #define X(field, type, help)                                                   \
 	if (!strcmp(name, #field)) {                                           \
@@ -295,7 +295,7 @@ static void print_members(const struct tfs_stats *a, const struct tfs_stats *b,
 			if (!isnan(lat))
 				snprintf(l, sizeof(l), "%.3f", lat);
 			printf("%s{\"member\": %u, \"device\": ", i ? ", " : "",
-			       i);
+			       i + 1);
 			tfs_stats_json_string(stdout, devname[i]);
 			printf(", \"read_mb_s\": %.1f, \"write_mb_s\": %.1f, "
 			       "\"reads_s\": %.1f, \"writes_s\": %.1f, "
@@ -317,7 +317,7 @@ static void print_members(const struct tfs_stats *a, const struct tfs_stats *b,
 			printf(
 			    "%6u %7.0f %7.0f %7.0f %7.0f %5llu %7s %6llu %9.1f  "
 			    "%s\n",
-			    i, MD(read_bytes) / dt / 1e6,
+			    i + 1, MD(read_bytes) / dt / 1e6,
 			    MD(write_bytes) / dt / 1e6, MD(reads) / dt,
 			    MD(writes) / dt, (unsigned long long)mb->inflight,
 			    l, (unsigned long long)(mb->errors - ma->errors),

@@ -29,6 +29,9 @@
  *   JSON   "members": [{"device": PATH, "NAME": value, ...}, ...]
  *   Prometheus  tensorfs_member_NAME{member="I",device="PATH"} value,
  *          named by the same rules, with a gauge tensorfs_members
+ *
+ * I counts from 1, as every message names members (set.c); member 1
+ * holds the journal.
  */
 #ifndef TFS_STATS_H
 #define TFS_STATS_H

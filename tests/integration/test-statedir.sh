@@ -28,7 +28,7 @@ js = json.load(open(f"{d}/stats.json"))
 devices = []
 for i, m in enumerate(js.pop("members")):
     devices.append(m.pop("device"))
-    js.update({f"member{i}_{k}": v for k, v in m.items()})
+    js.update({f"member{i + 1}_{k}": v for k, v in m.items()})
 js["members"] = len(devices)
 if devices != [sys.argv[2]]:
     sys.exit(f"stats.json: members {devices}, mounted from {sys.argv[2]}")

@@ -75,12 +75,12 @@ writer=$!
 wait "$writer" || tfs_fail "the writer failed"
 tfs_eq "lines of tensorfs-stat --members, 2 intervals of a header and 3 members" 8 "$(grep -c . "$WORK/out")"
 for m in 1 2 3; do
-	# member index, 8 numbers, the device
-	grep -Eq "^ +$((m - 1)) .* $WORK/m$m.img\$" "$WORK/out" ||
-		tfs_fail "tensorfs-stat --members: no line for member $((m - 1)), $WORK/m$m.img: $(cat "$WORK/out")"
+	# member number (from 1), 8 numbers, the device
+	grep -Eq "^ +$m .* $WORK/m$m.img\$" "$WORK/out" ||
+		tfs_fail "tensorfs-stat --members: no line for member $m, $WORK/m$m.img: $(cat "$WORK/out")"
 	# the striped writes reach every member (write MB/s, column 3)
-	awk -v m=$((m - 1)) '$1 == m && $3 > 0 {found = 1} END {exit !found}' "$WORK/out" ||
-		tfs_fail "tensorfs-stat --members: member $((m - 1)) shows no writes: $(cat "$WORK/out")"
+	awk -v m=$m '$1 == m && $3 > 0 {found = 1} END {exit !found}' "$WORK/out" ||
+		tfs_fail "tensorfs-stat --members: member $m shows no writes: $(cat "$WORK/out")"
 done
 "$STAT" --json --members "$MNT" 0.2 1 >"$WORK/json" || tfs_fail "tensorfs-stat --json --members failed"
 python3 - "$WORK/json" "$IMG" <<'PY' || tfs_fail "--json --members: not JSON with every member: $(cat "$WORK/json")"

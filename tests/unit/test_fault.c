@@ -638,7 +638,7 @@ static void test_fault_flush_fails_on_one_member(void **state)
 	tfs_dev_member_stats(f.d, 0, &st);
 	assert_int_equal(st.errors, 0);
 	tfs_dev_failure_where(f.d, where, sizeof(where));
-	assert_non_null(strstr(where, "member 2"));
+	assert_non_null(strstr(where, "member 3"));
 	assert_non_null(strstr(where, f.path[2]));
 	/* now member 2 takes a write; a cut after it loses it alone */
 	assert_int_equal(put3(&f, 2, 9, 0xa2), 0);

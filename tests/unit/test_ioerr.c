@@ -978,7 +978,7 @@ static void test_ioerr_set_failed_flush_names_the_member(void **state)
 			 (ssize_t)sizeof(buf));
 	assert_int_equal(tfs_fsync(fs, st.st_ino, 0, NULL), -EIO);
 	assert_int_equal(tfs_fs_error(fs, why, sizeof(why)), -EIO);
-	snprintf(want, sizeof(want), "on member 1 (%s)", c->member[1]);
+	snprintf(want, sizeof(want), "on member 2 (%s)", c->member[1]);
 	if (!strstr(why, want))
 		fail_msg("the error state says '%s', not '%s'", why, want);
 	(void)tfs_fs_close(fs);

@@ -127,13 +127,13 @@ static void test_stats_render_each_member(void **state)
 	assert_non_null(text);
 	assert_non_null(json);
 	assert_non_null(prom);
-	assert_non_null(strstr(text, "members 2\nmember0_read_bytes 0\n"
-				     "member0_write_bytes 1048576\n"));
-	assert_non_null(strstr(text, "member1_errors 3\n"));
-	assert_non_null(strstr(text, "member1_free_bytes 4096\n"));
+	assert_non_null(strstr(text, "members 2\nmember1_read_bytes 0\n"
+				     "member1_write_bytes 1048576\n"));
+	assert_non_null(strstr(text, "member2_errors 3\n"));
+	assert_non_null(strstr(text, "member2_free_bytes 4096\n"));
 	/* numbers only: the names are in the other two */
 	assert_null(strstr(text, "nvme0n1"));
-	assert_int_equal(count(text, "member1_"), n);
+	assert_int_equal(count(text, "member2_"), n);
 	assert_non_null(strstr(json, "\"members\": [\n    {\"device\": "
 				     "\"/dev/nvme0n1\", \"read_bytes\": 0, "
 				     "\"write_bytes\": 1048576"));
@@ -144,12 +144,12 @@ static void test_stats_render_each_member(void **state)
 	assert_non_null(strstr(
 	    prom,
 	    "# TYPE tensorfs_member_write_bytes_total counter\n"
-	    "tensorfs_member_write_bytes_total{member=\"0\",device=\"/dev/"
+	    "tensorfs_member_write_bytes_total{member=\"1\",device=\"/dev/"
 	    "nvme0n1\"} 1048576\n"
-	    "tensorfs_member_write_bytes_total{member=\"1\",device=\"/img/"
+	    "tensorfs_member_write_bytes_total{member=\"2\",device=\"/img/"
 	    "a \\\"b\\\"\\\\c\\nd\"} 0\n"));
 	assert_non_null(strstr(prom, "tensorfs_member_latency_seconds_total{"
-				     "member=\"0\",device=\"/dev/nvme0n1\"} "
+				     "member=\"1\",device=\"/dev/nvme0n1\"} "
 				     "2.500000000\n"));
 	assert_non_null(
 	    strstr(prom, "# TYPE tensorfs_member_free_bytes gauge\n"));
