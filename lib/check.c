@@ -711,6 +711,35 @@ out:
 
 /* ===== superblocks ===== */
 
+int tfs_check_member_supers(const char *path, uint64_t *bad)
+{
+	struct tfs_dev *d;
+	struct tfs_super s;
+	uint8_t *b;
+	int rc;
+
+	*bad = 0;
+	rc = tfs_set_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK | TFS_SET_ADOPT,
+			  &d, NULL, 0);
+	if (rc)
+		return rc;
+	b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);
+	if (!b) {
+		tfs_dev_close(d);
+		return -ENOMEM;
+	}
+	for (unsigned int m = 1; m < tfs_dev_members(d) && !rc; m++) {
+		rc = tfs_dev_read(d, b, 2 * TFS_BLOCK_SIZE, tfs_dev_off(m, 0));
+		for (int i = 0; i < 2 && !rc; i++)
+			if (tfs_super_decode(b + i * TFS_BLOCK_SIZE, &s) ||
+			    s.member != m)
+				*bad |= 1ull << m;
+	}
+	tfs_io_free(b);
+	tfs_dev_close(d);
+	return rc;
+}
+
 int tfs_check_supers(const char *path, int *bad)
 {
 	struct tfs_dev *d;

@@ -422,6 +422,8 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 		dflags |= TFS_DEV_RDONLY;
 	if (fs->opts.no_lock)
 		dflags |= TFS_DEV_NOLOCK;
+	if (fs->opts.adopt_member)
+		dflags |= TFS_SET_ADOPT;
 	if (err && errlen)
 		err[0] = '\0';
 	rc = tfs_set_open(path, dflags, &fs->dev, err, errlen);
@@ -754,6 +756,13 @@ int tfs_fs_rewrite_superblocks(struct tfs_fs *fs)
 		rc = tfs_fs_sync(fs);
 	}
 	return rc;
+}
+
+int tfs_fs_rewrite_member_supers(struct tfs_fs *fs)
+{
+	if (fs->opts.readonly)
+		return -EROFS;
+	return tfs_journal_write_members(&fs->j);
 }
 
 void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s)

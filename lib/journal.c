@@ -620,9 +620,9 @@ struct tfs_alloc *tfs_journal_new_alloc(const struct tfs_super *s)
 	return a;
 }
 
-/* Member superblocks of a new set: both copies of every member past the
- * first, from member 0's (sb), then flushed. */
-static int format_members(struct tfs_journal *j)
+/* Member superblocks: both copies of every member past the first, from
+ * member 0's (sb), then flushed (a new set, or fsck's repair). */
+int tfs_journal_write_members(struct tfs_journal *j)
 {
 	for (uint32_t m = 1; m < j->sb.nmembers; m++) {
 		struct tfs_super s;
@@ -733,7 +733,7 @@ int tfs_journal_format_set(struct tfs_dev *dev, const uint64_t *bytes,
 		rc = tfs_dev_write(dev, j.iobuf, TFS_BLOCK_SIZE,
 				   j.sb.journal_start * TFS_BLOCK_SIZE);
 	if (!rc)
-		rc = format_members(&j);
+		rc = tfs_journal_write_members(&j);
 	if (rc)
 		goto out;
 	/*

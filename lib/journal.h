@@ -76,6 +76,10 @@ int tfs_journal_format(struct tfs_dev *dev, uint64_t bytes, uint32_t uid,
  */
 int tfs_journal_format_set(struct tfs_dev *dev, const uint64_t *bytes,
 			   uint32_t stripe_blocks, uint32_t uid, uint32_t gid);
+/* Write both superblock copies of every member past the first from j's
+ * superblock (their index, the set's sizes and uuid), then flush: what
+ * mkfs wrote, for a new set and for fsck's repair.  0 or -errno. */
+int tfs_journal_write_members(struct tfs_journal *j);
 
 /* A new allocator over the data area of every member of the set s
  * describes, all free (the space between members held used); NULL

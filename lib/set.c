@@ -9,7 +9,10 @@
  * one file system (the uuid), each index once, none missing, each the
  * size member 0's table records.  Then the members are put in index
  * order (tfs_dev_reorder()), still locked, and the journal's load reads
- * member 0 as it reads a one-device file system.
+ * member 0 as it reads a one-device file system.  A member past the
+ * first holds nothing but its superblocks (journal.c, J12), which
+ * member 0's table can rebuild: one that lost both copies is found by
+ * elimination (TFS_SET_ADOPT), for tensorfs-fsck -y to rewrite.
  */
 #include "set.h"
 
@@ -74,6 +77,71 @@ static int read_member(struct tfs_dev *d, unsigned int m, struct tfs_super *sb,
 	*sb = rc[0]					    ? s[1]
 	      : rc[1] || s[0].generation >= s[1].generation ? s[0]
 							    : s[1];
+	return 0;
+}
+
+/*
+ * Path i of the n given read no superblock (lost[i]): with exactly one
+ * such path and exactly one member missing, of that path's size (an
+ * image) or at most it (a device),
+ * fill its superblock from member 0's as mkfs wrote it (journal.c's
+ * format_members()) when adopt, else say what the repair is.  0 when
+ * nothing is lost or it was adopted, else -EINVAL with err set.
+ */
+static int adopt(struct tfs_dev *d, struct given *g, const int *lost,
+		 unsigned int n, const char *spec, int adopt, char *err,
+		 size_t errlen)
+{
+	const struct given *first = NULL;
+	unsigned int nlost = 0, at = 0, missing = 0, nmissing = 0;
+	int seen[TFS_SET_MAX] = { 0 };
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (lost[i]) {
+			nlost++;
+			at = i;
+		} else if (g[i].sb.member == 0) {
+			first = &g[i];
+		}
+	}
+	if (!nlost)
+		return 0;
+	if (nlost == 1 && first && first->sb.nmembers == n) {
+		for (unsigned int i = 0; i < n; i++)
+			if (!lost[i] && g[i].sb.member < TFS_SET_MAX &&
+			    !memcmp(g[i].sb.uuid, first->sb.uuid, 16))
+				seen[g[i].sb.member] = 1;
+		for (unsigned int m = 1; m < n; m++)
+			if (!seen[m]) {
+				missing = m;
+				nmissing++;
+			}
+	}
+	/* an image of another size, or a device too small, is not it */
+	if (nmissing != 1 ||
+	    (tfs_dev_member_is_blockdev(d, at)
+		 ? tfs_dev_member_size(d, at) <
+		       first->sb.member_blocks[missing] * TFS_BLOCK_SIZE
+		 : tfs_dev_member_size(d, at) !=
+		       first->sb.member_blocks[missing] * TFS_BLOCK_SIZE)) {
+		tfs_say(err, errlen,
+			"'%s' holds no valid tensorfs superblock: it is not a "
+			"member of a tensorfs set, or it is damaged",
+			g[at].path);
+		return -EINVAL;
+	}
+	if (!adopt) {
+		tfs_say(err, errlen,
+			"'%s' holds no valid tensorfs superblock, and member "
+			"%u of the set is missing: if '%s' is that member, its "
+			"superblocks were damaged; tensorfs-fsck -y %s "
+			"rewrites them",
+			g[at].path, missing + 1, g[at].path, spec);
+		return -EINVAL;
+	}
+	g[at].sb = first->sb;
+	g[at].sb.member = missing;
+	g[at].sb.dev_blocks = first->sb.member_blocks[missing];
 	return 0;
 }
 
@@ -191,12 +259,15 @@ int tfs_set_open(const char *spec, int flags, struct tfs_dev **out, char *err,
 {
 	const char *paths[TFS_SET_MAX];
 	unsigned int order[TFS_SET_MAX];
+	int lost[TFS_SET_MAX] = { 0 };
 	struct given *g = NULL;
 	struct tfs_dev *d = NULL;
+	int adopting = flags & TFS_SET_ADOPT;
 	struct stat st;
 	char *copy;
 	int n, bad, rc;
 
+	flags &= ~TFS_SET_ADOPT;
 	if (!strchr(spec, ':') || stat(spec, &st) == 0)
 		return tfs_dev_open(spec, flags, out);
 	copy = strdup(spec);
@@ -244,7 +315,15 @@ int tfs_set_open(const char *spec, int flags, struct tfs_dev **out, char *err,
 	for (int i = 0; i < n && !rc; i++) {
 		g[i].path = paths[i];
 		rc = read_member(d, (unsigned int)i, &g[i].sb, err, errlen);
+		if (rc == -EINVAL) {
+			lost[i] =
+			    1; /* no superblock: perhaps the missing one */
+			rc = 0;
+		}
 	}
+	if (!rc)
+		rc = adopt(d, g, lost, (unsigned int)n, spec, adopting, err,
+			   errlen);
 	if (!rc)
 		rc = check_set(g, (unsigned int)n, order, err, errlen);
 	if (!rc)

@@ -30,4 +30,15 @@
 int tfs_set_open(const char *spec, int flags, struct tfs_dev **out, char *err,
 		 size_t errlen);
 
+/*
+ * A flag for tfs_set_open() (beside io.h's TFS_DEV_*), for tensorfs-fsck:
+ * when exactly one path given holds no valid superblock copy and exactly
+ * one member is missing, of that path's size (at most, for a block
+ * device), that path is
+ * taken as that member (its superblocks were damaged; the journal's
+ * member, the first, is never adopted so).  Without it, the refusal says
+ * so and names the repair.
+ */
+#define TFS_SET_ADOPT 0x100
+
 #endif

@@ -57,6 +57,12 @@ static void usage(FILE *f)
 	    "that no two files share a block, that used and free space add up to the\n"
 	    "device, the directory tree, link counts and each file's extents.\n"
 	    "\n"
+	    "DEVICE is a block device or image file, or the members of a set joined\n"
+	    "with ':' (DEV1:DEV2:..., in any order), checked as one file system with\n"
+	    "every member's superblocks; -y rewrites a member's damaged ones from the\n"
+	    "set's record, also those of a member that lost both (the only one\n"
+	    "missing, found by its size).\n"
+	    "\n"
 	    "Options:\n"
 	    "  -y        repair what can be repaired (without -y nothing is written)\n"
 	    "  -p, -a    the same as -y (accepted for fsck(8) and boot scripts)\n"
@@ -297,6 +303,7 @@ static int open_fs(const struct args *a, struct tfs_fs **fs)
 	int rc;
 
 	o.readonly = !a->repair;
+	o.adopt_member = 1; /* a member that lost its superblocks */
 	rc = tfs_fs_open(a->path, &o, fs, err, sizeof(err));
 	if (!rc)
 		return 0;
@@ -321,6 +328,53 @@ static void report_supers(const struct args *a, struct tfs_fs *fs, int bad,
 	r->errors++;
 	if (a->repair)
 		tfs_fs_rewrite_superblocks(fs);
+}
+
+/* Members of a set past the first whose superblocks are damaged (bit m:
+ * member m); with -y, rewrite them from the set's record. */
+static void report_members(const struct args *a, struct tfs_fs *fs,
+			   uint64_t bad, struct tfs_check_result *r)
+{
+	struct tfs_member_info mi;
+
+	for (unsigned int m = 1; m < 64; m++) {
+		if (!(bad >> m & 1) || tfs_fs_member_info(fs, m, &mi))
+			continue;
+		printf("%s: member %u of the set (%s): a superblock copy is "
+		       "damaged or missing%s\n",
+		       prog, m + 1, mi.path,
+		       a->repair ? "" : "; tensorfs-fsck -y rewrites it");
+		r->errors++;
+	}
+	if (bad && a->repair)
+		tfs_fs_rewrite_member_supers(fs);
+}
+
+/* After the close: the members' rewritten copies count as repaired if
+ * they now read back valid. */
+static void verify_members(const struct args *a, uint64_t bad,
+			   struct tfs_check_result *r)
+{
+	uint64_t still = bad;
+
+	if (!bad || !a->repair)
+		return;
+	if (tfs_check_member_supers(a->path, &still))
+		still = bad;
+	for (unsigned int m = 1; m < 64; m++) {
+		if (!(bad >> m & 1))
+			continue;
+		if (still >> m & 1) {
+			printf("%s: member %u: superblock still damaged "
+			       "after the rewrite\n",
+			       prog, m + 1);
+			continue;
+		}
+		printf("%s: member %u: superblock copies rewritten from the "
+		       "set's record\n",
+		       prog, m + 1);
+		r->repaired++;
+	}
 }
 
 /* J8: the load used the older superblock copy. */
@@ -429,6 +483,7 @@ int main(int argc, char **argv)
 	struct tfs_fs_info info;
 	struct tfs_fs *fs = NULL;
 	int rc, bad = 0, ret;
+	uint64_t mbad = 0;
 	FILE *out;
 
 	if (argc > 0 && argv[0] && *argv[0]) {
@@ -444,6 +499,8 @@ int main(int argc, char **argv)
 	 * this cannot read, the open below says why */
 	if (tfs_check_supers(a.path, &bad))
 		bad = 0;
+	if (tfs_check_member_supers(a.path, &mbad))
+		mbad = 0;
 	ret = open_fs(&a, &fs);
 	if (ret)
 		return ret;
@@ -460,6 +517,7 @@ int main(int argc, char **argv)
 		return FSCK_OPERROR;
 	}
 	report_supers(&a, fs, bad, &r);
+	report_members(&a, fs, mbad, &r);
 	report_fallback(&a, fs, &r);
 	if (a.verbose)
 		print_summary(a.path, fs, &r);
@@ -473,5 +531,6 @@ int main(int argc, char **argv)
 		return FSCK_OPERROR;
 	}
 	verify_supers(&a, bad, &r);
+	verify_members(&a, mbad, &r);
 	return conclude(&a, &r, &info);
 }

@@ -62,4 +62,13 @@ int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen);
  */
 int tfs_check_supers(const char *path, int *bad);
 
+/*
+ * The same for the members of a set past the first (which hold nothing
+ * else): *bad gets bit m set for each member m (from 0) with a copy that
+ * does not decode as that member's; one that lost both is found by
+ * elimination (set.h's TFS_SET_ADOPT).  0, or -errno when the set
+ * cannot be opened or read.
+ */
+int tfs_check_member_supers(const char *path, uint64_t *bad);
+
 #endif

@@ -38,6 +38,10 @@ struct tfs_fs_opts {
 	unsigned int commit_interval_ms; /* 0: default 5000 */
 	int readonly;			 /* open read-only (fsck) */
 	int no_lock;			 /* do not flock the device */
+	int adopt_member;		 /* (fsck) a set member that lost
+						   both superblock copies is
+						   found by elimination
+						   (set.h's TFS_SET_ADOPT) */
 	int no_recover;			 /* load only: no orphan cleanup,
 						   no checkpoint (fsck -n) */
 	int no_replay;			 /* readonly only: the last
@@ -518,5 +522,10 @@ int64_t tfs_extent_count(struct tfs_fs *fs, uint64_t ino);
  * one.  Returns 0 or the first error.  Call with no other thread using
  * fs, on a file system opened read-write. */
 int tfs_fs_rewrite_superblocks(struct tfs_fs *fs);
+
+/* Write both superblock copies of every member past the first afresh,
+ * from the first's record of the set, as mkfs wrote them, and flush
+ * (they hold nothing else: journal.c's J12).  0 or -errno. */
+int tfs_fs_rewrite_member_supers(struct tfs_fs *fs);
 
 #endif
