@@ -588,6 +588,7 @@ int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen)
 	};
 	const struct tfs_fs_opts *o = &fs->opts;
 	struct tfs_cache_opts co = { 0 };
+	unsigned int qd;
 
 	fs->cs = o->block_size ? o->block_size : 1u << 20;
 	co.chunk_size = fs->cs;
@@ -596,9 +597,12 @@ int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen)
 	if (!co.pool_chunks)
 		co.pool_chunks = 1;
 	co.flushers = o->io_threads ? o->io_threads : 1;
-	co.batch = o->queue_depth ? o->queue_depth : 8;
+	qd = o->queue_depth ? o->queue_depth : 8;
+	/* queue_depth on each member: a batch spreads over all of them
+	 * (stripes), so it takes queue_depth chunks per member */
+	co.batch = qd * tfs_dev_members(fs->dev);
 	co.pin = o->pin;
-	tfs_dev_set_queue(fs->dev, fs->cs, co.batch);
+	tfs_dev_set_queue(fs->dev, fs->cs, qd);
 	tfs_dev_set_submit(fs->dev, o->single_submit, !o->no_overlap);
 	return tfs_cache_new(&co, &ops, fs, &fs->cache, err, errlen);
 }
