@@ -108,23 +108,34 @@ int tfs_fs_error(struct tfs_fs *fs, char *buf, size_t len)
 
 int tfs_fs_check_device(struct tfs_fs *fs)
 {
-	uint64_t need = fs->j.sb.dev_blocks * BS;
+	unsigned int n = tfs_dev_members(fs->dev);
+	char which[TFS_WHERE_LEN];
 	struct stat st;
 
-	if (fs->watch_fd < 0 || tfs_fs_failed(fs) || fstat(fs->watch_fd, &st))
-		return tfs_fs_failed(fs);
-	if (st.st_nlink == 0)
-		tfs_fs_fail(fs, -EIO,
-			    "the image was deleted while mounted; "
-			    "its data is gone at unmount: copy out "
-			    "what you need first");
-	else if ((uint64_t)st.st_size < need)
-		tfs_fs_fail(fs, -EIO,
-			    "the image was truncated to %llu bytes "
-			    "while mounted (the file system needs "
-			    "%llu)",
-			    (unsigned long long)st.st_size,
-			    (unsigned long long)need);
+	for (unsigned int m = 0; m < n && m < TFS_SET_MAX; m++) {
+		uint64_t need = tfs_super_member_blocks(&fs->j.sb, m) * BS;
+
+		if (fs->watch_fd[m] < 0 || tfs_fs_failed(fs) ||
+		    fstat(fs->watch_fd[m], &st))
+			continue;
+		which[0] = '\0';
+		if (n > 1) /* name the member of a set */
+			snprintf(which, sizeof(which), " of member %u (%s)",
+				 m + 1, tfs_dev_member_path(fs->dev, m));
+		if (st.st_nlink == 0)
+			tfs_fs_fail(fs, -EIO,
+				    "the image%s was deleted while mounted; "
+				    "its data is gone at unmount: copy out "
+				    "what you need first",
+				    which);
+		else if ((uint64_t)st.st_size < need)
+			tfs_fs_fail(fs, -EIO,
+				    "the image%s was truncated to %llu bytes "
+				    "while mounted (the file system needs "
+				    "%llu)",
+				    which, (unsigned long long)st.st_size,
+				    (unsigned long long)need);
+	}
 	return tfs_fs_failed(fs);
 }
 
@@ -428,9 +439,13 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
 		err[0] = '\0';
 	rc = tfs_set_open(path, dflags, &fs->dev, err, errlen);
 	/* item of the error state: an image deleted or truncated under us */
-	if (!rc && !fs->opts.readonly && !tfs_dev_is_blockdev(fs->dev))
-		fs->watch_fd =
-		    open(tfs_dev_member_path(fs->dev, 0), O_PATH | O_CLOEXEC);
+	for (unsigned int m = 0;
+	     !rc && !fs->opts.readonly && m < tfs_dev_members(fs->dev) &&
+	     m < TFS_SET_MAX;
+	     m++)
+		if (!tfs_dev_member_is_blockdev(fs->dev, m))
+			fs->watch_fd[m] = open(tfs_dev_member_path(fs->dev, m),
+					       O_PATH | O_CLOEXEC);
 	if (rc && err && errlen && err[0])
 		; /* the set said what */
 	else if (rc == -EBUSY)
@@ -448,8 +463,9 @@ static int open_dev(struct tfs_fs *fs, const char *path, char *err,
  * tfs_fs_open() sets up before anything can fail. */
 static void free_fs(struct tfs_fs *fs)
 {
-	if (fs->watch_fd >= 0)
-		close(fs->watch_fd);
+	for (unsigned int m = 0; m < TFS_SET_MAX; m++)
+		if (fs->watch_fd[m] >= 0)
+			close(fs->watch_fd[m]);
 	free(fs->path);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->jlock);
@@ -476,7 +492,8 @@ int tfs_fs_open(const char *path, const struct tfs_fs_opts *o,
 	pthread_mutex_init(&fs->jlock, NULL);
 	pthread_mutex_init(&fs->errlock, NULL);
 	pthread_cond_init(&fs->cond, NULL);
-	fs->watch_fd = -1;
+	for (unsigned int m = 0; m < TFS_SET_MAX; m++)
+		fs->watch_fd[m] = -1;
 	fs->path = strdup(path);
 	if (!fs->path) {
 		rc = -ENOMEM;

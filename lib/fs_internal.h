@@ -85,7 +85,8 @@ struct tfs_fs {
 	pthread_mutex_t errlock;
 	int error;
 	char errmsg[1024];
-	int watch_fd; /* the image (O_PATH) for fstat, or -1 */
+	int watch_fd[TFS_SET_MAX]; /* each member that is an image (O_PATH)
+				      for fstat, or -1 */
 
 	/*
 	 * Read-only at run time (tfs_fs_set_readonly(), a remount,ro):

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Description: the backing image truncated, or deleted, while mounted puts
+# Description: the backing image truncated, or deleted, while mounted (also
+# an image that is member 2 or 3 of a set, named in the error) puts
 # the mount in its error state (lib/journal.c J7) at the next commit: the
 # log and .tensorfs/stats name the cause, changes fail (EROFS) and fsync
 # fails (EIO), reads still work, and the daemon exits non-zero at unmount,
@@ -99,5 +100,23 @@ cp "$WORK/synced" "$MNT/synced" && sync "$MNT/synced" || tfs_fail "first write"
 rm "$IMG"
 check_error_state "deleted"
 unmount_fails "deleted"
+
+# rounds 3 and 4: a member of a set other than the first (which holds
+# the journal) truncated, then deleted; the error names it
+tfs_mkset 3 96M
+: >"$WORK/daemon.log"
+tfs_mount -o commit_interval_ms=200
+cp "$WORK/synced" "$MNT/synced" && sync "$MNT/synced" || tfs_fail "first write to the set"
+truncate -s 64M "$WORK/m2.img"
+check_error_state "image of member 2 ($WORK/m2.img) was truncated"
+unmount_fails "member 2 truncated"
+rm -f "$WORK"/m?.img
+tfs_mkset 3 96M
+: >"$WORK/daemon.log"
+tfs_mount -o commit_interval_ms=200
+cp "$WORK/synced" "$MNT/synced" && sync "$MNT/synced" || tfs_fail "first write to the set"
+rm "$WORK/m3.img"
+check_error_state "image of member 3 ($WORK/m3.img) was deleted"
+unmount_fails "member 3 deleted"
 
 tfs_pass
