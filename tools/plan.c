@@ -102,6 +102,9 @@ static void usage(FILE *f)
 	    "                       MemTotal), e.g. 256G, 512GiB\n"
 	    "  --nvme SIZE          space under nvme_path per node (default: unknown,\n"
 	    "                       not checked)\n"
+	    "  --drives N           NVMe drives the mount is striped over (a set,\n"
+	    "                       DEV1:DEV2:...; default 1): aio.queue_depth and\n"
+	    "                       the write-back pool are sized for all of them\n"
 	    "  --memlock SIZE       RLIMIT_MEMLOCK of the ranks, or 'unlimited'\n"
 	    "                       (default: this process's, as ulimit -l shows)\n"
 	    "\n"
@@ -724,11 +727,12 @@ static void json_inputs(json_t *o, const struct input *in,
 		      "largest_sub_group", bytes_json(p->largest_subgroup)));
 	json_object_set_new(
 	    o, "machine",
-	    json_pack("{s:o, s:o, s:o}", "ram",
+	    json_pack("{s:o, s:o, s:o, s:i}", "ram",
 		      f->ram ? bytes_json(f->ram) : json_null(), "memlock",
 		      f->memlock == UINT64_MAX ? json_string("unlimited")
 					       : bytes_json(f->memlock),
-		      "nvme", f->nvme ? bytes_json(f->nvme) : json_null()));
+		      "nvme", f->nvme ? bytes_json(f->nvme) : json_null(),
+		      "drives", (int)(f->drives ? f->drives : 1)));
 	json_object_set_new(
 	    o, "inputs",
 	    json_pack("{s:o, s:o, s:o, s:i}", "ini",
@@ -867,6 +871,7 @@ enum {
 	O_DTYPE,
 	O_RANKS,
 	O_NODES,
+	O_DRIVES,
 	O_RAM,
 	O_NVME,
 	O_MEMLOCK,
@@ -882,6 +887,7 @@ static const struct option longopts[] = {
 	{ "dtype", required_argument, NULL, O_DTYPE },
 	{ "ranks", required_argument, NULL, O_RANKS },
 	{ "nodes", required_argument, NULL, O_NODES },
+	{ "drives", required_argument, NULL, O_DRIVES },
 	{ "ram", required_argument, NULL, O_RAM },
 	{ "nvme", required_argument, NULL, O_NVME },
 	{ "memlock", required_argument, NULL, O_MEMLOCK },
@@ -937,6 +943,15 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 			in->f.nodes = (unsigned)count_arg("--nodes", optarg, 1);
 			if (in->f.nodes > 1000000)
 				die(EXIT_USAGE, "--nodes %s: at most 1e6",
+				    optarg);
+			break;
+		case O_DRIVES:
+			in->f.drives =
+			    (unsigned)count_arg("--drives", optarg, 1);
+			if (in->f.drives > 64)
+				die(EXIT_USAGE,
+				    "--drives %s: a tensorfs set has at most "
+				    "64 members",
 				    optarg);
 			break;
 		case O_RAM:
@@ -1028,6 +1043,7 @@ int main(int argc, char **argv)
 	tfs_closeout("tensorfs-plan", EXIT_FAILURE);
 	tfs_config_defaults(&in.c);
 	in.f.ranks = 1;
+	in.f.drives = 1;
 	in.f.nodes = 1;
 	in.f.stage = 3;
 	in.f.memlock = UINT64_MAX;

@@ -75,8 +75,11 @@ enum tfs_offload_device {
 	  "Write-back buffers.  Writes are copied into them, acknowledged, "    \
 	  "and written to the device in the background; when all are full "     \
 	  "writers wait, they never fail.  Pool memory = buffer_count x "       \
-	  "buffer_size, allocated at mount (and pinned with pin_memory).  In "  \
-	  "DeepSpeed: pinned parameter swap buffers per rank.")                 \
+	  "buffer_size, allocated at mount (and pinned with pin_memory).  "     \
+	  "With several drives the pool feeds them all: keep it at least "      \
+	  "drives x queue_depth x block_size x intra_op_parallelism (4 x 8 x "  \
+	  "1 MiB = 32 MiB), far below the default; more only absorbs bursts.  " \
+	  "In DeepSpeed: pinned parameter swap buffers per rank.")              \
 	X(offload_param, buffer_size, ELEMS, "1e8", 1, UINT64_MAX >> 2,         \
 	  "elements", TFS,                                                      \
 	  "Size of one write-back buffer, in elements of dtype (1e8 x fp16 = "  \
@@ -158,7 +161,11 @@ enum tfs_offload_device {
 	  "write-back pool work in.  A multiple of 4 KiB.  In DeepSpeed: "      \
 	  "tensors smaller than max(1 MiB, block_size) are never swapped.")     \
 	X(aio, queue_depth, UINT, "8", 1, 256, "count", TFS,                    \
-	  "Device requests in flight per I/O thread.")                          \
+	  "Device requests in flight per I/O thread on each drive: a set of "   \
+	  "N drives keeps up to N x queue_depth in flight, and each "           \
+	  "write-back batch takes queue_depth x N blocks of the pool.  8 "      \
+	  "keeps an NVMe drive busy with 1 MiB requests; raise it for "         \
+	  "smaller block_size.")                                                \
 	X(aio, intra_op_parallelism, UINT, "1", 1, 64, "count", TFS,            \
 	  "I/O threads writing back, each with its own io_uring.  The old "     \
 	  "name thread_count is accepted with a warning (DeepSpeed ignores "    \

@@ -1187,6 +1187,85 @@ static void fit_memory(const struct tfs_plan_facts *f, struct rec_state *s,
 	}
 }
 
+/*
+ * Several drives.  DeepSpeed keeps queue_depth requests of block_size in
+ * flight per thread (intra_op_parallelism); the mount stripes them over
+ * the drives, so each drive sees queue_depth x threads / drives.  An NVMe
+ * drive needs about PER_DRIVE_QD 1 MiB requests in flight to stream, and
+ * tensorfs's own write-back keeps queue_depth on each (file.c), from a
+ * pool that must hold drives x queue_depth x threads blocks to do so.
+ */
+#define PER_DRIVE_QD 8u
+
+static uint64_t drives_of(const struct tfs_plan_facts *f)
+{
+	return f->drives ? f->drives : 1;
+}
+
+/* The requests in flight that keep every drive at PER_DRIVE_QD. */
+static uint64_t qd_for_drives(const struct tfs_config *c,
+			      const struct tfs_plan_facts *f)
+{
+	uint64_t th =
+	    c->aio_intra_op_parallelism ? c->aio_intra_op_parallelism : 1;
+	uint64_t q = (PER_DRIVE_QD * drives_of(f) + th - 1) / th;
+
+	return q > 256 ? 256 : q;
+}
+
+static void fit_drives(const struct tfs_plan_facts *f, struct rec_state *s)
+{
+	struct tfs_config *r = &s->r;
+	uint64_t want = qd_for_drives(r, f);
+
+	if (drives_of(f) < 2 || r->aio_queue_depth >= want)
+		return;
+	r->aio_queue_depth = want;
+	because(s, "aio.queue_depth",
+		"%llu requests in flight per thread (x %llu thread%s) keep "
+		"each of the %llu drives at %u, as an NVMe drive needs: "
+		"DeepSpeed's requests spread over the drives by stripes, and "
+		"tensorfs writes back queue_depth on each",
+		(unsigned long long)want,
+		(unsigned long long)r->aio_intra_op_parallelism,
+		r->aio_intra_op_parallelism == 1 ? "" : "s",
+		(unsigned long long)drives_of(f), PER_DRIVE_QD);
+}
+
+/* What the drives need of the configuration as given. */
+static void check_drives(const struct tfs_config *c,
+			 const struct tfs_plan_facts *f, struct tfs_plan *p)
+{
+	uint64_t n = drives_of(f), th = c->aio_intra_op_parallelism;
+	uint64_t flight = n * c->aio_queue_depth * (th ? th : 1);
+	uint64_t pool = tfs_config_pool_bytes(c);
+	char a[48], b[48];
+
+	if (n < 2)
+		return;
+	if (c->aio_queue_depth < qd_for_drives(c, f))
+		tfs_plan_add(
+		    p, TFS_PLAN_WARN, "aio.queue_depth",
+		    "queue_depth %llu x %llu thread(s) over %llu "
+		    "drives leaves each with %.1f requests in flight; "
+		    "NVMe streams at about %u: set queue_depth = %llu",
+		    (unsigned long long)c->aio_queue_depth,
+		    (unsigned long long)(th ? th : 1), (unsigned long long)n,
+		    (double)c->aio_queue_depth * (double)(th ? th : 1) /
+			(double)n,
+		    PER_DRIVE_QD, (unsigned long long)qd_for_drives(c, f));
+	if (pool / c->aio_block_size < flight)
+		tfs_plan_add(p, TFS_PLAN_WARN, "offload_param.buffer_count",
+			     "the write-back pool (%s) holds fewer blocks than "
+			     "%llu drives x queue_depth %llu x %llu thread(s) "
+			     "of %s: write-back cannot keep every drive busy; "
+			     "raise buffer_count or buffer_size",
+			     sz(pool, a, sizeof(a)), (unsigned long long)n,
+			     (unsigned long long)c->aio_queue_depth,
+			     (unsigned long long)(th ? th : 1),
+			     sz(c->aio_block_size, b, sizeof(b)));
+}
+
 /* Add key's row to p->recs: the recommended value, and why. */
 static void row(struct tfs_plan *p, const struct tfs_config *c,
 		const struct rec_state *s, const char *key, const char *keep)
@@ -1236,6 +1315,7 @@ static void recommend(const struct tfs_config *c,
 	fix_failures(f, s, t);
 	fit_memory(f, s, t);
 	fix_failures(f, s, t); /* what a move to nvme may have brought */
+	fit_drives(f, s);
 	p->rec_severity = assess(&s->r, f, t);
 	p->rec_node_pinned = t->node_pinned;
 	p->rec_node_pageable = t->node_pageable;
@@ -1303,6 +1383,14 @@ static void recommend(const struct tfs_config *c,
 	}
 	row(p, c, s, "offload_param.pin_memory", NULL);
 	row(p, c, s, "aio.block_size", NULL);
+	if (drives_of(f) > 1) {
+		snprintf(keep, sizeof(keep),
+			 "%llu requests in flight per thread keep each of "
+			 "the %llu drives at %u or more",
+			 (unsigned long long)s->r.aio_queue_depth,
+			 (unsigned long long)drives_of(f), PER_DRIVE_QD);
+		row(p, c, s, "aio.queue_depth", keep);
+	}
 	row(p, c, s, "aio.intra_op_parallelism", NULL);
 out:
 	free(s);
@@ -1317,6 +1405,7 @@ int tfs_plan_compute(const struct tfs_config *c, const struct tfs_plan_facts *f,
 	if (rc)
 		return rc;
 	check(c, f, p);
+	check_drives(c, f, p);
 	recommend(c, f, p);
 	return 0;
 }

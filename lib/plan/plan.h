@@ -27,6 +27,7 @@ struct tfs_plan_facts {
 	uint64_t largest_param; /* elements of its largest parameter, 0 unknown */
 	unsigned int ranks;	/* ranks (GPUs) per node, > 0 */
 	unsigned int nodes;	/* nodes, > 0; world size = ranks x nodes */
+	unsigned int drives;	/* NVMe drives in the mount's set; 0: 1 */
 	unsigned int stage;	/* ZeRO stage 0..3 */
 	uint64_t ram;		/* host memory per node, bytes; 0 unknown */
 	uint64_t nvme;		/* space under nvme_path per node; 0 unknown */

@@ -281,6 +281,27 @@ grep -q "cannot count the parameters" "$WORK/err" &&
 model "$WORK/null-head.json" 'd["head_dim"] = None'
 plan 0 fits "head_dim null" --model "$WORK/null-head.json" "${M[@]}"
 
+# 10b. --drives: DeepSpeed's queue_depth is its total over the drives the
+# mount stripes over, tensorfs's write-back keeps queue_depth on each
+plan 0 warnings "--drives 4 at the default queue_depth" --params 7e9 --drives 4 "${M[@]}"
+tfs_expect_words "--drives 4" "$WORK/out" "each with 2.0 requests in flight" \
+	"set queue_depth = 32"
+grep -qE "aio.queue_depth = 32 +\(now 8\)" "$WORK/text" ||
+	tfs_fail "--drives 4: expected the recommendation aio.queue_depth = 32 (now 8), got: $(grep queue_depth "$WORK/text")"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["machine"]["drives"] == 4 else 1)' "$WORK/json" ||
+	tfs_fail "--drives 4 --json: machine.drives is not 4"
+printf '[aio]\nqueue_depth = 16\nintra_op_parallelism = 2\n[offload_param]\nbuffer_count = 2\nbuffer_size = 4MiB\n' >"$WORK/qd.ini"
+plan 0 warnings "--drives 4, queue_depth 16 x 2 threads, a pool of 8 MiB" -c "$WORK/qd.ini" --params 7e9 --drives 4 "${M[@]}"
+grep -q "each with .* requests in flight" "$WORK/out" &&
+	tfs_fail "--drives 4 with 16 x 2 in flight: warned of too few requests per drive"
+tfs_expect_words "--drives 4, a pool of 8 MiB" "$WORK/out" "write-back pool (8 MiB)" \
+	"raise buffer_count or buffer_size"
+# one drive: nothing said of queue_depth
+plan 0 fits "--drives 1" --params 7e9 --drives 1 "${M[@]}"
+grep -q "queue_depth" "$WORK/out" && tfs_fail "--drives 1: queue_depth mentioned: $(grep queue_depth "$WORK/out")"
+refused 2 "--drives 0" "--drives" --params 7e9 --drives 0
+refused 2 "--drives 65" "at most 64" --params 7e9 --drives 65
+
 # 11. --help: the exit codes, and the INI where tensorfs installs it
 tfs_expect_exit 0 "--help" "$PLAN" --help
 tfs_expect_words "--help" "$WORK/out" "Exit status" "--deepspeed" "--strict" \
