@@ -593,34 +593,28 @@ static uint64_t sweep(const struct claims *cl, const struct tfs_super *sb,
 		if (c->len == 0 || c_end < c->pblk ||
 		    !tfs_super_in_data(sb, c->pblk, c->len)) {
 			uint32_t m = (uint32_t)(c->pblk >> TFS_MEMBER_BITS);
-			uint64_t first = tfs_super_data_start(sb, m);
 			uint64_t end = tfs_super_member_blocks(sb, m);
+			char where[96];
 
-			/* J9e */
 			if (end)
-				conflict(out, &n,
-					 "inode %llu%s: file blocks %llu.. "
-					 "map %llu device blocks from %llu, "
+				snprintf(where, sizeof(where),
 					 "outside the data area (blocks "
 					 "%llu..%llu of member %u)",
-					 (unsigned long long)c->ino,
-					 unlinked(c),
-					 (unsigned long long)c->lblk,
-					 (unsigned long long)c->len,
-					 (unsigned long long)c->pblk,
-					 (unsigned long long)first,
+					 (unsigned long long)
+					     tfs_super_data_start(sb, m),
 					 (unsigned long long)(end - 1), m + 1);
 			else
-				conflict(out, &n,
-					 "inode %llu%s: file blocks %llu.. "
-					 "map %llu device blocks from %llu, "
-					 "on member %u of a set of %u",
-					 (unsigned long long)c->ino,
-					 unlinked(c),
-					 (unsigned long long)c->lblk,
-					 (unsigned long long)c->len,
-					 (unsigned long long)c->pblk, m + 1,
+				snprintf(where, sizeof(where),
+					 "on member %u of a set of %u", m + 1,
 					 sb->nmembers);
+			/* J9e */
+			conflict(out, &n,
+				 "inode %llu%s: file blocks %llu.. map %llu "
+				 "device blocks from %llu, %s",
+				 (unsigned long long)c->ino, unlinked(c),
+				 (unsigned long long)c->lblk,
+				 (unsigned long long)c->len,
+				 (unsigned long long)c->pblk, where);
 			continue;
 		}
 		if (far && c->pblk < far_end) {

@@ -652,6 +652,22 @@ static void test_io_set_open_names_the_bad_member(void **state)
 	assert_int_equal(tfs_dev_open_set(s.paths, SET_N, 0, &s.d, &bad), 0);
 	assert_int_equal(tfs_dev_open(s.path[2], 0, &d), -EBUSY);
 	assert_null(d);
+	/* an order that is not a permutation is refused, nothing moved */
+	{
+		static const unsigned int twice[SET_N] = { 1, 1, 0 };
+		static const unsigned int past[SET_N] = { 0, 1, SET_N };
+		static const unsigned int turn[SET_N] = { 2, 0, 1 };
+
+		assert_int_equal(tfs_dev_reorder(s.d, twice), -EINVAL);
+		assert_int_equal(tfs_dev_reorder(s.d, past), -EINVAL);
+		for (unsigned int i = 0; i < SET_N; i++)
+			assert_string_equal(tfs_dev_member_path(s.d, i),
+					    s.path[i]);
+		assert_int_equal(tfs_dev_reorder(s.d, turn), 0);
+		for (unsigned int i = 0; i < SET_N; i++)
+			assert_string_equal(tfs_dev_member_path(s.d, i),
+					    s.path[turn[i]]);
+	}
 	set_drop(&s);
 }
 
