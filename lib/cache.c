@@ -1181,8 +1181,10 @@ again:
 	ch->rrefs++;
 	if (missing) {
 		c->misses++;
-		/* fill the whole chunk, reads tend to go on, but not past
-		 * the end of the file */
+		/* fill on to the chunk's end, reads tend to go on, but not
+		 * past the end of the file, nor before s0: the 1 KiB rest
+		 * of each of DeepSpeed's 1 MiB reads (tfs_cache_read_into())
+		 * reads its last block, not the whole chunk again */
 		unsigned int lim = fill_limit(c, idx, eof);
 
 		if (lim <= s1)
@@ -1195,6 +1197,10 @@ again:
 				m = 0;
 			else if (lim - first < 64)
 				m = (1ull << (lim - first)) - 1;
+			if (s0 >= first + 64)
+				m = 0;
+			else if (s0 > first)
+				m &= ~((1ull << (s0 - first)) - 1);
 			want[w] = ~ch->valid[w] & m;
 		}
 		rc = fill(c, ch, want);
@@ -1289,7 +1295,8 @@ int tfs_cache_read_into(struct tfs_cache *c, uint64_t ino, uint64_t off,
 	 * kernel cuts each 1 MiB O_DIRECT read of theirs at 256 pages, into
 	 * a piece 1 KiB short of its chunk's end and a 1 KiB rest.  Read
 	 * the first piece as its whole chunk, around the cache; the rest
-	 * then fills one block of the cache.
+	 * then fills one block of the cache (get_chunk() fills from the
+	 * block read on).
 	 */
 	if (off % cs == 0 && len && len < cs && off < eof) {
 		whole = eof - off < cs ? (size_t)(eof - off) : cs;
