@@ -705,58 +705,61 @@ out:
 
 /* ===== superblocks ===== */
 
-int tfs_check_member_supers(const char *path, uint64_t *bad)
+/*
+ * Open the set path names read-only, without the lock, and read each
+ * member's two superblock copies: bit i of *bad[m] (m < n) for each copy
+ * i that does not decode as member m's.  The number of members into *n.
+ */
+static int read_copies(const char *path, int flags, unsigned int max,
+		       unsigned int *n, int *bad)
 {
 	struct tfs_dev *d;
 	struct tfs_super s;
 	uint8_t *b;
 	int rc;
 
-	*bad = 0;
-	rc = tfs_set_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK | TFS_SET_ADOPT,
-			  &d, NULL, 0);
+	rc = tfs_set_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK | flags, &d,
+			  NULL, 0);
 	if (rc)
 		return rc;
 	b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);
-	if (!b) {
-		tfs_dev_close(d);
-		return -ENOMEM;
-	}
-	for (unsigned int m = 1; m < tfs_dev_members(d) && !rc; m++) {
+	rc = b ? 0 : -ENOMEM;
+	*n = tfs_dev_members(d) < max ? tfs_dev_members(d) : max;
+	for (unsigned int m = 0; m < *n && !rc; m++) {
+		bad[m] = 0;
 		rc = tfs_dev_read(d, b, 2 * TFS_BLOCK_SIZE, tfs_dev_off(m, 0));
 		for (int i = 0; i < 2 && !rc; i++)
 			if (tfs_super_decode(b + i * TFS_BLOCK_SIZE, &s) ||
 			    s.member != m)
-				*bad |= 1ull << m;
+				bad[m] |= 1 << i;
 	}
 	tfs_io_free(b);
 	tfs_dev_close(d);
 	return rc;
 }
 
-int tfs_check_supers(const char *path, int *bad)
+int tfs_check_member_supers(const char *path, uint64_t *bad)
 {
-	struct tfs_dev *d;
-	struct tfs_super s;
-	uint8_t *b;
+	int copies[TFS_SET_MAX];
+	unsigned int n = 0;
 	int rc;
 
 	*bad = 0;
-	rc = tfs_set_open(path, TFS_DEV_RDONLY | TFS_DEV_NOLOCK, &d, NULL, 0);
+	rc = read_copies(path, TFS_SET_ADOPT, TFS_SET_MAX, &n, copies);
+	for (unsigned int m = 1; m < n && !rc; m++)
+		if (copies[m])
+			*bad |= 1ull << m;
+	return rc;
+}
+
+int tfs_check_supers(const char *path, int *bad)
+{
+	unsigned int n = 0;
+	int rc;
+
+	*bad = 0;
+	rc = read_copies(path, 0, 1, &n, bad);
 	if (rc)
-		return rc;
-	b = tfs_io_alloc(2 * TFS_BLOCK_SIZE);
-	if (!b) {
-		tfs_dev_close(d);
-		return -ENOMEM;
-	}
-	rc = tfs_dev_read(d, b, 2 * TFS_BLOCK_SIZE, 0);
-	if (!rc) {
-		for (int i = 0; i < 2; i++)
-			if (tfs_super_decode(b + i * TFS_BLOCK_SIZE, &s))
-				*bad |= 1 << i;
-	}
-	tfs_io_free(b);
-	tfs_dev_close(d);
+		*bad = 0;
 	return rc;
 }

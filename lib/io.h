@@ -86,10 +86,10 @@ int tfs_dev_member_is_blockdev(const struct tfs_dev *d, unsigned int m);
 const char *tfs_dev_member_path(const struct tfs_dev *d, unsigned int m);
 /* The member of the last error returned, or -1 if none failed yet. */
 int tfs_dev_failed_member(const struct tfs_dev *d);
-/* For a message about the last error: " on member M (PATH)" in buf when
- * (M counting from 1, as messages do)
- * d is a set of several and a member failed, else "".  Returns buf;
- * long paths are cut at TFS_WHERE_LEN. */
+/* For a message about the last error: " on member M (PATH)" in buf (M
+ * counting from 1, as messages do) when d is a set of several and a
+ * member failed, else "".  Returns buf; long paths are cut at
+ * TFS_WHERE_LEN. */
 #define TFS_WHERE_LEN 512
 const char *tfs_dev_failure_where(const struct tfs_dev *d, char *buf,
 				  size_t len);
