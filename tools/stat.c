@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "closeout.h"
 #include "stats.h"
 
@@ -96,63 +98,29 @@ static int read_member(struct tfs_stats *s, const char *name, const char *val)
 	return 0;
 }
 
-/*
- * The members' device names from stats.json next to the stats file at
- * path: each member's object starts with {"device": "NAME", in member
- * order (lib/stats.c), NAME escaped as JSON escapes it.  Names it cannot
- * read stay NULL.
- */
+/* The members' device names from stats.json next to the stats file at
+ * path (its "members" array, in member order); names it cannot read
+ * stay NULL. */
 static void read_devices(const char *path)
 {
-	static const char key[] = "{\"device\": \"";
-	char json[4096 + 16], *buf = NULL;
-	const char *p;
-	size_t len = 0;
-	FILE *f, *m;
-	int c;
+	char json[4096 + 16];
+	json_t *root, *members, *m;
+	size_t i;
 
 	snprintf(json, sizeof(json), "%s.json", path);
-	f = fopen(json, "r");
-	m = f ? open_memstream(&buf, &len) : NULL;
-	if (m)
-		while ((c = getc(f)) != EOF)
-			putc(c, m);
-	if (f)
-		fclose(f);
-	if (!m || fclose(m))
-		return;
-	p = buf;
-	for (unsigned int i = 0; i < TFS_STATS_MEMBERS; i++) {
-		char *name, *out;
+	root = json_load_file(json, 0, NULL);
+	members = json_object_get(root, "members");
+	json_array_foreach(members, i, m)
+	{
+		const char *name =
+		    json_string_value(json_object_get(m, "device"));
 
-		p = strstr(p, key);
-		if (!p)
+		if (i >= TFS_STATS_MEMBERS)
 			break;
-		p += sizeof(key) - 1;
-		name = out = malloc(strlen(p) + 1);
-		if (!name)
-			break;
-		while (*p && *p != '"') {
-			unsigned int u;
-
-			if (*p != '\\') {
-				*out++ = *p++;
-			} else if (p[1] == 'u' &&
-				   sscanf(p + 2, "%4x", &u) == 1) {
-				*out++ = u < 0x80 ? (char)u : '?';
-				p += 6;
-			} else if (p[1]) {
-				*out++ = p[1];
-				p += 2;
-			} else {
-				p++;
-			}
-		}
-		*out = '\0';
 		free(devname[i]);
-		devname[i] = name;
+		devname[i] = name ? strdup(name) : NULL;
 	}
-	free(buf);
+	json_decref(root);
 }
 
 /* Read MOUNT/.tensorfs/stats ("name value" lines) into *s.  0 or
