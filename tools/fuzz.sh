@@ -22,7 +22,7 @@ case "$secs" in
 '' | *[!0-9]*) echo "fuzz.sh: '$secs' is not a number of seconds; see the header of $0" >&2; exit 2 ;;
 esac
 [ $# -gt 0 ] && shift
-targets=${*:-torch pickle zip npy safetensors config deepspeed format}
+targets=${*:-torch pickle zip npy safetensors config deepspeed format model}
 
 command -v clang >/dev/null 2>&1 || { echo "fuzz.sh: needs clang (tools/install-deps.sh)" >&2; exit 2; }
 cmake -S "$top" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
@@ -36,7 +36,7 @@ seeds() {
 	s="$top/tests/fuzz/seeds/$1"
 	[ -d "$s" ] && echo "$s"
 	case $1 in
-	torch | zip) echo "$top/tests/data/torch" "$top/tests/data/npz" ;;
+	torch | zip | model) echo "$top/tests/data/torch" "$top/tests/data/npz" ;;
 	deepspeed) echo "$top/tests/data/deepspeed" ;;
 	config) echo "$top/conf" ;;
 	esac

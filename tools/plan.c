@@ -7,10 +7,13 @@
  * offload_param, .offload_optimizer, .sub_group_size, .stage, the
  * top-level aio and the fp16/bf16 flags, each set through
  * tfs_config_set() so that a JSON value is parsed exactly as the same
- * key of an INI file), then --dtype.  The model gives N (--params, or
- * --model config.json counted by tfs_plan_count_params()) and the
- * largest parameter; the machine gives RAM (MemTotal), RLIMIT_MEMLOCK
- * and NVMe space.  lib/plan/deepspeed.c reads the ds_config.json,
+ * key of an INI file; --deepspeed-version says which DeepSpeed reads
+ * it), then --dtype.  The model gives N and the largest parameter
+ * (--params and --largest-param), or its tensors: --model reads the
+ * weights (lib/plan/model.c) or a config.json, whose tensors
+ * tfs_plan_llama_tensors() lists; with them the plan's sub-groups and
+ * parameter buffers are exact.  The machine gives RAM (MemTotal),
+ * RLIMIT_MEMLOCK (not binding with CAP_IPC_LOCK) and NVMe space.  lib/plan/deepspeed.c reads the ds_config.json,
  * lib/plan/plan.c does the arithmetic; this file reads the rest, explains
  * what was read (the "auto" values, keys DeepSpeed would reject) and
  * prints the result as text or JSON (jansson).
@@ -44,6 +47,7 @@
 #include "config.h"
 #include "deepspeed.h"
 #include "memcheck.h"
+#include "model.h"
 #include "plan.h"
 #include "units.h"
 
@@ -57,7 +61,7 @@ static void usage(FILE *f)
 {
 	fputs(
 	    "Usage: tensorfs-plan [-c FILE.ini] [--deepspeed ds_config.json]\n"
-	    "                     (--params N | --model config.json) [OPTIONS]\n"
+	    "                     (--params N | --model FILE) [OPTIONS]\n"
 	    "\n"
 	    "Explain a DeepSpeed ZeRO offload configuration before it runs: the host\n"
 	    "memory DeepSpeed takes per rank and per node, pinned and pageable, item\n"
@@ -79,21 +83,32 @@ static void usage(FILE *f)
 	    "                       it ZeRO stage 3 is assumed.  FILE - is standard\n"
 	    "                       input (for one of --deepspeed and --model)\n"
 	    "  --params N           the model's parameters: 7e9, 13e9, 70000000000\n"
-	    "  --model FILE         a Hugging Face config.json; parameters counted as\n"
-	    "                       V*H*(tied ? 1 : 2) + L*(H*q + 2*H*kv + q*H + 3*H*I\n"
-	    "                       + 2*H) + H, with H hidden_size, L num_hidden_layers,\n"
-	    "                       I intermediate_size, V vocab_size, q = heads*d,\n"
-	    "                       kv = num_key_value_heads*d, d = head_dim or H/heads\n"
-	    "                       (Llama, Mistral, Qwen2: gated MLP, RMSNorm); the\n"
-	    "                       largest parameter is max(V*H, H*I, q*H); absent\n"
-	    "                       tie_word_embeddings means true, as in transformers'\n"
-	    "                       PretrainedConfig.  --params, if given too, wins for N;\n"
-	    "                       FILE - is standard input\n"
+	    "  --model FILE         the model's layers, which give the exact optimizer\n"
+	    "                       sub-groups and the parameter swap buffers DeepSpeed\n"
+	    "                       holds at once: its weights (a torch.save state_dict,\n"
+	    "                       a .safetensors file, or a sharded checkpoint's index\n"
+	    "                       .json with its shards beside it; float tensors only,\n"
+	    "                       tied ones once) or a Hugging Face config.json, whose\n"
+	    "                       parameters are counted as V*H*(tied ? 1 : 2) +\n"
+	    "                       L*(H*q + 2*H*kv + q*H + 3*H*I + 2*H) + H, with H\n"
+	    "                       hidden_size, L num_hidden_layers, I intermediate_size,\n"
+	    "                       V vocab_size, q = heads*d, kv = num_key_value_heads*d,\n"
+	    "                       d = head_dim or H/heads (Llama, Mistral, Qwen2: gated\n"
+	    "                       MLP, RMSNorm); absent tie_word_embeddings means true,\n"
+	    "                       as in transformers' PretrainedConfig.  --params or\n"
+	    "                       --largest-param, if given too, win, and the plan uses\n"
+	    "                       bounds; FILE - is standard input (a config.json)\n"
 	    "  --largest-param N    elements of the largest parameter (e.g. the\n"
 	    "                       embedding, vocab_size*hidden_size), to check\n"
 	    "                       buffer_size; --model supplies it\n"
 	    "  --dtype TYPE         model dtype: bf16, fp16, fp32 (default: from the\n"
 	    "                       ds_config's fp16/bf16, else the INI's dtype)\n"
+	    "  --deepspeed-version V\n"
+	    "                       the DeepSpeed the ds_config is for, 0.14.0 or later\n"
+	    "                       (default 0.16.5): 0.16.3 and older read\n"
+	    "                       aio.thread_count and ignore intra_op_parallelism,\n"
+	    "                       0.16.4 and later the other way round; keys newer\n"
+	    "                       than V are refused as V refuses them\n"
 	    "\n"
 	    "The machine:\n"
 	    "  --ranks N            ranks (GPUs) per node (default 1)\n"
@@ -106,7 +121,8 @@ static void usage(FILE *f)
 	    "                       DEV1:DEV2:...; default 1): aio.queue_depth and\n"
 	    "                       the write-back pool are sized for all of them\n"
 	    "  --memlock SIZE       RLIMIT_MEMLOCK of the ranks, or 'unlimited'\n"
-	    "                       (default: this process's, as ulimit -l shows)\n"
+	    "                       (default: this process's, as ulimit -l shows, and\n"
+	    "                       not binding when it runs as root: CAP_IPC_LOCK)\n"
 	    "\n"
 	    "Output:\n"
 	    "  --json               print the same as one JSON object\n"
@@ -140,11 +156,14 @@ static void usage(FILE *f)
 	    "      buffer_size, device \"gpu\"), named with its file and key; or the\n"
 	    "      output cannot be written\n"
 	    "  2   usage error: unknown option, missing --params/--model, bad number\n"
+	    "      or version\n"
 	    "\n"
 	    "Examples:\n"
 	    "  tensorfs-plan --deepspeed ds_config.json --params 70e9 --ranks 8\n"
 	    "  tensorfs-plan -c /etc/tensorfs/tensorfs.ini --model config.json \\\n"
-	    "        --ram 512G --json\n",
+	    "        --ram 512G --json\n"
+	    "  tensorfs-plan --deepspeed ds_config.json --deepspeed-version 0.14.5 \\\n"
+	    "        --model model.safetensors.index.json\n",
 	    f);
 }
 /* clang-format on */
@@ -176,7 +195,11 @@ struct input {
 	uint64_t hidden; /* from --model, for "auto" values */
 	int dtype_given;
 	int ram_given;
-	struct tfs_deepspeed dsr; /* what --deepspeed said */
+	struct tfs_deepspeed dsr;	 /* what --deepspeed said */
+	struct tfs_plan_model weights;	 /* --model's tensors, if weights */
+	struct tfs_plan_tensor *tensors; /* --model's, or NULL */
+	size_t ntensors;
+	const char *tensors_from; /* "config.json", "torch.save", ... */
 	struct tfs_plan *p;	  /* problems of the inputs go here first */
 };
 
@@ -290,6 +313,7 @@ static void read_deepspeed(struct input *in)
 	ds->p = in->p;
 	ds->hidden = in->hidden;
 	ds->dtype_given = in->dtype_given;
+	ds->version = in->f.ds_version;
 	rc = tfs_deepspeed_read_file(ds, f, err, sizeof(err));
 	fclose(f);
 	if (rc) {
@@ -372,6 +396,14 @@ static void read_model(struct input *in, uint64_t *params, uint64_t *largest)
 		    "unless head_dim is given); give --params N instead",
 		    in->model);
 	in->hidden = s.hidden;
+	if (!model_count(o, "num_local_experts") &&
+	    !model_count(o, "num_experts")) {
+		rc = tfs_plan_llama_tensors(&s, &in->tensors, &in->ntensors);
+		if (rc == -ENOMEM)
+			die(EXIT_FAILURE, "out of memory");
+		if (!rc)
+			in->tensors_from = "config.json";
+	}
 	if (model_count(o, "num_local_experts") ||
 	    model_count(o, "num_experts"))
 		tfs_plan_add(in->p, TFS_PLAN_WARN, "",
@@ -381,6 +413,50 @@ static void read_model(struct input *in, uint64_t *params, uint64_t *largest)
 			     "total",
 			     in->model, (unsigned long long)*params);
 	json_decref(root);
+}
+
+/* --model: a weights file or an index (tfs_plan_model_read()), else a
+ * config.json (read_model()).  Exits 1 on one that cannot be read. */
+static void read_weights_or_config(struct input *in, uint64_t *params,
+				   uint64_t *largest)
+{
+	char err[1024];
+	int rc;
+
+	if (!strcmp(in->model, "-")) {
+		read_model(in, params, largest);
+		return;
+	}
+	fclose(open_input(in->model, "model")); /* exits if it cannot */
+	rc = tfs_plan_model_read(in->model, &in->weights, err, sizeof(err));
+	if (rc == -EMEDIUMTYPE) {
+		read_model(in, params, largest);
+		return;
+	}
+	if (rc)
+		die(EXIT_FAILURE, "--model %s", err);
+	in->tensors = in->weights.tensors;
+	in->ntensors = in->weights.ntensors;
+	in->tensors_from = in->weights.format;
+	*params = in->weights.params;
+	*largest = in->weights.largest;
+}
+
+/* Whether this process holds CAP_IPC_LOCK (root has it), which
+ * RLIMIT_MEMLOCK does not bind. */
+static int ipc_lock_capable(void)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	return (eff >> 14) & 1; /* CAP_IPC_LOCK */
 }
 
 /* ===== text output ===== */
@@ -515,11 +591,35 @@ static void text_inputs(const struct input *in, const struct tfs_plan *p)
 		 f->nvme ? tfs_format_size(f->nvme, d, sizeof(d))
 			 : "not given (--nvme)");
 	wrap2(stdout, "", "  ", line);
-	if (p->largest_partition) {
+	if (p->exact) {
+		snprintf(line, sizeof(line),
+			 "model: %zu parameter tensors from %s (%s%s); "
+			 "largest partition %llu per rank; %llu optimizer "
+			 "sub-group%s, the largest %llu elements (exact)",
+			 f->ntensors, in->model, in->tensors_from,
+			 in->weights.ntensors && !in->weights.model_order
+			     ? ", in name order"
+			     : "",
+			 (unsigned long long)p->largest_partition,
+			 (unsigned long long)p->subgroups,
+			 p->subgroups == 1 ? "" : "s",
+			 (unsigned long long)p->largest_subgroup);
+		wrap2(stdout, "", "  ", line);
+		if (p->param_buffers) {
+			snprintf(line, sizeof(line),
+				 "parameter swap buffers DeepSpeed holds at "
+				 "once: %llu (%llu of %llu NVMe parameters "
+				 "kept for the backward pass)",
+				 (unsigned long long)p->param_buffers,
+				 (unsigned long long)p->kept,
+				 (unsigned long long)p->swapped);
+			wrap2(stdout, "", "  ", line);
+		}
+	} else if (p->largest_partition) {
 		snprintf(line, sizeof(line),
 			 "largest parameter %llu elements, "
 			 "partition %llu per rank; largest sub-group at most "
-			 "%llu",
+			 "%llu (a bound: give --model for the exact one)",
 			 (unsigned long long)f->largest_param,
 			 (unsigned long long)p->largest_partition,
 			 (unsigned long long)p->largest_subgroup);
@@ -725,6 +825,23 @@ static void json_inputs(json_t *o, const struct input *in,
 		      p->largest_partition ? bytes_json(p->largest_partition)
 					   : json_null(),
 		      "largest_sub_group", bytes_json(p->largest_subgroup)));
+	json_t *mo = json_object_get(o, "model");
+
+	json_object_set_new(mo, "largest_sub_group_exact",
+			    json_boolean(p->exact));
+	json_object_set_new(mo, "sub_groups", bytes_json(p->subgroups));
+	json_object_set_new(mo, "tensors",
+			    p->exact ? bytes_json(f->ntensors) : json_null());
+	json_object_set_new(mo, "param_swap_buffers_needed",
+			    p->param_buffers ? bytes_json(p->param_buffers)
+					     : json_null());
+	json_object_set_new(
+	    mo, "deepspeed_version",
+	    json_sprintf("0.%u.%u",
+			 (f->ds_version ? f->ds_version : TFS_PLAN_DS_NEWEST) /
+			     100 % 100,
+			 (f->ds_version ? f->ds_version : TFS_PLAN_DS_NEWEST) %
+			     100));
 	json_object_set_new(
 	    o, "machine",
 	    json_pack("{s:o, s:o, s:o, s:i}", "ram",
@@ -877,7 +994,8 @@ enum {
 	O_MEMLOCK,
 	O_JSON,
 	O_FULL,
-	O_STRICT
+	O_STRICT,
+	O_DSVER
 };
 static const struct option longopts[] = {
 	{ "deepspeed", required_argument, NULL, O_DS },
@@ -894,6 +1012,7 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, O_JSON },
 	{ "full", no_argument, NULL, O_FULL },
 	{ "strict", no_argument, NULL, O_STRICT },
+	{ "deepspeed-version", required_argument, NULL, O_DSVER },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -976,6 +1095,30 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 		case O_STRICT:
 			a->strict = 1;
 			break;
+		case O_DSVER:
+			switch (
+			    tfs_plan_ds_version(optarg, &in->f.ds_version)) {
+			case 0:
+				break;
+			case -ERANGE:
+				die(EXIT_USAGE,
+				    "--deepspeed-version %s: tensorfs-plan "
+				    "knows DeepSpeed 0.14.0 to 0.16.5",
+				    optarg);
+			default:
+				die(EXIT_USAGE,
+				    "--deepspeed-version '%s' is not a "
+				    "version (e.g. 0.14.5, 0.16.4)",
+				    optarg);
+			}
+			if (in->f.ds_version > TFS_PLAN_DS_NEWEST)
+				tfs_plan_add(
+				    in->p, TFS_PLAN_FITS, "",
+				    "DeepSpeed %s is newer than 0.16.5, the "
+				    "newest whose code tensorfs-plan follows; "
+				    "it plans as for 0.16.5",
+				    optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -994,7 +1137,7 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 	if (!a->params_arg && !in->model)
 		die(EXIT_USAGE,
 		    "give the model's size: --params N (e.g. 7e9) or "
-		    "--model config.json");
+		    "--model FILE (a config.json or the weights)");
 }
 
 /* -c, --model, --params, --largest-param, --deepspeed and --dtype, in
@@ -1019,7 +1162,7 @@ static void read_inputs(struct input *in, struct args *a)
 			die(EXIT_FAILURE, "%s", err);
 	}
 	if (in->model)
-		read_model(in, &a->params, &largest);
+		read_weights_or_config(in, &a->params, &largest);
 	if (a->params_arg)
 		a->params = count_arg("--params", a->params_arg, 1);
 	if (a->largest_arg)
@@ -1031,6 +1174,10 @@ static void read_inputs(struct input *in, struct args *a)
 		die(EXIT_USAGE, "--dtype: %s", err);
 	in->f.params = a->params;
 	in->f.largest_param = largest;
+	if (in->tensors && !a->params_arg && !a->largest_arg) {
+		in->f.tensors = in->tensors;
+		in->f.ntensors = in->ntensors;
+	}
 }
 
 int main(int argc, char **argv)
@@ -1057,6 +1204,7 @@ int main(int argc, char **argv)
 		in.f.ram = mem_total();
 	if (!a.memlock_given && !tfs_mem_limits(&lim))
 		in.f.memlock = lim.memlock;
+	in.f.memlock_exempt = !a.memlock_given && ipc_lock_capable();
 	read_inputs(&in, &a);
 
 	if (tfs_plan_compute(&in.c, &in.f, in.p))
@@ -1075,5 +1223,9 @@ int main(int argc, char **argv)
 	}
 	rc = plan_exit(in.p, a.strict);
 	free(in.p);
+	if (in.weights.tensors)
+		tfs_plan_model_free(&in.weights);
+	else
+		free(in.tensors);
 	return rc;
 }

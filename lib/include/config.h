@@ -156,6 +156,32 @@ enum tfs_offload_device {
 	  "gradient buffer (x 4 B) and, when parameters live on NVMe, a "       \
 	  "pinned fp16 buffer all scale with it.  Lower it (1e8) when the "     \
 	  "optimizer step runs out of host memory.")                            \
+	X(zero_optimization, stage3_max_live_parameters, UINT, "1e9", 0,        \
+	  UINT64_MAX >> 2, "elements", DS,                                      \
+	  TFS_DS_ONLY                                                           \
+	  "Gathered parameter elements beyond which ZeRO-3 stops "              \
+	  "prefetching (partitioned_param_coordinator.py).  It bounds the "     \
+	  "prefetch, not the parameters kept gathered for reuse, so it does "   \
+	  "not lower the parameter swap buffers DeepSpeed needs.")              \
+	X(zero_optimization, stage3_prefetch_bucket_size, UINT, "5e7", 0,       \
+	  UINT64_MAX >> 2, "elements", DS,                                      \
+	  TFS_DS_ONLY                                                           \
+	  "Parameter elements ZeRO-3 gathers ahead of use at a "                \
+	  "time; NVMe parameters are read ahead only into free swap "           \
+	  "buffers.")                                                           \
+	X(zero_optimization, stage3_param_persistence_threshold, UINT, "1e5",   \
+	  0, UINT64_MAX >> 2, "elements", DS,                                   \
+	  TFS_DS_ONLY                                                           \
+	  "Parameters of at most this many elements stay gathered "             \
+	  "for the whole run and give their swap buffer back once read.")       \
+	X(zero_optimization, stage3_max_reuse_distance, UINT, "1e9", 0,         \
+	  UINT64_MAX >> 2, "elements", DS,                                      \
+	  TFS_DS_ONLY                                                           \
+	  "A parameter used again within this many elements of other "          \
+	  "parameters stays gathered, and with offload_param nvme keeps its "   \
+	  "swap buffer: the last layers of the forward pass all do, so this "   \
+	  "decides how many parameter buffers DeepSpeed needs (tensorfs-plan "  \
+	  "--model counts them).")                                              \
 	X(aio, block_size, SIZE, "1MiB", 4096, 64u << 20, "bytes", TFS,         \
 	  "Size of one device request, and of the unit the cache and the "      \
 	  "write-back pool work in.  A multiple of 4 KiB.  In DeepSpeed: "      \
@@ -266,6 +292,9 @@ enum tfs_cfg_use {
 
 /* flags: what loading saw besides values */
 #define TFS_CFG_F_THREAD_COUNT 1u /* [aio] thread_count was given */
+/* a ds_config.json gave intra_op_parallelism to a DeepSpeed that reads
+ * thread_count (0.16.3 and older): DeepSpeed runs with 1 thread */
+#define TFS_CFG_F_DS_ONE_THREAD 2u
 
 /* Each key's index in table order, and their number. */
 enum {

@@ -226,7 +226,7 @@ static void hf_auto(struct tfs_deepspeed *ds, const char *name)
 {
 	uint64_t h = ds->hidden, v = 0;
 	const char *formula = NULL;
-	char key[64], val[48];
+	char key[64], val[48], why[160];
 
 	snprintf(key, sizeof(key), "zero_optimization.%s", name);
 	if (!strcmp(name, "reduce_bucket_size")) {
@@ -241,6 +241,8 @@ static void hf_auto(struct tfs_deepspeed *ds, const char *name)
 	}
 	if (formula && h) {
 		snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+		if (tfs_config_key("zero_optimization", name))
+			(void)tfs_config_set(ds->c, key, val, why, sizeof(why));
 		note(ds, key, val,
 		     "Hugging Face's Trainer writes %s, hidden_size "
 		     "%llu from --model",
@@ -560,6 +562,85 @@ static int read_stage(struct tfs_deepspeed *ds, const json_t *zero, char *err,
 	return 0;
 }
 
+/* The ZeRO-3 keys of the parameter buffer rule, by either of the names
+ * DeepSpeed takes (the stage3_ alias or the field: populate_by_name);
+ * "auto" is hf_auto()'s.  0, or -EINVAL for a refused value. */
+static int read_stage3(struct tfs_deepspeed *ds, const json_t *zero, char *err,
+		       size_t errlen)
+{
+	static const char *const keys[] = {
+		"max_live_parameters",
+		"prefetch_bucket_size",
+		"param_persistence_threshold",
+		"max_reuse_distance",
+	};
+	char alias[64], path[96];
+	const char *name;
+	json_t *v;
+	int rc = 0;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		snprintf(alias, sizeof(alias), "stage3_%s", keys[i]);
+		name = alias;
+		v = json_object_get(zero, alias);
+		if (!v) {
+			name = keys[i];
+			v = json_object_get(zero, keys[i]);
+		}
+		if (!v || (json_is_string(v) &&
+			   !strcmp(json_string_value(v), "auto")))
+			continue;
+		snprintf(path, sizeof(path), "zero_optimization.%s", name);
+		if (set_from_json(ds, path, "zero_optimization", alias, v, err,
+				  errlen))
+			rc = -EINVAL;
+	}
+	return rc;
+}
+
+/* DeepSpeed's version, the newest if not given. */
+static unsigned int version(const struct tfs_deepspeed *ds)
+{
+	return ds->version ? ds->version : TFS_PLAN_DS_NEWEST;
+}
+
+/* What DeepSpeed's pydantic says of a key it does not know: 0.14 builds
+ * its config on pydantic 1's API (deepspeed/pydantic_v1.py), 0.15.0 on
+ * pydantic 2 (runtime/config_utils.py DeepSpeedConfigModel). */
+static const char *extra_error(const struct tfs_deepspeed *ds)
+{
+	return version(ds) < 1500 ? "extra fields not permitted"
+				  : "Extra inputs are not permitted";
+}
+
+/* zero_optimization keys newer than some DeepSpeed releases
+ * (runtime/zero/config.py at each tag). */
+static void check_since(struct tfs_deepspeed *ds, const json_t *zero)
+{
+	static const struct {
+		const char *name;
+		unsigned int since;
+	} k[] = {
+		{ "module_granularity_threshold", 1600 },
+		{ "stage3_module_granularity_threshold", 1600 },
+		{ "zeropp_loco_param", 1602 },
+		{ "log_trace_cache_warnings", 1604 },
+	};
+	unsigned int v = version(ds);
+
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		if (v < k[i].since && json_object_get(zero, k[i].name))
+			tfs_plan_add(
+			    ds->p, TFS_PLAN_FAIL, "",
+			    "%s: zero_optimization.%s arrived in DeepSpeed "
+			    "0.%u.%u; %u.%u.%u forbids unknown keys and stops "
+			    "with '%s'; remove it, or give the version you "
+			    "run with --deepspeed-version",
+			    ds->name, k[i].name, k[i].since / 100 % 100,
+			    k[i].since % 100, v / 10000, v / 100 % 100, v % 100,
+			    extra_error(ds));
+}
+
 /* The zero_optimization object: its stage, offloads and sub-group, the
  * "auto" values Hugging Face fills in, the keys DeepSpeed forbids.  0, or
  * -EINVAL for a bad stage or a refused value (err says why). */
@@ -567,6 +648,7 @@ static int read_zero(struct tfs_deepspeed *ds, json_t *zero, char *err,
 		     size_t errlen)
 {
 	const char *name;
+	char why[256];
 	json_t *v;
 	int rc = 0;
 
@@ -581,6 +663,8 @@ static int read_zero(struct tfs_deepspeed *ds, json_t *zero, char *err,
 	if (v && set_from_json(ds, "zero_optimization.sub_group_size",
 			       "zero_optimization", "sub_group_size", v, err,
 			       errlen))
+		rc = -EINVAL;
+	if (read_stage3(ds, zero, err, errlen))
 		rc = -EINVAL;
 	json_object_foreach(zero, name, v)
 	{
@@ -601,11 +685,14 @@ static int read_zero(struct tfs_deepspeed *ds, json_t *zero, char *err,
 			     "top level, beside zero_optimization",
 			     ds->name);
 	json_object_del(zero, "aio"); /* reported above */
+	snprintf(why, sizeof(why),
+		 "DeepSpeed's config forbids unknown keys "
+		 "(extra=\"forbid\"), so unless your DeepSpeed is newer "
+		 "than 0.16 and has it, it stops with '%s'",
+		 extra_error(ds));
 	unknown_keys(ds, zero, "zero_optimization", zero_fields, TFS_PLAN_WARN,
-		     "DeepSpeed's config forbids "
-		     "unknown keys (extra=\"forbid\"), so unless your "
-		     "DeepSpeed is newer than 0.16 and has it, it stops "
-		     "with 'Extra inputs are not permitted'");
+		     why);
+	check_since(ds, zero);
 	return rc;
 }
 
@@ -619,7 +706,27 @@ static int read_aio(struct tfs_deepspeed *ds, const json_t *root, char *err,
 	int rc = 0;
 
 	aio = json_object_get(root, "aio");
-	if (json_is_object(aio)) {
+	if (json_is_object(aio) && version(ds) < 1604) {
+		/* 0.16.3 and older read thread_count and not its new name
+		 * (aio_config.py get_aio_config; renamed in 0.16.4) */
+		v = json_object_get(aio, "thread_count");
+		if (v && set_from_json(ds, "aio.thread_count", "aio",
+				       "intra_op_parallelism", v, err, errlen))
+			rc = -EINVAL;
+		if (!v && json_object_get(aio, "intra_op_parallelism")) {
+			ds->c->flags |= TFS_CFG_F_DS_ONE_THREAD;
+			tfs_plan_add(
+			    ds->p, TFS_PLAN_WARN, "aio.intra_op_parallelism",
+			    "%s: aio.intra_op_parallelism is ignored by "
+			    "DeepSpeed %u.%u.%u, which reads thread_count "
+			    "(swap_tensor/aio_config.py get_aio_config; the "
+			    "new name arrived in 0.16.4), so it runs with 1 "
+			    "thread per request; write \"thread_count\" "
+			    "instead",
+			    ds->name, version(ds) / 10000,
+			    version(ds) / 100 % 100, version(ds) % 100);
+		}
+	} else if (json_is_object(aio)) {
 		/* tensorfs reads the old name as intra_op_parallelism, as
 		 * in an INI file; DeepSpeed ignores it (the plan says so) */
 		v = json_object_get(aio, "thread_count");
@@ -629,12 +736,23 @@ static int read_aio(struct tfs_deepspeed *ds, const json_t *root, char *err,
 			rc = -EINVAL;
 		if (v)
 			ds->c->flags |= TFS_CFG_F_THREAD_COUNT;
+	}
+	if (json_is_object(aio)) {
+		if (version(ds) < 1500 && json_object_get(aio, "use_gds"))
+			tfs_plan_add(ds->p, TFS_PLAN_WARN, "aio.use_gds",
+				     "%s: aio.use_gds arrived in DeepSpeed "
+				     "0.15.0; older ones ignore it and swap "
+				     "through pinned host memory",
+				     ds->name);
 		for (const char *const *f = aio_fields; *f; f++) {
 			char path[64];
 
 			v = json_object_get(aio, *f);
 			if (!v)
 				continue;
+			if (!strcmp(*f, "intra_op_parallelism") &&
+			    version(ds) < 1604)
+				continue; /* ignored there: said above */
 			snprintf(path, sizeof(path), "aio.%s", *f);
 			if (set_from_json(ds, path, "aio", *f, v, err, errlen))
 				rc = -EINVAL;
@@ -646,6 +764,7 @@ static int read_aio(struct tfs_deepspeed *ds, const json_t *root, char *err,
 			if (in_list(aio_fields, name) ||
 			    !strcmp(name, "thread_count"))
 				continue;
+			(void)v;
 			tfs_plan_add(
 			    ds->p, TFS_PLAN_WARN, "",
 			    "%s: aio.%s is "

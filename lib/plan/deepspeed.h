@@ -38,6 +38,8 @@ struct tfs_deepspeed {
 	struct tfs_plan *p;   /* its problems are added here */
 	uint64_t hidden;      /* hidden_size of the model, 0 unknown */
 	int dtype_given;      /* leave offload_param.dtype alone */
+	unsigned int version; /* DeepSpeed's, as tfs_plan_facts.ds_version;
+				 0: TFS_PLAN_DS_NEWEST */
 	/* out */
 	unsigned int stage; /* zero_optimization.stage, 0 if absent */
 	struct tfs_deepspeed_note notes[TFS_DEEPSPEED_MAX_NOTES];

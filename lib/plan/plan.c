@@ -205,6 +205,90 @@ int tfs_plan_count_params(const struct tfs_plan_shape *s, uint64_t *params,
 	return 0;
 }
 
+/* Append one tensor to the list being built. */
+static void put(struct tfs_plan_tensor *t, size_t *n, uint64_t numel,
+		uint32_t step)
+{
+	t[*n].numel = numel;
+	t[*n].step = step;
+	t[*n].group = 0;
+	(*n)++;
+}
+
+int tfs_plan_llama_tensors(const struct tfs_plan_shape *s,
+			   struct tfs_plan_tensor **out, size_t *n)
+{
+	uint64_t H = s->hidden, V = s->vocab, I = s->intermediate, N, big;
+	uint64_t kvh = s->kv_heads ? s->kv_heads : s->heads, d, q, kv;
+	struct tfs_plan_tensor *t;
+	size_t k = 0, cap;
+	uint32_t base;
+	int rc = tfs_plan_count_params(s, &N, &big);
+
+	if (rc)
+		return rc;
+	if (s->layers > (UINT32_MAX - 3) / 9)
+		return -ERANGE;
+	d = s->head_dim ? s->head_dim : H / s->heads;
+	q = s->heads * d;
+	kv = kvh * d;
+	cap = 3 + 9 * (size_t)s->layers;
+	t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	put(t, &k, V * H, 0); /* model.embed_tokens */
+	for (uint64_t l = 0; l < s->layers; l++) {
+		base = 1 + 9 * (uint32_t)l;
+		put(t, &k, q * H, base + 1);  /* self_attn.q_proj */
+		put(t, &k, kv * H, base + 2); /* k_proj */
+		put(t, &k, kv * H, base + 3); /* v_proj */
+		put(t, &k, H * q, base + 4);  /* o_proj */
+		put(t, &k, I * H, base + 6);  /* mlp.gate_proj */
+		put(t, &k, I * H, base + 7);  /* up_proj */
+		put(t, &k, H * I, base + 8);  /* down_proj */
+		put(t, &k, H, base);	      /* input_layernorm */
+		put(t, &k, H, base + 5);      /* post_attention_layernorm */
+	}
+	base = 1 + 9 * (uint32_t)s->layers;
+	put(t, &k, H, base); /* model.norm */
+	if (!s->tied)
+		put(t, &k, V * H, base + 1); /* lm_head */
+	*out = t;
+	*n = k;
+	return 0;
+}
+
+int tfs_plan_ds_version(const char *s, unsigned int *v)
+{
+	unsigned long part[3] = { 0, 0, 0 };
+	const char *p = s;
+	char *end;
+	int i;
+
+	if (*p == 'v' || *p == 'V')
+		p++;
+	for (i = 0; i < 3; i++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		part[i] = strtoul(p, &end, 10);
+		p = end;
+		if (part[i] > 99)
+			return -ERANGE;
+		if (*p != '.')
+			break;
+		p++;
+	}
+	if (i == 3 || (*p && *p != '+' && *p != '-' && *p != 'r' && *p != 'a' &&
+		       *p != 'b' && *p != 'd'))
+		return -EINVAL; /* four parts, or junk after the number */
+	if (i == 0)
+		return -EINVAL; /* "0": a version needs its minor */
+	*v = (unsigned int)(part[0] * 10000 + part[1] * 100 + part[2]);
+	if (*v < TFS_PLAN_DS_OLDEST)
+		return -ERANGE;
+	return 0;
+}
+
 /* ===== problems ===== */
 
 void tfs_plan_init(struct tfs_plan *p)
@@ -237,6 +321,12 @@ const char *tfs_plan_verdict(enum tfs_plan_severity s)
 				    : "will fail";
 }
 
+/* DeepSpeed's version as the facts give it. */
+static unsigned int ds_version(const struct tfs_plan_facts *f)
+{
+	return f->ds_version ? f->ds_version : TFS_PLAN_DS_NEWEST;
+}
+
 /* ===== the footprint ===== */
 
 /* What DeepSpeed does with a configuration, once the stage is known. */
@@ -260,7 +350,9 @@ static void mode_of(const struct tfs_config *c, const struct tfs_plan_facts *f,
 	m->B = tfs_config_elems(c, c->offload_param_buffer_size);
 	m->max_in_cpu = tfs_config_elems(c, c->offload_param_max_in_cpu);
 	m->intra =
-	    c->aio_intra_op_parallelism ? c->aio_intra_op_parallelism : 1;
+	    c->aio_intra_op_parallelism && !(c->flags & TFS_CFG_F_DS_ONE_THREAD)
+		? c->aio_intra_op_parallelism
+		: 1;
 	m->min_aio = c->aio_block_size > MIN_AIO_BYTES ? c->aio_block_size
 						       : MIN_AIO_BYTES;
 }
@@ -294,12 +386,187 @@ static void derive(const struct tfs_config *c, const struct tfs_plan_facts *f,
 		    p->per_rank,
 		    (S ? S : 1) +
 			(p->largest_partition ? p->largest_partition - 1 : 0));
+	p->subgroups = ceil_div(p->per_rank, S ? S : 1);
 	p->in_cpu = m->pdev == TFS_DEVICE_CPU ? p->per_rank
 		    : m->pdev == TFS_DEVICE_NVME
 			? min64(m->max_in_cpu, p->per_rank)
 			: 0;
 	p->subgroups_on_nvme =
 	    m->pdev == TFS_DEVICE_NVME && p->per_rank > m->max_in_cpu;
+}
+
+/*
+ * The same from the model's tensors, exactly (f->tensors): P is the sum
+ * of the partitions; the sub-groups are formed as stage3.py
+ * _create_fp16_sub_groups forms them, per param group in the tensors'
+ * order, a sub-group closing once its partitions reach S; G is the
+ * largest (the first of equals); the fp16 reuse buffer holds the whole
+ * parameters of that sub-group, each aligned
+ * (reserve_partitioned_swap_space).  With offload_param nvme the
+ * sub-groups that fit in each group's share of max_in_cpu, in order,
+ * stay in RAM (_create_param_groups_fp16_flat_cpu_memory and the loop
+ * after it); cpu[i] is set for their tensors.
+ */
+static void derive_tensors(const struct tfs_config *c,
+			   const struct tfs_plan_facts *f, const struct mode *m,
+			   struct tfs_plan *p, unsigned char *cpu)
+{
+	uint64_t S = c->zero_optimization_sub_group_size, W = p->world;
+	uint64_t agg = 0, gnum, flat, off, cur, fp16;
+	uint32_t groups = 0;
+	size_t i, first;
+
+	p->exact = 1;
+	p->per_rank = p->largest_partition = p->largest_subgroup = 0;
+	p->subgroups = p->fp16_reuse = 0;
+	p->subgroups_on_nvme = 0;
+	for (i = 0; i < f->ntensors; i++) {
+		uint64_t part = ceil_div(f->tensors[i].numel, W);
+
+		p->per_rank = add(p->per_rank, part);
+		if (part > p->largest_partition)
+			p->largest_partition = part;
+		if (f->tensors[i].group >= groups)
+			groups = f->tensors[i].group + 1;
+	}
+	for (uint32_t g = 0; g < groups; g++) {
+		gnum = 0;
+		for (i = 0; i < f->ntensors; i++)
+			if (f->tensors[i].group == g)
+				gnum =
+				    add(gnum, ceil_div(f->tensors[i].numel, W));
+		if (!gnum)
+			continue;
+		flat = gnum;
+		if (m->pdev == TFS_DEVICE_NVME &&
+		    add(agg, gnum) > m->max_in_cpu)
+			flat = m->max_in_cpu > agg ? m->max_in_cpu - agg : 0;
+		agg = add(agg, gnum);
+		off = cur = fp16 = 0;
+		first = SIZE_MAX;
+		for (i = 0; i < f->ntensors; i++) {
+			if (f->tensors[i].group != g)
+				continue;
+			if (first == SIZE_MAX)
+				first = i;
+			cur = add(cur, ceil_div(f->tensors[i].numel, W));
+			fp16 = add(fp16, aligned(f->tensors[i].numel, p->elem,
+						 m->intra));
+			/* the last of the group closes it too */
+			size_t next = i + 1;
+
+			while (next < f->ntensors &&
+			       f->tensors[next].group != g)
+				next++;
+			int last = next == f->ntensors;
+
+			if (!(S >= gnum ? last : cur >= S || last))
+				continue;
+			p->subgroups++;
+			if (cur > p->largest_subgroup) {
+				p->largest_subgroup = cur;
+				p->fp16_reuse = fp16;
+			}
+			if (m->pdev == TFS_DEVICE_NVME &&
+			    add(off, cur) <= flat) {
+				for (size_t j = first; j <= i; j++)
+					if (f->tensors[j].group == g)
+						cpu[j] = 1;
+			} else if (m->pdev == TFS_DEVICE_NVME) {
+				p->subgroups_on_nvme = 1;
+			}
+			off = add(off, cur);
+			cur = fp16 = 0;
+			first = SIZE_MAX;
+		}
+	}
+	p->in_cpu = m->pdev == TFS_DEVICE_CPU ? p->per_rank
+		    : m->pdev == TFS_DEVICE_NVME
+			? min64(m->max_in_cpu, p->per_rank)
+			: 0;
+}
+
+/*
+ * The parameter swap buffers DeepSpeed holds at once, once the first
+ * step has recorded the module trace (partitioned_param_coordinator.py).
+ * A parameter on NVMe (not in RAM by max_in_cpu, its partition at least
+ * min_aio bytes: swappable_tensor) takes a buffer when its module is
+ * fetched (_ensure_availability_of_partitioned_params -> swap_in) and
+ * gives it back when it is partitioned again (_partition_param ->
+ * remove_partition_and_release_buffers).  After its module's forward,
+ * release_sub_module -> __params_to_release keeps a parameter whose
+ * next use comes within stage3_max_reuse_distance elements of the
+ * parameters of the modules traced in between: for the use of module
+ * s in the backward pass, twice the elements of the modules after s.  A
+ * parameter of at most stage3_param_persistence_threshold elements
+ * persists, and its buffer goes back once it is gathered.  NVMe
+ * prefetch (__prefetch_nvme_param_partitions) takes free buffers only,
+ * in trace order, and stage3_max_live_parameters and
+ * stage3_prefetch_bucket_size bound the all-gather prefetch, so neither
+ * adds to the need.  The buffers held on fetching module s are those
+ * kept from the modules before it and its own:
+ *
+ *   need = max over s of (sum over u < s of kept(u)) + swapped(s)
+ *
+ * A model whose modules run once each in the forward pass is assumed
+ * (no activation checkpointing, no module called twice).  Sets
+ * p->param_buffers, p->kept and p->swapped; 0 or -ENOMEM.
+ */
+static int count_param_buffers(const struct tfs_config *c,
+			       const struct tfs_plan_facts *f,
+			       const struct mode *m, struct tfs_plan *p,
+			       const unsigned char *cpu)
+{
+	uint64_t R = c->zero_optimization_stage3_max_reuse_distance;
+	uint64_t T = c->zero_optimization_stage3_param_persistence_threshold;
+	uint64_t *at, *sw, after = 0, held = 0, need = 0, kept = 0;
+	size_t n = 0, i;
+
+	p->param_buffers = p->kept = p->swapped = 0;
+	if (m->pdev != TFS_DEVICE_NVME)
+		return 0;
+	for (i = 0; i < f->ntensors; i++)
+		if ((size_t)f->tensors[i].step + 1 > n)
+			n = (size_t)f->tensors[i].step + 1;
+	at = calloc(n, sizeof(*at));
+	sw = calloc(n, sizeof(*sw));
+	if (!at || !sw) {
+		free(at);
+		free(sw);
+		return -ENOMEM;
+	}
+	for (i = 0; i < f->ntensors; i++) {
+		const struct tfs_plan_tensor *t = &f->tensors[i];
+		uint64_t part = ceil_div(t->numel, p->world);
+
+		at[t->step] = add(at[t->step], t->numel);
+		if (cpu[i] || mul(part, p->elem) < m->min_aio)
+			continue;
+		p->swapped++;
+		if (t->numel > T)
+			sw[t->step]++;
+	}
+	/* after: the elements of the modules after s, walked backwards,
+	 * so each kept(u) is known before the need at s is taken */
+	for (size_t s = n; s-- > 0;) {
+		sw[s] |= (uint64_t)(mul(2, after) < R) << 63; /* kept */
+		after = add(after, at[s]);
+	}
+	for (size_t s = 0; s < n; s++) {
+		uint64_t own = sw[s] & ~(1ull << 63);
+
+		if (held + own > need)
+			need = held + own;
+		if (sw[s] >> 63) {
+			held += own;
+			kept += own;
+		}
+	}
+	p->param_buffers = need;
+	p->kept = kept;
+	free(at);
+	free(sw);
+	return 0;
 }
 
 /* DeepSpeed's items for the parameters, per rank. */
@@ -346,11 +613,21 @@ static void param_items(const struct tfs_config *c,
 		it = item(p, "fp16 buffer for NVMe sub-groups",
 			  "stage3.py _create_fp16_partitions_with_"
 			  "defragmentation, reserve_partitioned_swap_space");
-		full = min64(mul(p->largest_subgroup, p->world), f->params);
-		it->pinned = mul(aligned(full, E, m->intra), E);
-		snprintf(it->formula, sizeof(it->formula),
-			 "align(G %s x world %llu, full parameters) x %zu B", g,
-			 (unsigned long long)p->world, E);
+		if (p->exact) {
+			it->pinned = mul(p->fp16_reuse, E);
+			snprintf(it->formula, sizeof(it->formula),
+				 "the whole parameters of the largest "
+				 "sub-group, each aligned: %s x %zu B",
+				 num(p->fp16_reuse, a, sizeof(a)), E);
+		} else {
+			full = min64(mul(p->largest_subgroup, p->world),
+				     f->params);
+			it->pinned = mul(aligned(full, E, m->intra), E);
+			snprintf(it->formula, sizeof(it->formula),
+				 "align(G %s x world %llu, full parameters) x "
+				 "%zu B",
+				 g, (unsigned long long)p->world, E);
+		}
 	}
 }
 
@@ -427,15 +704,20 @@ static uint64_t deepspeed_files(const struct tfs_config *c,
 {
 	uint64_t tensors, per_rank = 0, S = c->zero_optimization_sub_group_size;
 
-	tensors = f->largest_param
-		      ? mul(8, ceil_div(f->params, f->largest_param))
-		      : ceil_div(f->params, 1000000);
+	if (p->exact)
+		tensors = f->ntensors;
+	else
+		tensors = f->largest_param
+			      ? mul(8, ceil_div(f->params, f->largest_param))
+			      : ceil_div(f->params, 1000000);
 	if (m->pdev == TFS_DEVICE_NVME)
-		per_rank = add(per_rank, tensors);
+		per_rank = add(per_rank, p->exact ? p->swapped : tensors);
 	if (f->stage == 3 && m->odev == TFS_DEVICE_NVME)
 		per_rank =
 		    add(per_rank,
-			add(mul(3, ceil_div(p->per_rank, S ? S : 1)), tensors));
+			add(mul(3, p->exact ? p->subgroups
+					    : ceil_div(p->per_rank, S ? S : 1)),
+			    tensors));
 	return mul(per_rank, f->ranks);
 }
 
@@ -502,10 +784,26 @@ static int footprint(const struct tfs_config *c, const struct tfs_plan_facts *f,
 	struct mode m;
 	size_t E = tfs_dtype_size((unsigned)c->offload_param_dtype);
 
-	if (!f->params || !f->ranks || !f->nodes || !E || f->stage > 3)
+	if ((!f->params && !f->ntensors) || !f->ranks || !f->nodes || !E ||
+	    f->stage > 3)
 		return -EINVAL;
+	for (size_t i = 0; i < f->ntensors; i++)
+		if (!f->tensors[i].numel || f->tensors[i].step >= f->ntensors)
+			return -EINVAL;
 	mode_of(c, f, &m);
 	derive(c, f, &m, p);
+	if (f->ntensors) {
+		unsigned char *cpu = calloc(f->ntensors, 1);
+		int rc;
+
+		if (!cpu)
+			return -ENOMEM;
+		derive_tensors(c, f, &m, p, cpu);
+		rc = count_param_buffers(c, f, &m, p, cpu);
+		free(cpu);
+		if (rc)
+			return rc;
+	}
 	p->nds = 0;
 	param_items(c, f, &m, p);
 	optimizer_items(c, f, &m, p);
@@ -594,7 +892,17 @@ static void check_memory(const struct tfs_plan_facts *f, struct tfs_plan *p)
 			     sz(total, a, sizeof(a)), HEADROOM_PCT,
 			     sz(f->ram, b, sizeof(b)));
 	}
-	if (f->memlock != UINT64_MAX && p->rank_pinned > f->memlock)
+	if (f->memlock != UINT64_MAX && p->rank_pinned > f->memlock &&
+	    f->memlock_exempt)
+		tfs_plan_add(p, TFS_PLAN_FITS, "",
+			     "DeepSpeed pins %s per rank, above RLIMIT_MEMLOCK "
+			     "(%s), but runs here with CAP_IPC_LOCK (as root), "
+			     "which the limit does not bind; run as another "
+			     "user it would: raise the limit there (ulimit -l "
+			     "unlimited)",
+			     sz(p->rank_pinned, a, sizeof(a)),
+			     sz(f->memlock, b, sizeof(b)));
+	else if (f->memlock != UINT64_MAX && p->rank_pinned > f->memlock)
 		tfs_plan_add(p, TFS_PLAN_WARN, "",
 			     "DeepSpeed pins %s per rank but "
 			     "RLIMIT_MEMLOCK (ulimit -l) is %s; CUDA's pinned "
@@ -626,7 +934,8 @@ static int reported(const struct tfs_plan *p, const char *key)
 }
 
 /* What the mount refuses, and the old name of intra_op_parallelism. */
-static void check_keys(const struct tfs_config *c, struct tfs_plan *p)
+static void check_keys(const struct tfs_config *c,
+		       const struct tfs_plan_facts *f, struct tfs_plan *p)
 {
 	char msg[400];
 	const char *key;
@@ -638,7 +947,7 @@ static void check_keys(const struct tfs_config *c, struct tfs_plan *p)
 			     "the tensorfs mount "
 			     "refuses this: %s",
 			     msg);
-	if (c->flags & TFS_CFG_F_THREAD_COUNT)
+	if ((c->flags & TFS_CFG_F_THREAD_COUNT) && ds_version(f) >= 1604)
 		tfs_plan_add(
 		    p, TFS_PLAN_WARN, "aio.thread_count",
 		    "aio.thread_count is ignored by DeepSpeed: "
@@ -727,6 +1036,40 @@ static void check_param_buffers(const struct tfs_config *c,
 			     "every parameter partition smaller than "
 			     "buffer_size; give --model or --largest-param",
 			     num(m->B, a, sizeof(a)));
+	if (m->pdev == TFS_DEVICE_NVME && p->exact &&
+	    c->offload_param_buffer_count < p->param_buffers)
+		tfs_plan_add(
+		    p, TFS_PLAN_FAIL, "offload_param.buffer_count",
+		    "offload_param.buffer_count = %llu is below the %llu "
+		    "parameter swap buffers DeepSpeed holds at once: %llu "
+		    "parameters of the model's last layers are used again "
+		    "in the backward pass within stage3_max_reuse_distance "
+		    "(%s elements), so they stay gathered, each in its "
+		    "buffer, while the next ones are read; from the second "
+		    "step on DeepSpeed stops with 'Not enough buffers 0 for "
+		    "swapping 1' (partitioned_param_swapper.py swap_in); "
+		    "raise buffer_count to %llu, or lower "
+		    "stage3_max_reuse_distance",
+		    (unsigned long long)c->offload_param_buffer_count,
+		    (unsigned long long)p->param_buffers,
+		    (unsigned long long)p->kept,
+		    num(c->zero_optimization_stage3_max_reuse_distance, a,
+			sizeof(a)),
+		    (unsigned long long)p->param_buffers);
+	else if (m->pdev == TFS_DEVICE_NVME && !p->exact)
+		tfs_plan_add(
+		    p, TFS_PLAN_WARN, "offload_param.buffer_count",
+		    "offload_param.buffer_count = %llu is not checked: "
+		    "DeepSpeed keeps the parameters of the last layers "
+		    "within stage3_max_reuse_distance (%s elements) "
+		    "gathered, each in its swap buffer, and stops with "
+		    "'Not enough buffers 0 for swapping 1' when they "
+		    "outnumber buffer_count; how many they are depends on "
+		    "the model's layers: give --model (a config.json or "
+		    "the weights) to count them",
+		    (unsigned long long)c->offload_param_buffer_count,
+		    num(c->zero_optimization_stage3_max_reuse_distance, a,
+			sizeof(a)));
 	if (fast_init_fails(c, m, p, f->stage))
 		tfs_plan_add(
 		    p, TFS_PLAN_FAIL, "offload_optimizer.fast_init",
@@ -849,7 +1192,7 @@ static void check(const struct tfs_config *c, const struct tfs_plan_facts *f,
 	struct mode m;
 
 	mode_of(c, f, &m);
-	check_keys(c, p);
+	check_keys(c, f, p);
 	check_devices(c, f, &m, p);
 	check_param_buffers(c, f, &m, p);
 	check_optimizer_buffers(c, f, &m, p);
@@ -957,7 +1300,7 @@ static void fix_failures(const struct tfs_plan_facts *f, struct rec_state *s,
 			"hold two blocks",
 			sz(pool, a, sizeof(a)));
 	}
-	if (r->flags & TFS_CFG_F_THREAD_COUNT) {
+	if ((r->flags & TFS_CFG_F_THREAD_COUNT) && ds_version(f) >= 1604) {
 		r->flags &= ~TFS_CFG_F_THREAD_COUNT;
 		because(s, "aio.intra_op_parallelism",
 			"the name DeepSpeed "
@@ -992,6 +1335,18 @@ static void fix_failures(const struct tfs_plan_facts *f, struct rec_state *s,
 			"parameter partition (%s elements), which DeepSpeed "
 			"requires of every swapped partition",
 			num(t->largest_partition, a, sizeof(a)));
+		footprint(r, f, t);
+		mode_of(r, f, &m);
+	}
+	if (m.pdev == TFS_DEVICE_NVME && t->exact &&
+	    r->offload_param_buffer_count < t->param_buffers) {
+		r->offload_param_buffer_count = t->param_buffers;
+		because(s, "offload_param.buffer_count",
+			"DeepSpeed holds %llu parameter swap buffers at once: "
+			"%llu parameters of the last layers stay gathered "
+			"for reuse within stage3_max_reuse_distance",
+			(unsigned long long)t->param_buffers,
+			(unsigned long long)t->kept);
 		footprint(r, f, t);
 		mode_of(r, f, &m);
 	}
@@ -1341,10 +1696,25 @@ static void recommend(const struct tfs_config *c,
 			    "largest parameter partition, which is unknown "
 			    "(give --model or --largest-param)");
 		row(p, c, s, "offload_param.buffer_size", keep);
-		snprintf(keep, sizeof(keep),
-			 "%s pinned per rank; enough to "
-			 "prefetch the next parameters while one computes",
-			 sz(t->ds[0].pinned, a, sizeof(a)));
+		if (t->exact && !t->swapped)
+			snprintf(keep, sizeof(keep),
+				 "%s pinned per rank, and none in use: every "
+				 "parameter stays in RAM (max_in_cpu) or is "
+				 "too small to swap",
+				 sz(t->ds[0].pinned, a, sizeof(a)));
+		else if (t->exact)
+			snprintf(keep, sizeof(keep),
+				 "%s pinned per rank; DeepSpeed holds %llu at "
+				 "once (%llu kept for the backward pass)",
+				 sz(t->ds[0].pinned, a, sizeof(a)),
+				 (unsigned long long)t->param_buffers,
+				 (unsigned long long)t->kept);
+		else
+			snprintf(keep, sizeof(keep),
+				 "%s pinned per rank; not checked: how many "
+				 "DeepSpeed holds at once depends on the "
+				 "model's layers (give --model)",
+				 sz(t->ds[0].pinned, a, sizeof(a)));
 		row(p, c, s, "offload_param.buffer_count", keep);
 		if (t->in_cpu >= t->per_rank)
 			snprintf(keep, sizeof(keep),
@@ -1369,7 +1739,9 @@ static void recommend(const struct tfs_config *c,
 		snprintf(keep, sizeof(keep),
 			 "largest sub-group %s%s elements "
 			 "per rank; the optimizer's host buffers scale with it",
-			 t->largest_subgroup < t->per_rank ? "at most " : "",
+			 t->largest_subgroup < t->per_rank && !t->exact
+			     ? "at most "
+			     : "",
 			 num(t->largest_subgroup, a, sizeof(a)));
 		row(p, c, s, "zero_optimization.sub_group_size", keep);
 	}

@@ -21,6 +21,18 @@
 
 #include "config.h"
 
+/*
+ * A parameter tensor of the model.  A list of them is given in the order
+ * the model registers its parameters (named_parameters()), which is the
+ * order DeepSpeed forms its optimizer sub-groups in.
+ */
+struct tfs_plan_tensor {
+	uint64_t numel; /* elements of the whole parameter, > 0 */
+	uint32_t step;	/* its module's place in the forward pass, from 0;
+			   the tensors of one module share it */
+	uint32_t group; /* its optimizer param group, from 0 */
+};
+
 /* The model and the machine. */
 struct tfs_plan_facts {
 	uint64_t params;	/* N: the model's parameters, > 0 */
@@ -31,8 +43,30 @@ struct tfs_plan_facts {
 	unsigned int stage;	/* ZeRO stage 0..3 */
 	uint64_t ram;		/* host memory per node, bytes; 0 unknown */
 	uint64_t nvme;		/* space under nvme_path per node; 0 unknown */
-	uint64_t memlock; /* RLIMIT_MEMLOCK, bytes; UINT64_MAX unlimited */
+	uint64_t memlock;   /* RLIMIT_MEMLOCK, bytes; UINT64_MAX unlimited */
+	int memlock_exempt; /* DeepSpeed runs with CAP_IPC_LOCK (as root):
+			       RLIMIT_MEMLOCK does not bind its pinning */
+	/* the model's parameter tensors, or NULL: then params and
+	 * largest_param are all that is known, and G is a bound; with
+	 * them params and largest_param are ignored */
+	const struct tfs_plan_tensor *tensors;
+	size_t ntensors;
+	/* DeepSpeed's version, 10000 x major + 100 x minor + patch
+	 * (1405 is 0.14.5); 0: TFS_PLAN_DS_NEWEST */
+	unsigned int ds_version;
 };
+
+/* The newest DeepSpeed whose code the plan follows, and the oldest. */
+#define TFS_PLAN_DS_NEWEST 1605
+#define TFS_PLAN_DS_OLDEST 1400
+
+/*
+ * Parse a DeepSpeed version ("0.14.5", "0.16", "v0.16.4", "0.16.4+cu12")
+ * into *v (10000 x major + 100 x minor + patch).  Returns 0, -EINVAL if
+ * it is not one, or -ERANGE if it is older than TFS_PLAN_DS_OLDEST or
+ * has a part above 99.
+ */
+int tfs_plan_ds_version(const char *s, unsigned int *v);
 
 /* The shape of a Hugging Face decoder-only transformer (config.json). */
 struct tfs_plan_shape {
@@ -62,6 +96,18 @@ struct tfs_plan_shape {
  */
 int tfs_plan_count_params(const struct tfs_plan_shape *s, uint64_t *params,
 			  uint64_t *largest);
+
+/*
+ * The parameter tensors of the same model, in the order
+ * LlamaForCausalLM registers them (embed_tokens; per layer q, k, v, o,
+ * gate, up, down, then the two norms; the final norm; lm_head unless
+ * tied), each with its module's place in the forward pass (the input
+ * norm first in a layer, then q, k, v, o, the second norm, gate, up,
+ * down), all in param group 0.  Returns 0 with *out (free() it) and *n,
+ * or the errors of tfs_plan_count_params(), or -ENOMEM.
+ */
+int tfs_plan_llama_tensors(const struct tfs_plan_shape *s,
+			   struct tfs_plan_tensor **out, size_t *n);
 
 /* One item of host memory, per rank (DeepSpeed) or per node (tensorfs). */
 struct tfs_plan_item {
@@ -102,6 +148,13 @@ struct tfs_plan {
 	uint64_t per_rank;	    /* P = ceil(N / world) */
 	uint64_t largest_partition; /* ceil(largest / world), 0 unknown */
 	uint64_t largest_subgroup;  /* G, elements */
+	int exact;		    /* G and the rest from the tensors */
+	uint64_t subgroups;	    /* optimizer sub-groups per rank */
+	uint64_t fp16_reuse;	    /* elements of the fp16 reuse buffer */
+	uint64_t swapped;	    /* parameter tensors on NVMe per rank */
+	uint64_t param_buffers;	    /* parameter swap buffers held at once
+				       (0: unknown without the tensors) */
+	uint64_t kept;		    /* of those, kept for reuse */
 	uint64_t in_cpu;	    /* parameter elements held in RAM */
 	int subgroups_on_nvme;	    /* some sub-group's params on NVMe */
 

@@ -26,6 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ds.c = &c;
 	ds.p = &p;
 	ds.hidden = size & 1 ? 4096 : 0;
+	/* the reading differs before 0.15 (pydantic 1, use_gds), before
+	 * 0.16.4 (thread_count), and by the keys each version knows */
+	ds.version = size & 2 ? 1405 : size & 4 ? 1600 : 0;
 	tfs_deepspeed_read(&ds, (const char *)data, size, err, sizeof(err));
 	return 0;
 }

@@ -233,9 +233,13 @@ static void test_plan_7b_on_8_ranks_fits_with_every_item_exact(void **state)
 	/* NVMe: 8 x 8.75e8 x 2 and 8 x 8.75e8 x 16 */
 	assert_int_equal(plan->nvme_params, 14000000000ull);
 	assert_int_equal(plan->nvme_optimizer, 112000000000ull);
-	/* 179 GB of 256 GiB (274.9 GB), under 90%: fits */
-	assert_int_equal(plan->severity, TFS_PLAN_FITS);
+	/* 179 GB of 256 GiB (274.9 GB), under 90%; without the model's
+	 * tensors the parameter buffers cannot be counted: a warning */
+	assert_int_equal(plan->severity, TFS_PLAN_WARN);
 	assert_non_null(find_problem(plan, "largest parameter is unknown"));
+	assert_int_equal(
+	    find_problem(plan, "buffer_count = 5 is not checked")->severity,
+	    TFS_PLAN_WARN);
 }
 
 static void test_plan_70b_on_8_ranks_pins_more_than_ram(void **state)
@@ -289,7 +293,8 @@ static void test_plan_70b_on_8_ranks_pins_more_than_ram(void **state)
 	assert_int_equal(plan->rec_node_pageable,
 			 6400000000ull + 64 * MIB +
 			     1401320ull * TFS_META_BYTES_PER_FILE);
-	assert_int_equal(plan->rec_severity, TFS_PLAN_FITS);
+	/* fits the RAM; the parameter buffers stay unchecked */
+	assert_int_equal(plan->rec_severity, TFS_PLAN_WARN);
 }
 
 static void test_plan_counts_files_from_the_largest_parameter(void **state)
@@ -586,7 +591,7 @@ static void test_plan_block_size_not_4k_fails_as_the_mount_would(void **state)
 	assert_non_null(find_problem(plan, "is not a multiple of 4 KiB"));
 	assert_int_equal(plan->severity, TFS_PLAN_FAIL);
 	assert_string_equal(find_rec(plan, "aio.block_size")->value, "1MiB");
-	assert_int_equal(plan->rec_severity, TFS_PLAN_FITS);
+	assert_int_equal(plan->rec_severity, TFS_PLAN_WARN); /* unchecked */
 }
 
 static void test_plan_memlock_below_pinned(void **state)
@@ -679,6 +684,315 @@ static void test_plan_rejects_unusable_facts(void **state)
 	assert_int_equal(tfs_plan_compute(&c, &f, plan), -EINVAL);
 }
 
+/* ===== the model's tensors ===== */
+
+/*
+ * The model of the measured ZeRO-3 run (deepspeed-offload.md): 6 x
+ * Linear(1024, 1024) + GELU, then Linear(1024, 16), bf16; in the order
+ * of named_parameters(), each Linear a module of its own.
+ */
+static size_t linear_stack(struct tfs_plan_tensor *t)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < 6; i++) {
+		t[n++] = (struct tfs_plan_tensor){ 1048576, i, 0 };
+		t[n++] = (struct tfs_plan_tensor){ 1024, i, 0 };
+	}
+	t[n++] = (struct tfs_plan_tensor){ 16384, 6, 0 };
+	t[n++] = (struct tfs_plan_tensor){ 16, 6, 0 };
+	return n;
+}
+
+/* The run's ds_config: both offloads on nvme, sub_group_size 2e6,
+ * stage3_max_live_parameters 2,097,152, prefetch bucket 1,048,576,
+ * persistence threshold 0; parameter buffers of 2e6 elements. */
+static void measured_run(struct tfs_config *c, const char *buffers)
+{
+	static const char *const kv[][2] = {
+		{ "sub_group_size", "2e6" },
+		{ "stage3_max_live_parameters", "2097152" },
+		{ "stage3_prefetch_bucket_size", "1048576" },
+		{ "stage3_param_persistence_threshold", "0" },
+		{ "offload_param.buffer_size", "2e6" },
+		{ "offload_param.max_in_cpu", "1e6" },
+		{ "offload_param.pin_memory", "false" },
+		{ "offload_optimizer.pin_memory", "false" },
+	};
+	char err[256];
+
+	zero3_nvme(c);
+	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+		assert_int_equal(
+		    tfs_config_set(c, kv[i][0], kv[i][1], err, sizeof(err)), 0);
+	assert_int_equal(tfs_config_set(c, "offload_param.buffer_count",
+					buffers, err, sizeof(err)),
+			 0);
+}
+
+static void test_plan_sub_groups_as_deepspeed_forms_them(void **state)
+{
+	struct tfs_plan_tensor t[16];
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(0);
+	const struct tfs_plan_item *it;
+
+	(void)state;
+	f.ranks = 1;
+	f.ntensors = linear_stack(t);
+	f.tensors = t;
+	measured_run(&c, "6");
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->per_rank, 6314000);
+	/* w0 b0 w1 = 2,098,176 >= 2e6 closes the first; b1 w2 b2 w3 =
+	 * 2,099,200 the second, b3 w4 b4 w5 the third (as large: the first
+	 * of equals counts), b5 w6 b6 = 17,424 the last: the run's real
+	 * largest sub-group, against the bound 2e6 + 1048576 - 1 */
+	assert_true(plan->exact);
+	assert_int_equal(plan->subgroups, 4);
+	assert_int_equal(plan->largest_subgroup, 2099200);
+	/* 4 x 2,099,200 x 4 B; the fp16 buffer the whole b1 w2 b2 w3,
+	 * each a multiple of 512 elements already: 2,099,200 x 2 B */
+	it = find_item(plan, "optimizer swap pool");
+	assert_int_equal(it->pinned, 4ull * 2099200 * 4);
+	it = find_item(plan, "fp16 buffer for NVMe sub-groups");
+	assert_non_null(it);
+	assert_int_equal(it->pinned, 2099200ull * 2);
+	/* every weight (2 MiB) is swapped, biases and the 32 KiB w6 are not;
+	 * the model is far below stage3_max_reuse_distance (1e9), so all six
+	 * stay gathered into the backward pass: 6 buffers, and 6 fit */
+	assert_int_equal(plan->swapped, 6);
+	assert_int_equal(plan->param_buffers, 6);
+	assert_int_equal(plan->kept, 6);
+	assert_null(find_problem(plan, "Not enough buffers"));
+	assert_null(find_problem(plan, "is not checked"));
+	assert_string_equal(find_rec(plan, "offload_param.buffer_count")->value,
+			    "6");
+}
+
+/* The run's buffer_count 3 and 4 failed with "Not enough buffers 0 for
+ * swapping 1", where the bound-based plan said "(keep)". */
+static void test_plan_too_few_param_buffers_fail(void **state)
+{
+	static const char *const counts[] = { "3", "4", "5" };
+	struct tfs_plan_tensor t[16];
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(0);
+	const struct tfs_plan_problem *pr;
+	const struct tfs_plan_rec *r;
+
+	(void)state;
+	f.ranks = 1;
+	f.ntensors = linear_stack(t);
+	f.tensors = t;
+	for (size_t i = 0; i < 3; i++) {
+		measured_run(&c, counts[i]);
+		tfs_plan_init(plan);
+		assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+		pr =
+		    find_problem(plan, "'Not enough buffers 0 for swapping 1'");
+		assert_non_null(pr);
+		assert_int_equal(pr->severity, TFS_PLAN_FAIL);
+		assert_string_equal(pr->key, "offload_param.buffer_count");
+		assert_int_equal(plan->severity, TFS_PLAN_FAIL);
+		r = find_rec(plan, "offload_param.buffer_count");
+		assert_string_equal(r->value, "6");
+		assert_string_equal(r->current, counts[i]);
+		assert_true(r->changed);
+		assert_int_equal(plan->rec_severity, TFS_PLAN_FITS);
+	}
+}
+
+static void test_plan_reuse_distance_decides_the_buffers(void **state)
+{
+	struct tfs_plan_tensor t[16];
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(0);
+	char err[256];
+
+	(void)state;
+	f.ranks = 1;
+	f.ntensors = linear_stack(t);
+	f.tensors = t;
+	measured_run(&c, "6");
+	/* kept iff twice the elements of the later modules are below R:
+	 * after Linear 5: 16,400; 4: 1,066,000; 3: 2,115,600; 2: 3,165,200.
+	 * R = 5e6 keeps Linears 3, 4, 5 (x2 = 4.2e6 < 5e6), not 2: on
+	 * fetching Linear 5, Linears 3 and 4 are held: 3 buffers */
+	assert_int_equal(tfs_config_set(&c, "stage3_max_reuse_distance", "5e6",
+					err, sizeof(err)),
+			 0);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->param_buffers, 3);
+	assert_int_equal(plan->kept, 3);
+	/* R = 0 releases every parameter after use: one at a time */
+	assert_int_equal(tfs_config_set(&c, "stage3_max_reuse_distance", "0",
+					err, sizeof(err)),
+			 0);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->param_buffers, 1);
+	assert_int_equal(plan->kept, 0);
+	/* parameters up to the persistence threshold give their buffer back
+	 * once gathered: none is held */
+	assert_int_equal(tfs_config_set(&c, "stage3_max_reuse_distance", "1e9",
+					err, sizeof(err)),
+			 0);
+	assert_int_equal(tfs_config_set(&c,
+					"stage3_param_persistence_threshold",
+					"2e6", err, sizeof(err)),
+			 0);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->param_buffers, 0);
+	assert_int_equal(plan->swapped, 6);
+	/* on 2 ranks a weight's partition is 1 MiB, still swapped; on 4 it
+	 * is 512 KiB, below min_aio: nothing is swapped */
+	assert_int_equal(tfs_config_set(&c,
+					"stage3_param_persistence_threshold",
+					"0", err, sizeof(err)),
+			 0);
+	f.ranks = 4;
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->swapped, 0);
+	assert_int_equal(plan->param_buffers, 0);
+}
+
+/* max_in_cpu keeps the first sub-groups that fit in RAM: their tensors
+ * are not on NVMe and take no buffer. */
+static void test_plan_max_in_cpu_keeps_whole_sub_groups(void **state)
+{
+	struct tfs_plan_tensor t[16];
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(0);
+	char err[256];
+
+	(void)state;
+	f.ranks = 1;
+	f.ntensors = linear_stack(t);
+	f.tensors = t;
+	measured_run(&c, "6");
+	/* 4.2e6 holds the first two sub-groups (2,098,176 + 2,099,200 =
+	 * 4,197,376): w0 w1 w2 w3 stay in RAM, w4 w5 are swapped */
+	assert_int_equal(tfs_config_set(&c, "offload_param.max_in_cpu", "4.2e6",
+					err, sizeof(err)),
+			 0);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->swapped, 2);
+	assert_int_equal(plan->param_buffers, 2);
+	assert_true(plan->subgroups_on_nvme);
+	/* all of it: no sub-group on NVMe, no fp16 buffer */
+	assert_int_equal(tfs_config_set(&c, "offload_param.max_in_cpu", "1e9",
+					err, sizeof(err)),
+			 0);
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->swapped, 0);
+	assert_false(plan->subgroups_on_nvme);
+	assert_null(find_item(plan, "fp16 buffer for NVMe sub-groups"));
+}
+
+static void test_plan_llama_tensors_sum_to_the_count(void **state)
+{
+	struct tfs_plan_shape s = {
+		.hidden = 4096,
+		.layers = 32,
+		.intermediate = 11008,
+		.vocab = 32000,
+		.heads = 32,
+	};
+	struct tfs_plan_tensor *t;
+	uint64_t n, big, sum = 0, max = 0;
+	size_t k;
+
+	(void)state;
+	for (int tied = 0; tied < 2; tied++) {
+		s.tied = tied;
+		assert_int_equal(tfs_plan_count_params(&s, &n, &big), 0);
+		assert_int_equal(tfs_plan_llama_tensors(&s, &t, &k), 0);
+		/* Llama 2 7B has 291 tensors, 290 with tied embeddings */
+		assert_int_equal(k, tied ? 290 : 291);
+		sum = max = 0;
+		for (size_t i = 0; i < k; i++) {
+			sum += t[i].numel;
+			if (t[i].numel > max)
+				max = t[i].numel;
+			assert_true(t[i].step < k);
+		}
+		assert_int_equal(sum, n);
+		assert_int_equal(max, big);
+		/* the input norm runs first in layer 0, q_proj after it */
+		assert_int_equal(t[1].step, 2);
+		assert_int_equal(t[8].step, 1);
+		free(t);
+	}
+}
+
+static void test_plan_deepspeed_versions(void **state)
+{
+	unsigned int v = 0;
+
+	(void)state;
+	assert_int_equal(tfs_plan_ds_version("0.14.5", &v), 0);
+	assert_int_equal(v, 1405);
+	assert_int_equal(tfs_plan_ds_version("v0.16.4", &v), 0);
+	assert_int_equal(v, 1604);
+	assert_int_equal(tfs_plan_ds_version("0.16", &v), 0);
+	assert_int_equal(v, 1600);
+	assert_int_equal(tfs_plan_ds_version("0.16.4+cu121", &v), 0);
+	assert_int_equal(v, 1604);
+	assert_int_equal(tfs_plan_ds_version("0.13.1", &v), -ERANGE);
+	assert_int_equal(tfs_plan_ds_version("0.16.100", &v), -ERANGE);
+	assert_int_equal(tfs_plan_ds_version("0", &v), -EINVAL);
+	assert_int_equal(tfs_plan_ds_version("0.16.4.1", &v), -EINVAL);
+	assert_int_equal(tfs_plan_ds_version("latest", &v), -EINVAL);
+	assert_int_equal(tfs_plan_ds_version("", &v), -EINVAL);
+}
+
+/* thread_count is DeepSpeed's name up to 0.16.3: no warning there. */
+static void test_plan_thread_count_is_right_before_0_16_4(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+	char err[256];
+
+	(void)state;
+	zero3_nvme(&c);
+	assert_int_equal(
+	    tfs_config_set(&c, "thread_count", "2", err, sizeof(err)), 0);
+	f.ds_version = 1405;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_null(find_problem(plan, "thread_count is ignored"));
+	f.ds_version = 1604;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_non_null(find_problem(plan, "thread_count is ignored"));
+}
+
+/* As root, DeepSpeed pins past RLIMIT_MEMLOCK: a note, not a warning;
+ * the mount's own refusal stays. */
+static void test_plan_memlock_does_not_bind_root(void **state)
+{
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(7000000000ull);
+
+	(void)state;
+	zero3_nvme(&c);
+	f.memlock = GIB;
+	f.memlock_exempt = 1;
+	tfs_plan_init(plan);
+	tfs_plan_compute(&c, &f, plan);
+	assert_int_equal(find_problem(plan, "CAP_IPC_LOCK")->severity,
+			 TFS_PLAN_FITS);
+	assert_int_equal(find_problem(plan, "mount refuses to start")->severity,
+			 TFS_PLAN_FAIL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -711,6 +1025,14 @@ int main(void)
 		    test_plan_sub_group_bound_uses_largest_partition),
 		cmocka_unit_test(test_plan_inputs_problems_are_kept),
 		cmocka_unit_test(test_plan_rejects_unusable_facts),
+		cmocka_unit_test(test_plan_sub_groups_as_deepspeed_forms_them),
+		cmocka_unit_test(test_plan_too_few_param_buffers_fail),
+		cmocka_unit_test(test_plan_reuse_distance_decides_the_buffers),
+		cmocka_unit_test(test_plan_max_in_cpu_keeps_whole_sub_groups),
+		cmocka_unit_test(test_plan_llama_tensors_sum_to_the_count),
+		cmocka_unit_test(test_plan_deepspeed_versions),
+		cmocka_unit_test(test_plan_thread_count_is_right_before_0_16_4),
+		cmocka_unit_test(test_plan_memlock_does_not_bind_root),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
