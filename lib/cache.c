@@ -153,6 +153,7 @@ struct tfs_cache {
 
 	/* counters (mu) */
 	uint64_t hits, misses, read_around, evictions, pool_waits;
+	uint64_t pool_ms, pool_t; /* ndirty summed over each ms; last change */
 	uint64_t valid_sect, dirty_sect;
 	uint64_t flushed_bytes, flush_errors;
 
@@ -226,10 +227,22 @@ static struct list *list_of(struct tfs_cache *c, int state)
 	}
 }
 
+/* Add the pool's use since its last change to pool_ms (under mu). */
+static void pool_tick(struct tfs_cache *c)
+{
+	uint64_t t = now_ms();
+
+	c->pool_ms += c->ndirty * (t - c->pool_t);
+	c->pool_t = t;
+}
+
 static void set_state(struct tfs_cache *c, struct chunk *ch, int state)
 {
 	struct list *from = list_of(c, ch->state), *to = list_of(c, state);
 	int was_dirty = ch->state >= C_WAIT, dirty = state >= C_WAIT;
+
+	if (was_dirty != dirty)
+		pool_tick(c);
 
 	if (from)
 		list_del(from, ch);
@@ -869,6 +882,7 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 	c->nsect = (unsigned int)(o->chunk_size / TFS_SECTOR);
 	c->words = (c->nsect + 63) / 64;
 	c->nchunks = o->cache_chunks + o->pool_chunks;
+	c->pool_t = now_ms();
 	c->ahead = POPULATE_AHEAD / o->chunk_size;
 	if (c->ahead > o->pool_chunks)
 		c->ahead = o->pool_chunks;
@@ -1504,6 +1518,9 @@ void tfs_cache_get_stats(struct tfs_cache *c, struct tfs_cache_stats *s)
 	s->read_around = c->read_around;
 	s->evictions = c->evictions;
 	s->cached_bytes = c->valid_sect * TFS_SECTOR;
+	s->clean_bytes = (uint64_t)c->nclean * c->o.chunk_size;
+	pool_tick(c);
+	s->pool_busy_ns = c->pool_ms * 1000000;
 	s->cache_limit = (uint64_t)c->o.cache_chunks * c->o.chunk_size;
 	s->dirty_bytes = c->dirty_sect * TFS_SECTOR;
 	s->pool_busy = c->ndirty;

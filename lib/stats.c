@@ -32,10 +32,12 @@ void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s)
 	s->cache_evictions = f.cache.evictions;
 	s->cache_bytes = f.cache.cached_bytes;
 	s->cache_limit_bytes = f.cache.cache_limit;
+	s->cache_clean_bytes = f.cache.clean_bytes;
 	s->dirty_bytes = f.cache.dirty_bytes;
 	s->pool_busy = f.cache.pool_busy;
 	s->pool_total = f.cache.pool_total;
 	s->pool_waits = f.cache.pool_waits;
+	s->pool_busy_ns = f.cache.pool_busy_ns;
 	s->writeback_bytes = f.cache.flushed_bytes;
 	s->writeback_errors = f.cache.flush_errors;
 	s->dev_reads = f.dev.reads;

@@ -37,11 +37,17 @@ static void usage(FILE *f)
 	    "  app r/w    MB/s applications read and wrote (10^6 bytes/s)\n"
 	    "  dev r/w    MB/s read from and written to the device\n"
 	    "  hit%       reads served from tensorfs's RAM cache, of all reads\n"
-	    "  cache      MiB of file data in RAM / the cache's limit (max_in_cpu)\n"
-	    "  dirty      MiB in RAM not yet on the device\n"
-	    "  pool       write-back chunks in use / in the pool\n"
+	    "  cache      MiB of clean file data in RAM / the cache's limit\n"
+	    "             (max_in_cpu), which it does not pass; dirty data is\n"
+	    "             the pool's, beside it\n"
+	    "  dirty      MiB in the write-back pool not yet on the device\n"
+	    "  pool       write-back chunks in use, on average over the interval /\n"
+	    "             in the pool\n"
 	    "  inflt      device requests in flight\n"
-	    "  waits      writes that waited for a full pool in the interval\n"
+	    "  waits      writes that found the pool full in the interval and\n"
+	    "             waited for a chunk to be written back; the pool may have\n"
+	    "             drained by the interval's end, its average shows how full\n"
+	    "             it ran\n"
 	    "\n"
 	    "With --members, each interval shows instead a line per device of the\n"
 	    "file system's set (one for a single device), so a slow or failing drive\n"
@@ -187,6 +193,7 @@ static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
 		       double dt, int json)
 {
 	double rd = D(cache_hits) + D(cache_misses);
+	double pool = D(pool_busy_ns) / dt / 1e9; /* chunks in use, mean */
 	double hit = rd > 0 ? 100.0 * D(cache_hits) / rd : NAN;
 	double mib = 1048576.0;
 
@@ -199,16 +206,20 @@ static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
 		    "{\"app_read_mb_s\": %.1f, \"app_write_mb_s\": %.1f, "
 		    "\"dev_read_mb_s\": %.1f, \"dev_write_mb_s\": %.1f, "
 		    "\"cache_hit_pct\": %s, \"cache_bytes\": %llu, "
+		    "\"cache_clean_bytes\": %llu, "
 		    "\"cache_limit_bytes\": %llu, \"dirty_bytes\": %llu, "
-		    "\"pool_busy\": %llu, \"pool_total\": %llu, "
+		    "\"pool_busy\": %llu, \"pool_busy_avg\": %.2f, "
+		    "\"pool_total\": %llu, "
 		    "\"inflight\": %llu, \"pool_waits\": %llu, "
 		    "\"interval_s\": %.3f}\n",
 		    D(app_read_bytes) / dt / 1e6, D(app_write_bytes) / dt / 1e6,
 		    D(dev_read_bytes) / dt / 1e6, D(dev_write_bytes) / dt / 1e6,
 		    h, (unsigned long long)b->cache_bytes,
+		    (unsigned long long)b->cache_clean_bytes,
 		    (unsigned long long)b->cache_limit_bytes,
 		    (unsigned long long)b->dirty_bytes,
 		    (unsigned long long)b->pool_busy,
+		    D(pool_busy_ns) / dt / 1e9,
 		    (unsigned long long)b->pool_total,
 		    (unsigned long long)b->dev_inflight,
 		    (unsigned long long)(b->pool_waits - a->pool_waits), dt);
@@ -221,13 +232,12 @@ static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
 			snprintf(h, sizeof(h), "%.0f", hit);
 		printf(
 		    "%7.0f %7.0f %7.0f %7.0f %5s %7.0f/%-7.0f %7.0f "
-		    "%5llu/%-5llu %5llu %6llu\n",
+		    "%5.*f/%-5llu %5llu %6llu\n",
 		    D(app_read_bytes) / dt / 1e6, D(app_write_bytes) / dt / 1e6,
 		    D(dev_read_bytes) / dt / 1e6, D(dev_write_bytes) / dt / 1e6,
-		    h, (double)b->cache_bytes / mib,
+		    h, (double)b->cache_clean_bytes / mib,
 		    (double)b->cache_limit_bytes / mib,
-		    (double)b->dirty_bytes / mib,
-		    (unsigned long long)b->pool_busy,
+		    (double)b->dirty_bytes / mib, pool < 99.95 ? 1 : 0, pool,
 		    (unsigned long long)b->pool_total,
 		    (unsigned long long)b->dev_inflight,
 		    (unsigned long long)(b->pool_waits - a->pool_waits));

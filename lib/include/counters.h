@@ -25,10 +25,12 @@ struct tfs_cache_stats {
 	uint64_t read_around;  /* misses read around the cache */
 	uint64_t evictions;
 	uint64_t cached_bytes; /* valid data in RAM, clean or dirty */
+	uint64_t clean_bytes;  /* clean chunks x chunk_size: <= cache_limit */
 	uint64_t cache_limit;  /* cache_chunks x chunk_size */
 	uint64_t dirty_bytes;
 	uint64_t pool_busy, pool_total; /* dirty chunks / pool_chunks */
 	uint64_t pool_waits;		/* writers that waited for space */
+	uint64_t pool_busy_ns;		/* pool_busy x time, chunk-ns */
 	uint64_t flushed_bytes, flush_errors;
 	uint64_t arena_bytes;
 };

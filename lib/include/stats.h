@@ -54,10 +54,14 @@ struct tfs_fs;
 	X(cache_evictions, counter, "Clean chunks evicted from the cache")     \
 	X(cache_bytes, gauge, "File data held in RAM, clean or dirty")         \
 	X(cache_limit_bytes, gauge, "The clean cache's budget (max_in_cpu)")   \
+	X(cache_clean_bytes, gauge,                                            \
+	  "Clean file data in RAM, in whole chunks: at most max_in_cpu")       \
 	X(dirty_bytes, gauge, "Data in RAM not yet on the device")             \
 	X(pool_busy, gauge, "Write-back chunks holding dirty data")            \
 	X(pool_total, gauge, "Write-back chunks in the pool")                  \
 	X(pool_waits, counter, "Writes that waited for a full pool")           \
+	X(pool_busy_ns, counter,                                               \
+	  "Write-back chunks in use times how long: chunk-nanoseconds")        \
 	X(writeback_bytes, counter, "Bytes written back to the device")        \
 	X(writeback_errors, counter, "Write-backs the device failed")          \
 	X(dev_reads, counter, "Device read requests completed")                \

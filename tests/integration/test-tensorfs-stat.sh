@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 tfs_need python3 dd
 STAT="$TFS_BIN/tensorfs-stat"
-tfs_setup 2G -o max_in_cpu=64MiB
+tfs_setup 2G -o max_in_cpu=64MiB -o buffer_count=4 -o buffer_size=1MiB
 
 # 3 lines, half a second apart, while 400 MiB are written with O_DIRECT
 (sleep 0.2; dd if=/dev/zero of="$MNT/x" bs=1M count=400 oflag=direct status=none) &
@@ -33,6 +33,31 @@ for l in lines:
             sys.exit(f"no {k} in {l}")
     if d["cache_limit_bytes"] != 64 << 20:
         sys.exit(f"cache_limit_bytes {d['cache_limit_bytes']}")
+PY
+
+# while a writer keeps the 4 MiB pool full: the cache column (clean data)
+# never passes max_in_cpu, whatever is dirty beside it, and an interval
+# whose writes waited shows the pool in use on average, even if it had
+# drained by the interval's end
+(dd if=/dev/zero of="$MNT/z" bs=1M count=1200 oflag=direct status=none) &
+writer=$!
+"$STAT" --json "$MNT" 0.2 6 >"$WORK/json" || tfs_fail "tensorfs-stat --json failed"
+wait "$writer" || tfs_fail "the writer failed"
+python3 - "$WORK/json" <<'PY' || tfs_fail "tensorfs-stat during writes: $(cat "$WORK/json")"
+import json, sys
+waited = 0
+for l in open(sys.argv[1]).read().splitlines():
+    d = json.loads(l)
+    if d["cache_clean_bytes"] > d["cache_limit_bytes"]:
+        sys.exit(f"clean cache {d['cache_clean_bytes']} over its limit {d['cache_limit_bytes']}")
+    if not 0 <= d["pool_busy_avg"] <= d["pool_total"]:
+        sys.exit(f"pool_busy_avg {d['pool_busy_avg']} outside 0..{d['pool_total']}")
+    if d["pool_waits"] > 0:
+        waited += 1
+        if d["pool_busy_avg"] <= 0:
+            sys.exit(f"writes waited for the pool, but its average use is 0: {l}")
+if not waited:
+    sys.exit("no interval had writes waiting for the 4 MiB pool")
 PY
 
 # errors
