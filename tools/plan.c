@@ -663,9 +663,13 @@ static void text_memory(const struct tfs_plan_facts *f,
 	} else {
 		printf("DeepSpeed: nothing offloaded to host memory\n");
 	}
-	printf("tensorfs mount, per node:\n");
+	printf("tensorfs mount, per node (bounds it never passes):\n");
 	for (size_t i = 0; i < sizeof(p->tfs) / sizeof(p->tfs[0]); i++)
 		item_row(&p->tfs[i]);
+	wrap(stdout, "    ",
+	     "(a run fills the cache and the pool only with the data it "
+	     "moves, and the overhead is a reserve: the mount's resident "
+	     "memory stays below these, often well below)");
 	sum_row("node total", p->node_pinned, p->node_pageable);
 	if (f->ram)
 		snprintf(line, sizeof(line),
