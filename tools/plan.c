@@ -49,6 +49,7 @@
 #include "memcheck.h"
 #include "model.h"
 #include "plan.h"
+#include "tune.h"
 #include "units.h"
 
 static const char *prog = "tensorfs-plan";
@@ -124,6 +125,28 @@ static void usage(FILE *f)
 	    "                       (default: this process's, as ulimit -l shows, and\n"
 	    "                       not binding when it runs as root: CAP_IPC_LOCK)\n"
 	    "\n"
+	    "Measuring (the tuner):\n"
+	    "  --measure DIR        run DeepSpeed's swap pattern in DIR (the nvme_path:\n"
+	    "                       a tensorfs mount, or a directory on ext4 or xfs)\n"
+	    "                       for candidate values, one key at a time from the\n"
+	    "                       recommended ones: aio.block_size, queue_depth,\n"
+	    "                       intra_op_parallelism, offload_param.buffer_count,\n"
+	    "                       pin_memory; parameter tensors read buffer_count at\n"
+	    "                       a time and written back, each optimizer sub-group's\n"
+	    "                       four states read and three written, through libaio\n"
+	    "                       and O_DIRECT as DeepSpeed does; progress on stderr.\n"
+	    "                       Prints GB/s and host memory per node (pinned and\n"
+	    "                       pageable) of each, the fastest that fits the node's\n"
+	    "                       memory (of those within 3% of it, the one that pins\n"
+	    "                       least) with the reason, and the ds_config.json keys\n"
+	    "                       and the tensorfs.ini to paste.  Its files go in a\n"
+	    "                       directory of their own in DIR, removed at the end\n"
+	    "  --budget SECONDS     about how long to measure (default 120)\n"
+	    "  --measure-memory SIZE\n"
+	    "                       the buffers it may allocate, at most (default 1G;\n"
+	    "                       it says how much it uses): tensors are moved at a\n"
+	    "                       scale of at most 64 MiB each, smaller to fit this\n"
+	    "\n"
 	    "Output:\n"
 	    "  --json               print the same as one JSON object\n"
 	    "  --strict             exit 1 on warnings too (for CI gates)\n"
@@ -163,7 +186,9 @@ static void usage(FILE *f)
 	    "  tensorfs-plan -c /etc/tensorfs/tensorfs.ini --model config.json \\\n"
 	    "        --ram 512G --json\n"
 	    "  tensorfs-plan --deepspeed ds_config.json --deepspeed-version 0.14.5 \\\n"
-	    "        --model model.safetensors.index.json\n",
+	    "        --model model.safetensors.index.json\n"
+	    "  tensorfs-plan --deepspeed ds_config.json --model config.json \\\n"
+	    "        --measure /local_nvme --budget 120\n",
 	    f);
 }
 /* clang-format on */
@@ -766,6 +791,9 @@ static void text_advice(const struct tfs_plan_facts *f,
 	       strict && p->severity == TFS_PLAN_WARN ? ", --strict" : "");
 }
 
+/* --measure's results, when it ran. */
+static const struct tfs_tune *tune;
+
 static void print_text(const struct input *in, const struct tfs_plan *p,
 		       int full, int strict)
 {
@@ -783,6 +811,8 @@ static void print_text(const struct input *in, const struct tfs_plan *p,
 
 	text_memory(&in->f, p);
 	text_nvme(&in->f, p);
+	if (tune)
+		tfs_tune_print(tune, stdout);
 	text_advice(&in->f, p, strict);
 }
 
@@ -965,6 +995,8 @@ static void print_json(const struct input *in, const struct tfs_plan *p,
 	json_inputs(o, in, p);
 	json_config(o, in, full);
 	json_memory(o, &in->f, p);
+	if (tune)
+		json_object_set_new(o, "measure", tfs_tune_json(tune));
 	json_advice(o, p, strict);
 	if (json_dumpf(o, stdout, JSON_INDENT(2)) ||
 	    fputc('\n', stdout) == EOF) {
@@ -981,6 +1013,9 @@ struct args {
 	const char *dtype, *params_arg;
 	uint64_t params, largest_arg;
 	int json, full, strict, memlock_given;
+	const char *measure;  /* --measure DIR */
+	double budget;	      /* --budget seconds */
+	uint64_t measure_mem; /* --measure-memory bytes, 0: 1 GiB */
 };
 
 /* The long options; the short ones are -c, -h and -V. */
@@ -999,7 +1034,10 @@ enum {
 	O_JSON,
 	O_FULL,
 	O_STRICT,
-	O_DSVER
+	O_DSVER,
+	O_MEASURE,
+	O_BUDGET,
+	O_MEASURE_MEM
 };
 static const struct option longopts[] = {
 	{ "deepspeed", required_argument, NULL, O_DS },
@@ -1017,6 +1055,9 @@ static const struct option longopts[] = {
 	{ "full", no_argument, NULL, O_FULL },
 	{ "strict", no_argument, NULL, O_STRICT },
 	{ "deepspeed-version", required_argument, NULL, O_DSVER },
+	{ "measure", required_argument, NULL, O_MEASURE },
+	{ "budget", required_argument, NULL, O_BUDGET },
+	{ "measure-memory", required_argument, NULL, O_MEASURE_MEM },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -1099,6 +1140,29 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 		case O_STRICT:
 			a->strict = 1;
 			break;
+		case O_MEASURE:
+			a->measure = optarg;
+			break;
+		case O_BUDGET: {
+			char *end;
+
+			errno = 0;
+			a->budget = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(a->budget >= 1) || a->budget > 86400)
+				die(EXIT_USAGE,
+				    "--budget '%s' is not a number of seconds "
+				    "from 1 to 86400",
+				    optarg);
+			break;
+		}
+		case O_MEASURE_MEM:
+			a->measure_mem = size_arg("--measure-memory", optarg);
+			if (a->measure_mem < (16ull << 20))
+				die(EXIT_USAGE,
+				    "--measure-memory %s: at least 16M",
+				    optarg);
+			break;
 		case O_DSVER:
 			switch (
 			    tfs_plan_ds_version(optarg, &in->f.ds_version)) {
@@ -1138,6 +1202,9 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 	}
 	if (optind < argc)
 		die(EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+	if ((a->budget || a->measure_mem) && !a->measure)
+		die(EXIT_USAGE, "--budget and --measure-memory go with "
+				"--measure DIR");
 	if (!a->params_arg && !in->model)
 		die(EXIT_USAGE,
 		    "give the model's size: --params N (e.g. 7e9) or "
@@ -1216,6 +1283,23 @@ int main(int argc, char **argv)
 		    "cannot plan for these facts (params %llu, "
 		    "ranks %u, nodes %u)",
 		    (unsigned long long)a.params, in.f.ranks, in.f.nodes);
+	if (a.measure) {
+		static struct tfs_tune t;
+		char err[1024];
+		struct stat st;
+
+		if (stat(a.measure, &st) || !S_ISDIR(st.st_mode))
+			die(EXIT_FAILURE,
+			    "--measure %s: not a directory; give the "
+			    "nvme_path DeepSpeed will use (a tensorfs mount, "
+			    "or a directory on ext4 or xfs)",
+			    a.measure);
+		if (tfs_tune_run(a.measure, a.budget ? a.budget : 120,
+				 a.measure_mem ? a.measure_mem : 1ull << 30,
+				 &in.c, &in.f, stderr, &t, err, sizeof(err)))
+			die(EXIT_FAILURE, "--measure %s", err);
+		tune = &t;
+	}
 	if (a.json)
 		print_json(&in, in.p, a.full, a.strict);
 	else
