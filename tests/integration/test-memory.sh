@@ -120,6 +120,11 @@ if grep -qs '^UserBufs:' /proc/"$DAEMON_PID"/fdinfo/*; then
 fi
 "$TFS_SYS" pattern $((20 * MiB)) 9 >"$MNT/pinned" || tfs_fail "cannot write through a pinned mount"
 cmp <("$TFS_SYS" pattern $((20 * MiB)) 9) "$MNT/pinned" || tfs_fail "pinned mount: data differs"
+# ... and after 20 MiB went through it, the daemon has locked no more than
+# its bound: the cache and the pool, 6 MiB (VmLck counts mlock(2) only)
+lck_kb=$(status_kb "$DAEMON_PID" VmLck)
+tfs_log "VmLck after 20 MiB through the pinned mount: $lck_kb kB"
+[ "$lck_kb" -le 6144 ] || tfs_fail "pin_memory: VmLck $lck_kb kB, over the 6144 kB of cache and pool"
 tfs_umount
 tfs_fsck_clean
 tfs_pass
