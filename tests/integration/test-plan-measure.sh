@@ -117,7 +117,9 @@ PY
 # 1. on the tensorfs mount
 measure "$MNT" 12
 check "on tensorfs" tensorfs 12
-ls -a "$MNT" | grep -q "tensorfs-measure" && tfs_fail "the measurement's files are left on the mount: $(ls -a "$MNT")"
+for left in "$MNT"/.tensorfs-measure.*; do
+	[ -e "$left" ] && tfs_fail "the measurement's files are left on the mount: $left"
+done
 
 # 2. on a directory of the disk the test runs on
 mkdir "$WORK/disk"
