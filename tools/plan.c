@@ -104,6 +104,12 @@ static void usage(FILE *f)
 	    "                       buffer_size; --model supplies it\n"
 	    "  --dtype TYPE         model dtype: bf16, fp16, fp32 (default: from the\n"
 	    "                       ds_config's fp16/bf16, else the INI's dtype)\n"
+	    "  --param-groups one|trainer\n"
+	    "                       the optimizer's param groups, which DeepSpeed\n"
+	    "                       forms sub-groups within: one (default: an\n"
+	    "                       optimizer on model.parameters()) or trainer\n"
+	    "                       (Hugging Face's Trainer: biases and norm weights\n"
+	    "                       without weight decay, in a second group)\n"
 	    "  --deepspeed-version V\n"
 	    "                       the DeepSpeed the ds_config is for, 0.14.0 or later\n"
 	    "                       (default 0.16.5): 0.16.3 and older read\n"
@@ -225,6 +231,7 @@ struct input {
 	struct tfs_plan_tensor *tensors; /* --model's, or NULL */
 	size_t ntensors;
 	const char *tensors_from; /* "config.json", "torch.save", ... */
+	int trainer_groups;	  /* --param-groups trainer */
 	struct tfs_plan *p;	  /* problems of the inputs go here first */
 };
 
@@ -423,7 +430,8 @@ static void read_model(struct input *in, uint64_t *params, uint64_t *largest)
 	in->hidden = s.hidden;
 	if (!model_count(o, "num_local_experts") &&
 	    !model_count(o, "num_experts")) {
-		rc = tfs_plan_llama_tensors(&s, &in->tensors, &in->ntensors);
+		rc = tfs_plan_llama_tensors(&s, in->trainer_groups,
+					    &in->tensors, &in->ntensors);
 		if (rc == -ENOMEM)
 			die(EXIT_FAILURE, "out of memory");
 		if (!rc)
@@ -453,7 +461,9 @@ static void read_weights_or_config(struct input *in, uint64_t *params,
 		return;
 	}
 	fclose(open_input(in->model, "model")); /* exits if it cannot */
-	rc = tfs_plan_model_read(in->model, &in->weights, err, sizeof(err));
+	rc = tfs_plan_model_read(
+	    in->model, in->trainer_groups ? TFS_PLAN_MODEL_TRAINER_GROUPS : 0,
+	    &in->weights, err, sizeof(err));
 	if (rc == -EMEDIUMTYPE) {
 		read_model(in, params, largest);
 		return;
@@ -1037,7 +1047,8 @@ enum {
 	O_DSVER,
 	O_MEASURE,
 	O_BUDGET,
-	O_MEASURE_MEM
+	O_MEASURE_MEM,
+	O_GROUPS
 };
 static const struct option longopts[] = {
 	{ "deepspeed", required_argument, NULL, O_DS },
@@ -1058,6 +1069,7 @@ static const struct option longopts[] = {
 	{ "measure", required_argument, NULL, O_MEASURE },
 	{ "budget", required_argument, NULL, O_BUDGET },
 	{ "measure-memory", required_argument, NULL, O_MEASURE_MEM },
+	{ "param-groups", required_argument, NULL, O_GROUPS },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -1139,6 +1151,19 @@ static void parse_args(int argc, char **argv, struct input *in, struct args *a)
 			break;
 		case O_STRICT:
 			a->strict = 1;
+			break;
+		case O_GROUPS:
+			if (!strcmp(optarg, "one"))
+				in->trainer_groups = 0;
+			else if (!strcmp(optarg, "trainer"))
+				in->trainer_groups = 1;
+			else
+				die(EXIT_USAGE,
+				    "--param-groups '%s': one (the optimizer "
+				    "built on model.parameters()) or trainer "
+				    "(Hugging Face's Trainer: weight decay or "
+				    "not)",
+				    optarg);
 			break;
 		case O_MEASURE:
 			a->measure = optarg;

@@ -453,8 +453,35 @@ static size_t module_len(const char *name)
 	return dot ? (size_t)(dot - name) : 0;
 }
 
-int tfs_plan_model_read(const char *path, struct tfs_plan_model *m, char *err,
-			size_t errlen)
+int tfs_plan_no_decay(const char *name)
+{
+	char low[512];
+	size_t n = strlen(name), i;
+	const char *c;
+
+	if (n >= sizeof(low))
+		n = sizeof(low) - 1;
+	for (i = 0; i < n; i++)
+		low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32
+								 : name[i]);
+	low[n] = '\0';
+	if (strstr(low, "bias") || strstr(low, "layernorm") ||
+	    strstr(low, "rmsnorm"))
+		return 1;
+	for (c = low; c; c = strchr(c, '.') ? strchr(c, '.') + 1 : NULL) {
+		size_t len = strcspn(c, ".");
+
+		if ((len == 4 && !strncmp(c, "norm", 4)) ||
+		    (len > 5 && !strncmp(c + len - 5, "_norm", 5)) ||
+		    (len >= 3 && c[0] == 'l' && c[1] == 'n' &&
+		     (c[2] == '_' || (c[2] >= '0' && c[2] <= '9'))))
+			return 1;
+	}
+	return 0;
+}
+
+int tfs_plan_model_read(const char *path, unsigned int flags,
+			struct tfs_plan_model *m, char *err, size_t errlen)
 {
 	struct entries es = { 0 };
 	struct tfs_tensor_list *l = NULL;
@@ -511,7 +538,8 @@ int tfs_plan_model_read(const char *path, struct tfs_plan_model *m, char *err,
 		plen = len;
 		m->tensors[k].numel = es.e[i].numel;
 		m->tensors[k].step = step;
-		m->tensors[k].group = 0;
+		m->tensors[k].group = (flags & TFS_PLAN_MODEL_TRAINER_GROUPS) &&
+				      tfs_plan_no_decay(es.e[i].name);
 		m->params += es.e[i].numel;
 		if (es.e[i].numel > m->largest)
 			m->largest = es.e[i].numel;

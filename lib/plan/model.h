@@ -37,16 +37,30 @@ struct tfs_plan_model {
 	const char *format; /* "torch.save", "safetensors", "index" */
 };
 
+/* Split the tensors into the two param groups of Hugging Face's Trainer
+ * (tfs_plan_no_decay()), instead of one. */
+#define TFS_PLAN_MODEL_TRAINER_GROUPS 1u
+
 /*
  * Read the weights at path into *m (zeroed first; tfs_plan_model_free()
- * it).  Returns 0; -EMEDIUMTYPE if path is a JSON file without a
+ * it), flags TFS_PLAN_MODEL_*.  Returns 0; -EMEDIUMTYPE if path is a JSON file without a
  * "weight_map" (a config.json: the caller reads it); -EINVAL (not a
  * weights file we read, a damaged header, no float tensor, an index
  * naming a shard that is missing or lacks a tensor: err says what and
  * where), -ENOMEM, or an open or read -errno (err names the file).
  */
-int tfs_plan_model_read(const char *path, struct tfs_plan_model *m, char *err,
-			size_t errlen);
+int tfs_plan_model_read(const char *path, unsigned int flags,
+			struct tfs_plan_model *m, char *err, size_t errlen);
+
+/*
+ * Whether Hugging Face's Trainer puts the parameter called name in its
+ * group without weight decay (Trainer.get_decay_parameter_names in
+ * transformers 4.46 and later: a name with "bias", "layernorm" or
+ * "rmsnorm" in it, a component "norm" or ending in "_norm"; and, for the
+ * LayerNorm modules older versions find by type, a component starting
+ * "ln_" or "ln" and a digit, as GPT-2's ln_1 and ln_f), case-insensitive.
+ */
+int tfs_plan_no_decay(const char *name);
 
 void tfs_plan_model_free(struct tfs_plan_model *m);
 

@@ -207,17 +207,18 @@ int tfs_plan_count_params(const struct tfs_plan_shape *s, uint64_t *params,
 
 /* Append one tensor to the list being built. */
 static void put(struct tfs_plan_tensor *t, size_t *n, uint64_t numel,
-		uint32_t step)
+		uint32_t step, uint32_t group)
 {
 	t[*n].numel = numel;
 	t[*n].step = step;
-	t[*n].group = 0;
+	t[*n].group = group;
 	(*n)++;
 }
 
-int tfs_plan_llama_tensors(const struct tfs_plan_shape *s,
+int tfs_plan_llama_tensors(const struct tfs_plan_shape *s, int trainer,
 			   struct tfs_plan_tensor **out, size_t *n)
 {
+	uint32_t norm = trainer ? 1 : 0;
 	uint64_t H = s->hidden, V = s->vocab, I = s->intermediate, N, big;
 	uint64_t kvh = s->kv_heads ? s->kv_heads : s->heads, d, q, kv;
 	struct tfs_plan_tensor *t;
@@ -236,23 +237,23 @@ int tfs_plan_llama_tensors(const struct tfs_plan_shape *s,
 	t = calloc(cap, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	put(t, &k, V * H, 0); /* model.embed_tokens */
+	put(t, &k, V * H, 0, 0); /* model.embed_tokens */
 	for (uint64_t l = 0; l < s->layers; l++) {
 		base = 1 + 9 * (uint32_t)l;
-		put(t, &k, q * H, base + 1);  /* self_attn.q_proj */
-		put(t, &k, kv * H, base + 2); /* k_proj */
-		put(t, &k, kv * H, base + 3); /* v_proj */
-		put(t, &k, H * q, base + 4);  /* o_proj */
-		put(t, &k, I * H, base + 6);  /* mlp.gate_proj */
-		put(t, &k, I * H, base + 7);  /* up_proj */
-		put(t, &k, H * I, base + 8);  /* down_proj */
-		put(t, &k, H, base);	      /* input_layernorm */
-		put(t, &k, H, base + 5);      /* post_attention_layernorm */
+		put(t, &k, q * H, base + 1, 0);	 /* self_attn.q_proj */
+		put(t, &k, kv * H, base + 2, 0); /* k_proj */
+		put(t, &k, kv * H, base + 3, 0); /* v_proj */
+		put(t, &k, H * q, base + 4, 0);	 /* o_proj */
+		put(t, &k, I * H, base + 6, 0);	 /* mlp.gate_proj */
+		put(t, &k, I * H, base + 7, 0);	 /* up_proj */
+		put(t, &k, H * I, base + 8, 0);	 /* down_proj */
+		put(t, &k, H, base, norm);	 /* input_layernorm */
+		put(t, &k, H, base + 5, norm);	 /* post_attention_layernorm */
 	}
 	base = 1 + 9 * (uint32_t)s->layers;
-	put(t, &k, H, base); /* model.norm */
+	put(t, &k, H, base, norm); /* model.norm */
 	if (!s->tied)
-		put(t, &k, V * H, base + 1); /* lm_head */
+		put(t, &k, V * H, base + 1, 0); /* lm_head */
 	*out = t;
 	*n = k;
 	return 0;

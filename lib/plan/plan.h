@@ -103,10 +103,11 @@ int tfs_plan_count_params(const struct tfs_plan_shape *s, uint64_t *params,
  * gate, up, down, then the two norms; the final norm; lm_head unless
  * tied), each with its module's place in the forward pass (the input
  * norm first in a layer, then q, k, v, o, the second norm, gate, up,
- * down), all in param group 0.  Returns 0 with *out (free() it) and *n,
+ * down), all in param group 0, or with trainer the norms in group 1, as
+ * Hugging Face's Trainer groups them.  Returns 0 with *out (free() it) and *n,
  * or the errors of tfs_plan_count_params(), or -ENOMEM.
  */
-int tfs_plan_llama_tensors(const struct tfs_plan_shape *s,
+int tfs_plan_llama_tensors(const struct tfs_plan_shape *s, int trainer,
 			   struct tfs_plan_tensor **out, size_t *n);
 
 /* One item of host memory, per rank (DeepSpeed) or per node (tensorfs). */

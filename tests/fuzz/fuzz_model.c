@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size && write(fd, data, size) != (ssize_t)size)
 		abort();
 	close(fd);
-	if (tfs_plan_model_read(path, &m, err, sizeof(err)) == 0)
+	if (tfs_plan_model_read(path, size & 1, &m, err, sizeof(err)) == 0)
 		tfs_plan_model_free(&m);
 	return 0;
 }

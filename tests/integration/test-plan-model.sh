@@ -120,6 +120,18 @@ for model in "$WORK/model.safetensors" "$WORK/sharded/model.safetensors.index.js
 		check "$what" "$WORK/json"
 	done
 done
+# Hugging Face's Trainer's two param groups: the weights (w0 w1 = 2,097,152
+# close a sub-group, w6 alone), then the biases in one
+"$PLAN" --json --deepspeed "$WORK/ds6.json" --model "$WORK/model.safetensors" \
+	--param-groups trainer "${M[@]}" >"$WORK/json"
+python3 - "$WORK/json" <<'PY' || tfs_fail "--param-groups trainer: wrong sub-groups"
+import json, sys
+m = json.load(open(sys.argv[1]))["model"]
+assert m["sub_groups"] == 5 and m["largest_sub_group"] == 2097152, m
+PY
+tfs_expect_exit 2 "--param-groups two" "$PLAN" --params 7e9 --param-groups two
+grep -q "one (the optimizer built on model.parameters()) or trainer" "$WORK/err" ||
+	tfs_fail "--param-groups two: $(cat "$WORK/err")"
 # the same model from --params alone: a bound, and the buffers unchecked
 tfs_expect_exit 0 "--params" "$PLAN" --deepspeed "$WORK/ds4.json" --params 6314000 \
 	--largest-param 1048576 "${M[@]}"

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "memcheck.h"
 #include "meta.h"
+#include "model.h"
 #include "plan.h"
 
 #define GIB (1ull << 30)
@@ -914,7 +915,7 @@ static void test_plan_llama_tensors_sum_to_the_count(void **state)
 	for (int tied = 0; tied < 2; tied++) {
 		s.tied = tied;
 		assert_int_equal(tfs_plan_count_params(&s, &n, &big), 0);
-		assert_int_equal(tfs_plan_llama_tensors(&s, &t, &k), 0);
+		assert_int_equal(tfs_plan_llama_tensors(&s, 0, &t, &k), 0);
 		/* Llama 2 7B has 291 tensors, 290 with tied embeddings */
 		assert_int_equal(k, tied ? 290 : 291);
 		sum = max = 0;
@@ -1053,6 +1054,67 @@ static void test_plan_exact_minus_bound_is_the_measured_gap(void **state)
 	}
 }
 
+static void test_plan_trainer_groups(void **state)
+{
+	static const struct {
+		const char *name;
+		int no_decay;
+	} names[] = {
+		{ "model.layers.0.input_layernorm.weight", 1 },
+		{ "model.layers.0.post_attention_layernorm.weight", 1 },
+		{ "model.norm.weight", 1 },
+		{ "model.layers.0.self_attn.q_proj.weight", 0 },
+		{ "lm_head.weight", 0 },
+		{ "transformer.h.0.ln_1.weight", 1 },
+		{ "transformer.ln_f.bias", 1 },
+		{ "encoder.layer.3.attention.output.LayerNorm.weight", 1 },
+		{ "decoder.final_layer_norm.weight", 1 },
+		{ "0.bias", 1 },
+		{ "0.weight", 0 },
+		{ "knowledge.weight", 0 },
+		{ "normalizer.weight", 0 },
+	};
+	struct tfs_plan_tensor t[16];
+	struct tfs_config c;
+	struct tfs_plan_facts f = node8(0);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (tfs_plan_no_decay(names[i].name) != names[i].no_decay)
+			fail_msg("%s: expected %d", names[i].name,
+				 names[i].no_decay);
+	}
+	/* the Trainer's groups of the measured run's model: the weights
+	 * (w0 w1 = 2,097,152 close the first sub-group, and so on, w6
+	 * alone), then the biases (6,160 elements, one sub-group) */
+	f.ranks = 1;
+	f.ntensors = linear_stack(t);
+	f.tensors = t;
+	for (size_t i = 0; i < f.ntensors; i++)
+		t[i].group = t[i].numel <= 1024 || t[i].numel == 16;
+	measured_run(&c, "6");
+	tfs_plan_init(plan);
+	assert_int_equal(tfs_plan_compute(&c, &f, plan), 0);
+	assert_int_equal(plan->subgroups, 5);
+	assert_int_equal(plan->largest_subgroup, 2097152);
+	/* Llama with trainer groups: the 2L + 1 norms in group 1 */
+	{
+		struct tfs_plan_shape s = { .hidden = 64,
+					    .layers = 2,
+					    .intermediate = 128,
+					    .vocab = 100,
+					    .heads = 4 };
+		struct tfs_plan_tensor *l;
+		size_t k, ones = 0;
+
+		assert_int_equal(tfs_plan_llama_tensors(&s, 1, &l, &k), 0);
+		for (size_t i = 0; i < k; i++)
+			ones += l[i].group;
+		assert_int_equal(ones, 5);
+		free(l);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1095,6 +1157,7 @@ int main(void)
 		cmocka_unit_test(test_plan_memlock_does_not_bind_root),
 		cmocka_unit_test(
 		    test_plan_exact_minus_bound_is_the_measured_gap),
+		cmocka_unit_test(test_plan_trainer_groups),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
