@@ -506,6 +506,8 @@ int tfs_measure_run(const char *dir, const struct tfs_measure_cfg *m,
 		goto out;
 	}
 	r->seconds = rsec + wsec;
+	r->read_seconds = rsec;
+	r->write_seconds = wsec;
 	r->read_gbs = rsec > 0 ? (double)r->read_bytes / rsec / 1e9 : 0;
 	r->write_gbs = wsec > 0 ? (double)r->write_bytes / wsec / 1e9 : 0;
 	r->gbs = r->seconds > 0 ? (double)(r->read_bytes + r->write_bytes) /

@@ -36,6 +36,7 @@ struct tfs_measure_cfg {
 struct tfs_measure_result {
 	double gbs, read_gbs, write_gbs; /* 10^9 bytes per second */
 	double seconds;			 /* of timed I/O */
+	double read_seconds, write_seconds;
 	uint64_t read_bytes, write_bytes;
 	unsigned int steps; /* steps run */
 };

@@ -30,6 +30,7 @@ struct tfs_tune_cand {
 	struct tfs_measure_cfg m; /* what was run */
 	struct tfs_measure_result r;
 	int measured;		   /* r is valid */
+	int twice;		   /* r is over two runs */
 	char why[600];		   /* not measured, or failed: why */
 	uint64_t pinned, pageable; /* per node, by the plan */
 	int fits;		   /* the plan: no failure, within RAM */
