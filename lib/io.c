@@ -417,6 +417,16 @@ struct piece {
 	uint64_t t0; /* submitted, ns */
 };
 
+/* Raise *max to v if v is larger (relaxed: a counter, not a lock). */
+static void raise_max(uint64_t *max, uint64_t v)
+{
+	uint64_t m = __atomic_load_n(max, __ATOMIC_RELAXED);
+
+	while (v > m && !__atomic_compare_exchange_n(
+			    max, &m, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 /* The fixed buffer index that holds all of [buf, buf + len), or -1. */
 static int fixed_index(const struct thread_ring *t, const uint8_t *buf,
 		       size_t len)
@@ -456,7 +466,8 @@ static void prep(struct io_uring_sqe *sqe, struct tfs_dev *d, int write,
 	io_uring_sqe_set_data(sqe, p);
 	p->t0 = tfs_io_now_ns();
 	tfs_io_count(&p->m->st.submitted, 1);
-	tfs_io_count(&p->m->st.inflight, 1);
+	raise_max(&p->m->st.inflight_max,
+		  __atomic_add_fetch(&p->m->st.inflight, 1, __ATOMIC_RELAXED));
 }
 
 /* A piece's request completed: its latency into the counters. */
@@ -464,14 +475,10 @@ static void completed(struct piece *p)
 {
 	struct tfs_member_counters *st = &p->m->st;
 	uint64_t lat = tfs_io_now_ns() - p->t0;
-	uint64_t max = __atomic_load_n(&st->lat_max_ns, __ATOMIC_RELAXED);
 
 	__atomic_fetch_sub(&st->inflight, 1, __ATOMIC_RELAXED);
 	tfs_io_count(&st->lat_ns, lat);
-	while (lat > max &&
-	       !__atomic_compare_exchange_n(&st->lat_max_ns, &max, lat, 1,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	raise_max(&st->lat_max_ns, lat);
 }
 
 /*
@@ -877,6 +884,7 @@ void tfs_dev_member_stats(const struct tfs_dev *d, unsigned int m,
 	s->inflight = __atomic_load_n(&st->inflight, __ATOMIC_RELAXED);
 	s->latency_ns = __atomic_load_n(&st->lat_ns, __ATOMIC_RELAXED);
 	s->latency_max_ns = __atomic_load_n(&st->lat_max_ns, __ATOMIC_RELAXED);
+	s->inflight_max = __atomic_load_n(&st->inflight_max, __ATOMIC_RELAXED);
 }
 
 void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s)
@@ -897,6 +905,7 @@ void tfs_dev_get_stats(const struct tfs_dev *d, struct tfs_dev_stats *s)
 		s->latency_ns += m.latency_ns;
 		if (m.latency_max_ns > s->latency_max_ns)
 			s->latency_max_ns = m.latency_max_ns;
+		s->inflight_max += m.inflight_max; /* a bound: not at once */
 	}
 }
 

@@ -23,6 +23,7 @@ struct fault_state;
 struct tfs_member_counters {
 	uint64_t reads, writes, rbytes, wbytes, flush, err;
 	uint64_t submitted, inflight, lat_ns, lat_max_ns;
+	uint64_t inflight_max; /* the most inflight has been */
 };
 
 /* One member of the set: a block device or an image file. */

@@ -71,6 +71,7 @@ void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s)
 		ms->flushes = mi.dev.flushes;
 		ms->errors = mi.dev.errors;
 		ms->inflight = mi.dev.inflight;
+		ms->inflight_max = mi.dev.inflight_max;
 		ms->latency_ns = mi.dev.latency_ns;
 		ms->latency_max_ns = mi.dev.latency_max_ns;
 		ms->size_bytes = mi.size_bytes;

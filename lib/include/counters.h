@@ -17,6 +17,7 @@
 struct tfs_dev_stats {
 	uint64_t reads, writes, read_bytes, write_bytes, flushes, errors;
 	uint64_t submitted, inflight, latency_ns, latency_max_ns;
+	uint64_t inflight_max; /* the most in flight at once since mount */
 };
 
 /* The cache and the write-back pool. */

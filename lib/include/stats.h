@@ -90,6 +90,8 @@ struct tfs_fs;
 	X(flushes, counter, "Cache flushes of the member")                     \
 	X(errors, counter, "Requests the member failed")                       \
 	X(inflight, gauge, "Requests in flight on the member")                 \
+	X(inflight_max, gauge,                                                 \
+	  "The most requests in flight on the member at once")                 \
 	X(latency_ns, counter, "Sum of the member's request latencies")        \
 	X(latency_max_ns, gauge, "Longest request latency of the member")      \
 	X(size_bytes, gauge, "Size of the member")                             \
