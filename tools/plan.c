@@ -628,10 +628,11 @@ static void text_inputs(const struct input *in, const struct tfs_plan *p)
 	wrap2(stdout, "", "  ", line);
 	if (p->exact) {
 		snprintf(line, sizeof(line),
-			 "model: %zu parameter tensors from %s (%s%s); "
+			 "model: %zu parameter tensor%s from %s (%s%s); "
 			 "largest partition %llu per rank; %llu optimizer "
 			 "sub-group%s, the largest %llu elements (exact)",
-			 f->ntensors, in->model, in->tensors_from,
+			 f->ntensors, f->ntensors == 1 ? "" : "s", in->model,
+			 in->tensors_from,
 			 in->weights.ntensors && !in->weights.model_order
 			     ? ", in name order"
 			     : "",

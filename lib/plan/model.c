@@ -298,6 +298,9 @@ static int looks_json(const char *path)
 		return 0;
 	n = read(fd, b, sizeof(b));
 	close(fd);
+	/* a .safetensors header length may start with the byte '{' */
+	if (n > 0 && tfs_tensor_probe(b, (size_t)n, NULL) != TFS_TENSOR_RAW)
+		return 0;
 	for (ssize_t i = 0; i < n; i++) {
 		if (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')
 			continue;

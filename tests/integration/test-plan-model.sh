@@ -154,6 +154,17 @@ printf 'not weights at all\n' >"$WORK/notes.txt"
 tfs_expect_exit 1 "a text file" "$PLAN" --model "$WORK/notes.txt" "${M[@]}"
 grep -q "notes.txt: not a torch.save, .safetensors or index .json file of weights" "$WORK/err" ||
 	tfs_fail "a text file: $(cat "$WORK/err")"
+# a .safetensors file whose header length starts with the byte '{' is
+# still read as weights, not as an index .json
+python3 - "$WORK/brace.safetensors" <<'PY' || tfs_fail "cannot write brace.safetensors"
+import json, struct, sys
+h = json.dumps({"w.weight": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+h += b" " * (123 + 256 - len(h))
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(16))
+PY
+tfs_expect_exit 0 "a header length starting with '{'" "$PLAN" --model "$WORK/brace.safetensors" "${M[@]}"
+grep -q "model: 1 parameter tensor from" "$WORK/out" ||
+	tfs_fail "a header length starting with '{': $(head -5 "$WORK/out")"
 head -c 100 "$WORK/model.safetensors" >"$WORK/cut.safetensors"
 tfs_expect_exit 1 "a cut .safetensors" "$PLAN" --model "$WORK/cut.safetensors" "${M[@]}"
 grep -q "cut.safetensors: " "$WORK/err" || tfs_fail "a cut .safetensors: $(cat "$WORK/err")"
