@@ -1520,7 +1520,7 @@ void tfs_cache_get_stats(struct tfs_cache *c, struct tfs_cache_stats *s)
 	s->cached_bytes = c->valid_sect * TFS_SECTOR;
 	s->clean_bytes = (uint64_t)c->nclean * c->o.chunk_size;
 	pool_tick(c);
-	s->pool_busy_ns = c->pool_ms * 1000000;
+	s->pool_chunk_ns = c->pool_ms * 1000000;
 	s->cache_limit = (uint64_t)c->o.cache_chunks * c->o.chunk_size;
 	s->dirty_bytes = c->dirty_sect * TFS_SECTOR;
 	s->pool_busy = c->ndirty;

@@ -37,7 +37,7 @@ void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s)
 	s->pool_busy = f.cache.pool_busy;
 	s->pool_total = f.cache.pool_total;
 	s->pool_waits = f.cache.pool_waits;
-	s->pool_busy_ns = f.cache.pool_busy_ns;
+	s->pool_chunk_ns = f.cache.pool_chunk_ns;
 	s->writeback_bytes = f.cache.flushed_bytes;
 	s->writeback_errors = f.cache.flush_errors;
 	s->dev_reads = f.dev.reads;

@@ -193,7 +193,7 @@ static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
 		       double dt, int json)
 {
 	double rd = D(cache_hits) + D(cache_misses);
-	double pool = D(pool_busy_ns) / dt / 1e9; /* chunks in use, mean */
+	double pool = D(pool_chunk_ns) / dt / 1e9; /* chunks in use, mean */
 	double hit = rd > 0 ? 100.0 * D(cache_hits) / rd : NAN;
 	double mib = 1048576.0;
 
@@ -219,7 +219,7 @@ static void print_line(const struct tfs_stats *a, const struct tfs_stats *b,
 		    (unsigned long long)b->cache_limit_bytes,
 		    (unsigned long long)b->dirty_bytes,
 		    (unsigned long long)b->pool_busy,
-		    D(pool_busy_ns) / dt / 1e9,
+		    D(pool_chunk_ns) / dt / 1e9,
 		    (unsigned long long)b->pool_total,
 		    (unsigned long long)b->dev_inflight,
 		    (unsigned long long)(b->pool_waits - a->pool_waits), dt);

@@ -31,7 +31,7 @@ struct tfs_cache_stats {
 	uint64_t dirty_bytes;
 	uint64_t pool_busy, pool_total; /* dirty chunks / pool_chunks */
 	uint64_t pool_waits;		/* writers that waited for space */
-	uint64_t pool_busy_ns;		/* pool_busy x time, chunk-ns */
+	uint64_t pool_chunk_ns;		/* pool_busy x time, chunk-ns */
 	uint64_t flushed_bytes, flush_errors;
 	uint64_t arena_bytes;
 };

@@ -60,7 +60,7 @@ struct tfs_fs;
 	X(pool_busy, gauge, "Write-back chunks holding dirty data")            \
 	X(pool_total, gauge, "Write-back chunks in the pool")                  \
 	X(pool_waits, counter, "Writes that waited for a full pool")           \
-	X(pool_busy_ns, counter,                                               \
+	X(pool_chunk_ns, counter,                                              \
 	  "Write-back chunks in use times how long: chunk-nanoseconds")        \
 	X(writeback_bytes, counter, "Bytes written back to the device")        \
 	X(writeback_errors, counter, "Write-backs the device failed")          \
