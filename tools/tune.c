@@ -154,7 +154,9 @@ static int add(struct tfs_tune *t, const struct tfs_config *c,
 
 	cfg_of(c, scale, &m);
 	for (size_t i = 0; i < t->n; i++)
-		if (same(&t->cand[i].m, &m))
+		if (same(&t->cand[i].m, &m) &&
+		    t->cand[i].c.offload_param_buffer_size ==
+			c->offload_param_buffer_size)
 			return (int)i;
 	if (t->n == TFS_TUNE_MAX)
 		return -1;
@@ -275,6 +277,54 @@ static void confirm(struct tfs_tune *t, double slice, double t0, FILE *progress)
 	}
 }
 
+/*
+ * offload_param.buffer_size, priced and not timed: DeepSpeed reads and
+ * writes whole partitions whatever the buffer around them
+ * (partitioned_param_swapper.py swap_in moves partition_numel
+ * elements), so a smaller buffer moves the same bytes and pins less.
+ * The smallest DeepSpeed accepts is above the largest swapped partition
+ * (get_buffer asserts numel < buffer_size): that candidate is the best
+ * so far with it, and the best's rates.
+ */
+static void shrink_buffers(struct tfs_tune *t, int cur, uint64_t lpart,
+			   const struct tfs_measure_cfg *scale,
+			   const struct tfs_plan_facts *f, struct tfs_plan *p,
+			   FILE *progress)
+{
+	struct tfs_config v;
+	uint64_t want = (lpart / 1024 + 1) * 1024;
+	int i;
+
+	if (!lpart || cur < 0 || !t->cand[cur].measured ||
+	    t->cand[cur].c.offload_param_device != TFS_DEVICE_NVME ||
+	    tfs_config_elems(&t->cand[cur].c,
+			     t->cand[cur].c.offload_param_buffer_size) <= want)
+		return;
+	v = t->cand[cur].c;
+	v.offload_param_buffer_size = want; /* elements */
+	i = add(t, &v, scale, f, p);
+	if (i < 0 || t->cand[i].measured)
+		return;
+	t->cand[i].r = t->cand[cur].r;
+	t->cand[i].measured = 1;
+	t->cand[i].twice = t->cand[cur].twice;
+	t->cand[i].derived = 1;
+	snprintf(t->cand[i].why, sizeof(t->cand[i].why),
+		 "buffer_size %llu, the smallest DeepSpeed takes: not timed, "
+		 "as it moves whole partitions whatever the buffer; the rates "
+		 "are those of the same values with buffer_size as given",
+		 (unsigned long long)want);
+	if (progress)
+		fprintf(
+		    progress,
+		    "tensorfs-plan: buffer_size %llu moves the same bytes "
+		    "as buffer_size %llu and pins less: priced, not timed\n",
+		    (unsigned long long)want,
+		    (unsigned long long)tfs_config_elems(
+			&t->cand[cur].c,
+			t->cand[cur].c.offload_param_buffer_size));
+}
+
 /* Measure candidate i unless done; returns 0, or the -errno of a run
  * that failed (the candidate says why). */
 static int measure(struct tfs_tune *t, int i, double slice, double t0,
@@ -331,7 +381,7 @@ int tfs_tune_run(const char *dir, double budget, uint64_t mem_cap,
 	struct tfs_plan *p = malloc(sizeof(*p));
 	struct tfs_measure_cfg scale = { 0 };
 	struct tfs_config base, v;
-	uint64_t pb, ob, need, counts[3];
+	uint64_t pb, ob, need, counts[3], lpart;
 	double t0 = now(), slice;
 	int cur, best, any = 0, lastrc = 0;
 	size_t nc;
@@ -353,6 +403,7 @@ int tfs_tune_run(const char *dir, double budget, uint64_t mem_cap,
 	}
 	base = p->recommended;
 	need = p->param_buffers ? p->param_buffers : 1;
+	lpart = p->swapped ? p->largest_partition : 0;
 	/* the scale */
 	pb = p->largest_partition && p->swapped
 		 ? p->largest_partition * p->elem
@@ -439,6 +490,7 @@ int tfs_tune_run(const char *dir, double budget, uint64_t mem_cap,
 			cur = best;
 	}
 	confirm(t, slice, t0, progress);
+	shrink_buffers(t, cur, lpart, &scale, f, p, progress);
 	t->elapsed = now() - t0;
 	free(p);
 	if (!any) {
@@ -502,12 +554,13 @@ static json_t *ds_fragment(const struct tfs_tune *t, const struct tfs_config *c)
 	json_object_set_new(
 	    aio, v < 1604 ? "thread_count" : "intra_op_parallelism",
 	    json_integer((json_int_t)c->aio_intra_op_parallelism));
-	return json_pack("{s:{s:{s:I, s:b}, s:{s:b}}, s:o}",
-			 "zero_optimization", "offload_param", "buffer_count",
-			 (json_int_t)c->offload_param_buffer_count,
-			 "pin_memory", (int)c->offload_param_pin_memory,
-			 "offload_optimizer", "pin_memory",
-			 (int)c->offload_optimizer_pin_memory, "aio", aio);
+	return json_pack(
+	    "{s:{s:{s:I, s:I, s:b}, s:{s:b}}, s:o}", "zero_optimization",
+	    "offload_param", "buffer_count",
+	    (json_int_t)c->offload_param_buffer_count, "buffer_size",
+	    (json_int_t)tfs_config_elems(c, c->offload_param_buffer_size),
+	    "pin_memory", (int)c->offload_param_pin_memory, "offload_optimizer",
+	    "pin_memory", (int)c->offload_optimizer_pin_memory, "aio", aio);
 }
 
 static char *ini_of(const struct tfs_config *c)
@@ -575,10 +628,14 @@ void tfs_tune_print(const struct tfs_tune *t, FILE *out)
 
 	fprintf(out,
 		"\nrecommended: block_size %s, queue_depth %u, %u thread%s, "
-		"offload_param.buffer_count %u, pin_memory %s\n  because: %s\n",
+		"offload_param.buffer_count %u, buffer_size %llu, pin_memory "
+		"%s\n  because: %s\n",
 		tfs_format_size(k->m.block_size, bs, sizeof(bs)),
 		k->m.queue_depth, k->m.threads, k->m.threads == 1 ? "" : "s",
-		k->m.param_buffers, k->m.pin ? "true" : "false", t->reason);
+		k->m.param_buffers,
+		(unsigned long long)tfs_config_elems(
+		    &k->c, k->c.offload_param_buffer_size),
+		k->m.pin ? "true" : "false", t->reason);
 	fprintf(out, "\nds_config.json, the keys to set in yours:\n%s\n",
 		js ? js : "{}");
 	fprintf(out, "\ntensorfs.ini (keys that differ from the defaults):\n%s",
@@ -603,12 +660,15 @@ json_t *tfs_tune_json(const struct tfs_tune *t)
 	for (size_t i = 0; i < t->n; i++) {
 		const struct tfs_tune_cand *k = &t->cand[i];
 		json_t *e = json_pack(
-		    "{s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:b, s:b, s:b}",
+		    "{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:b, s:b, s:b}",
 		    "block_size", (json_int_t)k->m.block_size, "queue_depth",
 		    (json_int_t)k->m.queue_depth, "threads",
 		    (json_int_t)k->m.threads, "buffer_count",
-		    (json_int_t)k->m.param_buffers, "pin_memory", k->m.pin,
-		    "pinned_bytes", (json_int_t)k->pinned, "pageable_bytes",
+		    (json_int_t)k->m.param_buffers, "buffer_size",
+		    (json_int_t)tfs_config_elems(
+			&k->c, k->c.offload_param_buffer_size),
+		    "pin_memory", k->m.pin, "pinned_bytes",
+		    (json_int_t)k->pinned, "pageable_bytes",
 		    (json_int_t)k->pageable, "fits", k->fits, "as_given",
 		    (int)i == t->base, "recommended", (int)i == t->best);
 
@@ -620,6 +680,9 @@ json_t *tfs_tune_json(const struct tfs_tune *t)
 					    json_real(k->r.write_gbs));
 			json_object_set_new(e, "measured_twice",
 					    json_boolean(k->twice));
+			if (k->derived)
+				json_object_set_new(e, "why",
+						    json_string(k->why));
 			json_object_set_new(e, "steps",
 					    json_integer(k->r.steps));
 		} else {

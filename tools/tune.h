@@ -31,6 +31,7 @@ struct tfs_tune_cand {
 	struct tfs_measure_result r;
 	int measured;		   /* r is valid */
 	int twice;		   /* r is over two runs */
+	int derived;		   /* r is another's: buffer_size only */
 	char why[600];		   /* not measured, or failed: why */
 	uint64_t pinned, pageable; /* per node, by the plan */
 	int fits;		   /* the plan: no failure, within RAM */

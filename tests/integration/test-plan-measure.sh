@@ -3,7 +3,7 @@
 # mount and on a directory of the disk.
 # Description: the tuner runs DeepSpeed's swap pattern (libaio, O_DIRECT)
 # for candidates of block_size, queue_depth, threads, buffer_count and
-# pin_memory within its time budget, prints its progress, reports GB/s and
+# pin_memory within its time budget (buffer_size priced, not timed), prints its progress, reports GB/s and
 # host memory for each, recommends one that fits with its reason, prints a
 # ds_config.json fragment and a tensorfs.ini that tensorfs reads, stays
 # within the memory it announces, and leaves no file behind; bad
@@ -99,6 +99,12 @@ assert ds["aio"]["queue_depth"] == r["queue_depth"], ds
 assert ds["aio"]["intra_op_parallelism"] == r["threads"], ds
 assert ds["zero_optimization"]["offload_param"]["buffer_count"] == r["buffer_count"], ds
 assert ds["zero_optimization"]["offload_param"]["pin_memory"] == r["pin_memory"], ds
+assert ds["zero_optimization"]["offload_param"]["buffer_size"] == r["buffer_size"], ds
+# buffer_size is priced, not timed: the smallest DeepSpeed takes (above the
+# 1,048,576-element partition) with the rates of its neighbour, and it wins
+small = [x for x in c if x["buffer_size"] == 1049600]
+assert len(small) == 1 and "not timed" in small[0]["why"], small
+assert r["buffer_size"] == 1049600, r
 # the budget, with room for the last candidate and the start
 assert float(secs) <= budget + budget / 2 + 10, f"took {secs} s of a {budget} s budget"
 # the memory it announced, plus the program itself (64 MiB)
