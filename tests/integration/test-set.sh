@@ -10,8 +10,7 @@
 # device over a sparse image, with direct I/O where losetup can) and an
 # image file: a 100 MiB file written with cp lands on both, tensorfs-fsck
 # is clean, and it reads back exactly after a remount in the other order
-# (that part skipped, saying so, without losetup).  queue_depth 2 on a set
-# of 4 keeps 2 writes in flight on each member
+# (that part skipped, saying so, without losetup)
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -114,19 +113,4 @@ cmp "$WORK/src" "$MNT/big" || tfs_fail "the 200 MiB file at the end: expected it
 tfs_umount
 tfs_fsck_clean
 
-# queue_depth applies on each member: a write-back batch takes queue_depth
-# chunks per member, so with queue_depth 2 each of 4 members has 2 writes
-# in flight at once (a batch of 2 in all gave each 1)
-rm -f "$A" "$B" "$C"
-tfs_mkset 4 256M
-tfs_mount -o queue_depth=2
-dd if=/dev/zero of="$MNT/qd" bs=1M count=300 status=none || tfs_fail "cannot write 300 MiB to a set of 4"
-sync "$MNT/qd" || tfs_fail "cannot sync the file on a set of 4"
-for m in 1 2 3 4; do
-	got=$(awk -v k="member${m}_inflight_max" '$1 == k {print $2}' "$MNT/.tensorfs/stats")
-	[ "$got" = 2 ] ||
-		tfs_fail "queue_depth 2 on a set of 4: expected member $m to have had 2 writes in flight at most and at once, got '$got'"
-done
-tfs_umount
-tfs_fsck_clean
 tfs_pass
