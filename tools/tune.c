@@ -490,7 +490,12 @@ int tfs_tune_run(const char *dir, double budget, uint64_t mem_cap,
 			cur = best;
 	}
 	confirm(t, slice, t0, progress);
-	shrink_buffers(t, cur, lpart, &scale, f, p, progress);
+	/* the smallest buffers for the best over everything measured */
+	best = -1;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->cand[i].measured && t->cand[i].fits)
+			best = better(t, best, (int)i);
+	shrink_buffers(t, best, lpart, &scale, f, p, progress);
 	t->elapsed = now() - t0;
 	free(p);
 	if (!any) {
