@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <libaio.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "units.h"
 
 #define ALIGN	    4096u
 #define MAX_THREADS 64u
@@ -65,21 +66,6 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int say(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int say(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
 }
 
 uint64_t tfs_measure_memory(const struct tfs_measure_cfg *m)
@@ -281,26 +267,32 @@ static int handle_start(struct handle *h, const struct tfs_measure_cfg *m,
 	return 0;
 }
 
-/* The files: p<i> for parameters, o<g>.<s> for optimizer states. */
+/* The path of file i: <i>_param.tensor.swp for parameters, as DeepSpeed
+ * names them, <g>.<s>.tensor.swp for state s of optimizer sub-group g. */
+static void file_path(const char *sub, const struct tfs_measure_cfg *m,
+		      unsigned int i, char *path, size_t len)
+{
+	if (i < m->param_files)
+		snprintf(path, len, "%s/%u_param.tensor.swp", sub, i);
+	else
+		snprintf(path, len, "%s/%u.%u.tensor.swp", sub,
+			 (i - m->param_files) / OPT_READS,
+			 (i - m->param_files) % OPT_READS);
+}
+
 static int open_files(const char *sub, const struct tfs_measure_cfg *m,
 		      int *fds, unsigned int n, char *err, size_t errlen)
 {
 	char path[4200];
 
 	for (unsigned int i = 0; i < n; i++) {
-		if (i < m->param_files)
-			snprintf(path, sizeof(path), "%s/%u_param.tensor.swp",
-				 sub, i);
-		else
-			snprintf(path, sizeof(path), "%s/%u.%u.tensor.swp", sub,
-				 (i - m->param_files) / OPT_READS,
-				 (i - m->param_files) % OPT_READS);
+		file_path(sub, m, i, path, sizeof(path));
 		fds[i] =
 		    open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
 		if (fds[i] < 0)
-			return say(err, errlen, -errno,
-				   "%s: cannot open with O_DIRECT: %s", path,
-				   strerror(errno));
+			return tfs_say_rc(err, errlen, -errno,
+					  "%s: cannot open with O_DIRECT: %s",
+					  path, strerror(errno));
 	}
 	return 0;
 }
@@ -311,16 +303,33 @@ static void remove_files(const char *sub, const struct tfs_measure_cfg *m,
 	char path[4200];
 
 	for (unsigned int i = 0; i < n; i++) {
-		if (i < m->param_files)
-			snprintf(path, sizeof(path), "%s/%u_param.tensor.swp",
-				 sub, i);
-		else
-			snprintf(path, sizeof(path), "%s/%u.%u.tensor.swp", sub,
-				 (i - m->param_files) / OPT_READS,
-				 (i - m->param_files) % OPT_READS);
+		file_path(sub, m, i, path, sizeof(path));
 		unlink(path);
 	}
 	rmdir(sub);
+}
+
+/* Every parameter tensor read (write 0) or written, buffer_count at a
+ * time; the seconds into *sec, the bytes into *bytes. */
+static int param_pass(struct handle *h, const struct tfs_measure_cfg *m,
+		      int *fds, uint8_t **pbuf, int write, double *sec,
+		      uint64_t *bytes)
+{
+	int rc;
+
+	for (unsigned int i = 0; i < m->param_files; i += m->param_buffers) {
+		h->nbatch = 0;
+		for (unsigned int k = 0;
+		     k < m->param_buffers && i + k < m->param_files; k++)
+			h->batch[h->nbatch++] =
+			    (struct req){ fds[i + k], pbuf[k], m->param_bytes,
+					  write };
+		rc = run_batch(h, sec);
+		if (rc)
+			return rc;
+		*bytes += (uint64_t)h->nbatch * m->param_bytes;
+	}
+	return 0;
 }
 
 /* One ZeRO-3 step's I/O; the times and bytes added to *r. */
@@ -330,23 +339,12 @@ static int step(struct handle *h, const struct tfs_measure_cfg *m, int *fds,
 {
 	int rc;
 
-	/* forward and backward: every parameter read, buffer_count at a
-	 * time */
-	for (int pass = 0; pass < 2; pass++)
-		for (unsigned int i = 0; i < m->param_files;
-		     i += m->param_buffers) {
-			h->nbatch = 0;
-			for (unsigned int k = 0;
-			     k < m->param_buffers && i + k < m->param_files;
-			     k++)
-				h->batch[h->nbatch++] =
-				    (struct req){ fds[i + k], pbuf[k],
-						  m->param_bytes, 0 };
-			rc = run_batch(h, rsec);
-			if (rc)
-				return rc;
-			r->read_bytes += (uint64_t)h->nbatch * m->param_bytes;
-		}
+	/* forward and backward: every parameter read */
+	for (int pass = 0; pass < 2; pass++) {
+		rc = param_pass(h, m, fds, pbuf, 0, rsec, &r->read_bytes);
+		if (rc)
+			return rc;
+	}
 	/* the optimizer: each sub-group's four states in, three out */
 	for (unsigned int g = 0; g < m->subgroups; g++) {
 		int *f = fds + m->param_files + g * OPT_READS;
@@ -368,20 +366,8 @@ static int step(struct handle *h, const struct tfs_measure_cfg *m, int *fds,
 			return rc;
 		r->write_bytes += (uint64_t)OPT_WRITES * m->opt_bytes;
 	}
-	/* the updated parameters written out, buffer_count at a time */
-	for (unsigned int i = 0; i < m->param_files; i += m->param_buffers) {
-		h->nbatch = 0;
-		for (unsigned int k = 0;
-		     k < m->param_buffers && i + k < m->param_files; k++)
-			h->batch[h->nbatch++] =
-			    (struct req){ fds[i + k], pbuf[k], m->param_bytes,
-					  1 };
-		rc = run_batch(h, wsec);
-		if (rc)
-			return rc;
-		r->write_bytes += (uint64_t)h->nbatch * m->param_bytes;
-	}
-	return 0;
+	/* the updated parameters written out */
+	return param_pass(h, m, fds, pbuf, 1, wsec, &r->write_bytes);
 }
 
 /* Write every file once, untimed. */
@@ -450,20 +436,20 @@ int tfs_measure_run(const char *dir, const struct tfs_measure_cfg *m,
 
 	memset(r, 0, sizeof(*r));
 	if (!valid(m))
-		return say(err, errlen, -EINVAL,
-			   "measurement values out of range");
+		return tfs_say_rc(err, errlen, -EINVAL,
+				  "measurement values out of range");
 	if (snprintf(sub, sizeof(sub), "%s/.tensorfs-measure.XXXXXX", dir) >=
 	    (int)sizeof(sub))
-		return say(err, errlen, -ENAMETOOLONG, "%s: path too long",
-			   dir);
+		return tfs_say_rc(err, errlen, -ENAMETOOLONG,
+				  "%s: path too long", dir);
 	if (!mkdtemp(sub))
-		return say(err, errlen, -errno,
-			   "%s: cannot make a directory: %s", dir,
-			   strerror(errno));
+		return tfs_say_rc(err, errlen, -errno,
+				  "%s: cannot make a directory: %s", dir,
+				  strerror(errno));
 	fds = malloc(n * sizeof(*fds));
 	h = malloc(sizeof(*h));
 	if (!fds || !h) {
-		rc = say(err, errlen, -ENOMEM, "out of memory");
+		rc = tfs_say_rc(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (unsigned int i = 0; i < n; i++)
@@ -472,11 +458,12 @@ int tfs_measure_run(const char *dir, const struct tfs_measure_cfg *m,
 	if (!rc)
 		rc = buffers(obuf, OPT_READS, m->opt_bytes, m->pin);
 	if (rc) {
-		rc = say(err, errlen, rc, "cannot %s %llu MiB of buffers: %s%s",
-			 m->pin ? "lock" : "allocate",
-			 (unsigned long long)(tfs_measure_memory(m) >> 20),
-			 strerror(-rc),
-			 m->pin ? " (RLIMIT_MEMLOCK: ulimit -l)" : "");
+		rc = tfs_say_rc(
+		    err, errlen, rc, "cannot %s %llu MiB of buffers: %s%s",
+		    m->pin ? "lock" : "allocate",
+		    (unsigned long long)(tfs_measure_memory(m) >> 20),
+		    strerror(-rc),
+		    m->pin ? " (RLIMIT_MEMLOCK: ulimit -l)" : "");
 		goto out;
 	}
 	rc = open_files(sub, m, fds, n, err, errlen);
@@ -484,9 +471,9 @@ int tfs_measure_run(const char *dir, const struct tfs_measure_cfg *m,
 		goto out;
 	rc = handle_start(h, m, &started);
 	if (rc) {
-		say(err, errlen, rc,
-		    "cannot start %u aio threads of depth %u: %s", m->threads,
-		    m->queue_depth, strerror(-rc));
+		tfs_say_rc(err, errlen, rc,
+			   "cannot start %u aio threads of depth %u: %s",
+			   m->threads, m->queue_depth, strerror(-rc));
 		handle_stop(h, started);
 		goto out;
 	}
@@ -499,8 +486,9 @@ int tfs_measure_run(const char *dir, const struct tfs_measure_cfg *m,
 	}
 	handle_stop(h, started);
 	if (rc) {
-		say(err, errlen, rc, "%s: %s", sub,
-		    rc == -EIO ? "a request completed short (input/output "
+		tfs_say_rc(err, errlen, rc, "%s: %s", sub,
+			   rc == -EIO
+			       ? "a request completed short (input/output "
 				 "error)"
 			       : strerror(-rc));
 		goto out;

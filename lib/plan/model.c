@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 
 #include "read.h"
 #include "tensor.h"
+#include "units.h"
 
 #define MAX_INDEX  (64u << 20) /* bytes of an index .json */
 #define MAX_SHARDS 100000
@@ -149,21 +149,6 @@ static ssize_t pread_fn(void *ctx, void *buf, size_t len, uint64_t off)
 	return r < 0 ? -errno : r;
 }
 
-static int say(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int say(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 /* The tensors of one weights file into *out; err names path. */
 static int read_list(const char *path, struct tfs_tensor_list **out,
 		     enum tfs_tensor_format *fmt, char *err, size_t errlen)
@@ -175,32 +160,34 @@ static int read_list(const char *path, struct tfs_tensor_list **out,
 	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return say(err, errlen, -errno, "%s: cannot open: %s", path,
-			   strerror(errno));
+		return tfs_say_rc(err, errlen, -errno, "%s: cannot open: %s",
+				  path, strerror(errno));
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		rc = -EINVAL;
 		close(fd);
-		return say(err, errlen, rc, "%s: not a file of weights", path);
+		return tfs_say_rc(err, errlen, rc, "%s: not a file of weights",
+				  path);
 	}
 	rc = tfs_tensor_read(pread_fn, &fd, (uint64_t)st.st_size, 0, out, fmt,
 			     why, sizeof(why));
 	close(fd);
 	if (rc == -ENOMEM)
-		return say(err, errlen, rc, "%s: out of memory", path);
+		return tfs_say_rc(err, errlen, rc, "%s: out of memory", path);
 	if (rc == -E2BIG)
-		return say(err, errlen, -EINVAL,
-			   "%s: its header is larger than tensorfs reads",
-			   path);
+		return tfs_say_rc(
+		    err, errlen, -EINVAL,
+		    "%s: its header is larger than tensorfs reads", path);
 	if (rc < 0 && rc != -EINVAL)
-		return say(err, errlen, rc, "%s: cannot read: %s", path,
-			   strerror(-rc));
+		return tfs_say_rc(err, errlen, rc, "%s: cannot read: %s", path,
+				  strerror(-rc));
 	if (rc < 0)
-		return say(err, errlen, -EINVAL, "%s: %s", path, why);
+		return tfs_say_rc(err, errlen, -EINVAL, "%s: %s", path, why);
 	if (!*out)
-		return say(err, errlen, -EINVAL,
-			   "%s: not a torch.save, .safetensors or index .json "
-			   "file of weights",
-			   path);
+		return tfs_say_rc(
+		    err, errlen, -EINVAL,
+		    "%s: not a torch.save, .safetensors or index .json "
+		    "file of weights",
+		    path);
 	return 0;
 }
 
@@ -252,32 +239,33 @@ static char *slurp(const char *path, size_t *len, char *err, size_t errlen,
 	long n;
 
 	if (!f) {
-		*rc = say(err, errlen, -errno, "%s: cannot open: %s", path,
-			  strerror(errno));
+		*rc = tfs_say_rc(err, errlen, -errno, "%s: cannot open: %s",
+				 path, strerror(errno));
 		return NULL;
 	}
 	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
 	    fseek(f, 0, SEEK_SET)) {
-		*rc =
-		    say(err, errlen, -EINVAL, "%s: cannot read its size", path);
+		*rc = tfs_say_rc(err, errlen, -EINVAL,
+				 "%s: cannot read its size", path);
 		fclose(f);
 		return NULL;
 	}
 	if ((unsigned long)n > MAX_INDEX) {
-		*rc = say(err, errlen, -EINVAL,
-			  "%s: over %u MiB; an index .json is smaller", path,
-			  MAX_INDEX >> 20);
+		*rc = tfs_say_rc(err, errlen, -EINVAL,
+				 "%s: over %u MiB; an index .json is smaller",
+				 path, MAX_INDEX >> 20);
 		fclose(f);
 		return NULL;
 	}
 	buf = malloc((size_t)n + 1);
 	if (!buf) {
-		*rc = say(err, errlen, -ENOMEM, "%s: out of memory", path);
+		*rc =
+		    tfs_say_rc(err, errlen, -ENOMEM, "%s: out of memory", path);
 		fclose(f);
 		return NULL;
 	}
 	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		*rc = say(err, errlen, -EIO, "%s: cannot read", path);
+		*rc = tfs_say_rc(err, errlen, -EIO, "%s: cannot read", path);
 		free(buf);
 		fclose(f);
 		return NULL;
@@ -334,18 +322,20 @@ static int read_index(const char *path, struct entries *es,
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	free(buf);
 	if (!root)
-		return say(err, errlen, -EINVAL, "%s:%d:%d: invalid JSON: %s",
-			   path, je.line, je.column, je.text);
+		return tfs_say_rc(err, errlen, -EINVAL,
+				  "%s:%d:%d: invalid JSON: %s", path, je.line,
+				  je.column, je.text);
 	map = json_object_get(root, "weight_map");
 	if (!json_is_object(root) || !map) {
 		json_decref(root);
 		return -EMEDIUMTYPE;
 	}
 	if (!json_is_object(map) || !json_object_size(map)) {
-		rc = say(err, errlen, -EINVAL,
-			 "%s: weight_map is not an object of tensor names "
-			 "and shard files",
-			 path);
+		rc = tfs_say_rc(
+		    err, errlen, -EINVAL,
+		    "%s: weight_map is not an object of tensor names "
+		    "and shard files",
+		    path);
 		goto out;
 	}
 	json_object_foreach(map, name, v)
@@ -353,10 +343,11 @@ static int read_index(const char *path, struct entries *es,
 		size_t i;
 
 		if (!json_is_string(v) || !plain_name(json_string_value(v))) {
-			rc = say(err, errlen, -EINVAL,
-				 "%s: weight_map[\"%.64s\"] is not the name of "
-				 "a shard file beside the index",
-				 path, name);
+			rc = tfs_say_rc(
+			    err, errlen, -EINVAL,
+			    "%s: weight_map[\"%.64s\"] is not the name of "
+			    "a shard file beside the index",
+			    path, name);
 			goto out;
 		}
 		for (i = 0; i < nshards; i++)
@@ -365,8 +356,9 @@ static int read_index(const char *path, struct entries *es,
 		if (i < nshards)
 			continue;
 		if (nshards == MAX_SHARDS) {
-			rc = say(err, errlen, -EINVAL,
-				 "%s: more than %u shards", path, MAX_SHARDS);
+			rc = tfs_say_rc(err, errlen, -EINVAL,
+					"%s: more than %u shards", path,
+					MAX_SHARDS);
 			goto out;
 		}
 		if (!(nshards & (nshards + 1))) {
@@ -374,8 +366,8 @@ static int read_index(const char *path, struct entries *es,
 			    realloc(shards, 2 * (nshards + 1) * sizeof(*n));
 
 			if (!n) {
-				rc = say(err, errlen, -ENOMEM,
-					 "%s: out of memory", path);
+				rc = tfs_say_rc(err, errlen, -ENOMEM,
+						"%s: out of memory", path);
 				goto out;
 			}
 			shards = n;
@@ -389,8 +381,8 @@ static int read_index(const char *path, struct entries *es,
 		free(file);
 		file = malloc(dir + strlen(shards[i]) + 1);
 		if (!file) {
-			rc = say(err, errlen, -ENOMEM, "%s: out of memory",
-				 path);
+			rc = tfs_say_rc(err, errlen, -ENOMEM,
+					"%s: out of memory", path);
 			goto out;
 		}
 		memcpy(file, path, dir);
@@ -401,7 +393,7 @@ static int read_index(const char *path, struct entries *es,
 		rc = add_list(es, l, i, map, shards[i], &m->skipped);
 		tfs_tensor_list_free(l);
 		if (rc) {
-			say(err, errlen, rc, "%s: out of memory", file);
+			tfs_say_rc(err, errlen, rc, "%s: out of memory", file);
 			goto out;
 		}
 		m->files++;
@@ -416,10 +408,11 @@ static int read_index(const char *path, struct entries *es,
 				if (!strcmp(es->e[i].name, name))
 					break;
 			if (i == es->n) {
-				rc = say(err, errlen, -EINVAL,
-					 "%s: weight_map names \"%.64s\" in "
-					 "%s, which does not hold it",
-					 path, name, json_string_value(v));
+				rc = tfs_say_rc(
+				    err, errlen, -EINVAL,
+				    "%s: weight_map names \"%.64s\" in "
+				    "%s, which does not hold it",
+				    path, name, json_string_value(v));
 				goto out;
 			}
 		}
@@ -504,16 +497,17 @@ int tfs_plan_model_read(const char *path, unsigned int flags,
 		if (rc)
 			goto out;
 		if (fmt != TFS_TENSOR_TORCH && fmt != TFS_TENSOR_SAFETENSORS) {
-			rc = say(err, errlen, -EINVAL,
-				 "%s: a %s file holds arrays, not a model's "
-				 "weights; give a torch.save state_dict, a "
-				 ".safetensors file or an index .json",
-				 path, fmt == TFS_TENSOR_NPZ ? ".npz" : ".npy");
+			rc = tfs_say_rc(
+			    err, errlen, -EINVAL,
+			    "%s: a %s file holds arrays, not a model's "
+			    "weights; give a torch.save state_dict, a "
+			    ".safetensors file or an index .json",
+			    path, fmt == TFS_TENSOR_NPZ ? ".npz" : ".npy");
 			goto out;
 		}
 		rc = add_list(&es, l, 0, NULL, NULL, &m->skipped);
 		if (rc) {
-			say(err, errlen, rc, "%s: out of memory", path);
+			tfs_say_rc(err, errlen, rc, "%s: out of memory", path);
 			goto out;
 		}
 		m->files = 1;
@@ -526,7 +520,8 @@ int tfs_plan_model_read(const char *path, unsigned int flags,
 		qsort(es.e, es.n, sizeof(*es.e), by_name);
 	m->tensors = calloc(es.n ? es.n : 1, sizeof(*m->tensors));
 	if (!m->tensors) {
-		rc = say(err, errlen, -ENOMEM, "%s: out of memory", path);
+		rc =
+		    tfs_say_rc(err, errlen, -ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	for (size_t i = 0; i < es.n; i++) {
@@ -550,9 +545,9 @@ int tfs_plan_model_read(const char *path, unsigned int flags,
 	}
 	m->ntensors = k;
 	if (!k)
-		rc =
-		    say(err, errlen, -EINVAL,
-			"%s: holds no floating-point tensor to plan for", path);
+		rc = tfs_say_rc(
+		    err, errlen, -EINVAL,
+		    "%s: holds no floating-point tensor to plan for", path);
 out:
 	tfs_tensor_list_free(l);
 	entries_free(&es);

@@ -364,6 +364,18 @@ void tfs_say(char *err, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+int tfs_say_rc(char *err, size_t len, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && len) {
+		va_start(ap, fmt);
+		vsnprintf(err, len, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
 int tfs_invalid(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;

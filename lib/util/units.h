@@ -39,6 +39,9 @@ size_t tfs_edit_distance(const char *a, const char *b);
  * people; err may be NULL or len 0. */
 void tfs_say(char *err, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* tfs_say(), then return rc: for a failure and its -errno at once. */
+int tfs_say_rc(char *err, size_t len, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* tfs_say(), then return -EINVAL: for parsers, which fail with it. */
 int tfs_invalid(char *err, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
