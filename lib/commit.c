@@ -259,6 +259,33 @@ static void pend_add(struct tfs_fs *fs, uint64_t pblk, uint64_t len)
 	fs->pend_blocks += len;
 }
 
+/* A piece of an unmapped range, with the extents left mapping it: none
+ * (pending, free once the transaction is durable) or some (J12: the
+ * count goes into the transaction). */
+static void unref(uint64_t pblk, uint64_t len, uint32_t count, void *arg)
+{
+	struct tfs_fs *fs = arg;
+
+	if (count == 0)
+		pend_add(fs, pblk, len);
+	else
+		tfs_txn_rec(fs,
+			    tfs_rec_put_refcount(&fs->txn, pblk, len, count));
+}
+
+/* One extent fewer maps [pblk, pblk + len). */
+static void release(struct tfs_fs *fs, uint64_t pblk, uint64_t len)
+{
+	if (!len)
+		return;
+	/*
+	 * No memory to split a shared range: every count stays one too
+	 * high, so the blocks stay used until the next mount counts the
+	 * extents again (fs.c's recount()).  Lost space, never lost data.
+	 */
+	(void)tfs_refs_dec(tfs_meta_refs(fs->m), pblk, len, unref, fs);
+}
+
 void tfs_txn_freed(uint64_t pblk, uint64_t len, void *arg)
 {
 	struct freectx *c = arg;
@@ -267,12 +294,12 @@ void tfs_txn_freed(uint64_t pblk, uint64_t len, void *arg)
 	if (c->keep_len && pblk < kend && c->keep < end) {
 		/* remapped in place (unwritten -> written): keep the overlap */
 		if (pblk < c->keep)
-			pend_add(c->fs, pblk, c->keep - pblk);
+			release(c->fs, pblk, c->keep - pblk);
 		if (end > kend)
-			pend_add(c->fs, kend, end - kend);
+			release(c->fs, kend, end - kend);
 		return;
 	}
-	pend_add(c->fs, pblk, len);
+	release(c->fs, pblk, len);
 }
 
 /* Give the allocator the blocks of every transaction up to 'tag'. */

@@ -33,6 +33,20 @@
  * its size are always zero: writes zero them in the block they write,
  * truncate zeroes the tail of the new last block.  So growing a file
  * (truncate, a write further on) never uncovers old bytes.
+ *
+ * Shared blocks (format version 4, journal.c's J12).  tfs_copy_range()
+ * over whole blocks clones: with both files' dirty data written back
+ * and both io_locks held, the destination's extents are mapped onto the
+ * source's device blocks and their counts go up, in one transaction, so
+ * the clone is whole or absent after a crash.  Every path that writes
+ * file blocks (tfs_write(), which buffered, O_DIRECT and mmap writes all
+ * reach, and the zeroing of truncate and punch) first gives the blocks
+ * it touches that are shared blocks of their own (own_blocks()): the
+ * bytes that stay are copied, the blocks the write fills whole are
+ * mapped unwritten.  A write-back therefore never writes a shared block,
+ * and the cache never needs to know about sharing.  If the write then
+ * fails to reach the cache (a device read error filling its first or
+ * last block), its whole blocks read as zeros, as if written with them.
  */
 #include "fs_internal.h"
 
@@ -861,6 +875,221 @@ uint32_t tfs_wb_sample(struct tfs_fs *fs, uint64_t ino)
 	return s;
 }
 
+/* ===== shared blocks: copy-on-write and clones ===== */
+
+/* tfs_refs_inc()'s report: the new count goes into the transaction. */
+static void ref_rec(uint64_t pblk, uint64_t len, uint32_t count, void *arg)
+{
+	struct tfs_fs *fs = arg;
+
+	tfs_txn_rec(fs, tfs_rec_put_refcount(&fs->txn, pblk, len, count));
+}
+
+/* A piece of a file on shared blocks, and the blocks it moves to. */
+struct cow {
+	uint64_t lblk, oldp, newp, len;
+};
+
+struct cows {
+	struct cow *c;
+	size_t n, cap;
+};
+
+static int cows_add(struct cows *v, struct cow c)
+{
+	if (v->n == v->cap) {
+		size_t nc = v->cap ? v->cap * 2 : 8;
+		struct cow *n = realloc(v->c, nc * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		v->c = n;
+		v->cap = nc;
+	}
+	v->c[v->n++] = c;
+	return 0;
+}
+
+static void cows_give_back(struct tfs_fs *fs, struct cows *v, size_t from)
+{
+	for (size_t i = from; i < v->n; i++)
+		if (v->c[i].newp)
+			tfs_alloc_put(fs->alloc, v->c[i].newp, v->c[i].len);
+}
+
+/*
+ * The shared blocks among [first, first + n) of ip, each given new
+ * blocks of its own in v.  Caller holds fs->lock.  -ENOSPC leaves
+ * nothing allocated.
+ */
+static int cow_plan(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t first,
+		    uint64_t n, struct cows *v)
+{
+	struct tfs_refs *refs = tfs_meta_refs(fs->m);
+	struct segs sg = { 0 };
+	uint64_t need = 0;
+	int rc = map_range(ip, first, n, &sg);
+
+	for (size_t i = 0; i < sg.n && !rc; i++) {
+		struct seg *s = &sg.s[i];
+
+		for (uint64_t b = s->lblk; b < s->lblk + s->len && !rc;) {
+			uint64_t run, k, p = s->pblk + (b - s->lblk);
+			uint32_t cnt;
+
+			if (s->kind != SEG_WRITTEN)
+				break;
+			cnt = tfs_refs_get(refs, p, &run);
+			k = run < s->lblk + s->len - b ? run
+						       : s->lblk + s->len - b;
+			if (cnt > 1) {
+				rc = cows_add(v, (struct cow){ b, p, 0, k });
+				need += k;
+			}
+			b += k;
+		}
+	}
+	free(sg.s);
+	if (rc || !v->n)
+		return rc;
+	/* J10: up to three extents a piece (the copied blocks at its ends) */
+	rc = tfs_txn_room_data(fs, need, (3 * v->n + 2) * TFS_REC_SIZE_EXTENT);
+	for (size_t i = 0; i < v->n && !rc; i++) {
+		struct cow *c = &v->c[i];
+		uint64_t start, cnt = c->len;
+
+		rc = alloc_run(fs, ip, c->lblk, goal_for(ip, c->lblk), &start,
+			       &cnt);
+		if (rc)
+			break;
+		if (cnt < c->len) {
+			/* the rest of the piece gets blocks of its own */
+			struct cow rest = { c->lblk + cnt, c->oldp + cnt, 0,
+					    c->len - cnt };
+
+			c->len = cnt;
+			rc = cows_add(v, rest);
+			c = &v->c[i]; /* v may have moved */
+			if (rc) {
+				tfs_alloc_put(fs->alloc, start, cnt);
+				break;
+			}
+		}
+		c->newp = start;
+	}
+	if (!rc && tfs_txn_ckpt_fits(fs, (3 * v->n + 2) * TFS_REC_SIZE_EXTENT))
+		rc = -ENOSPC;
+	if (rc) {
+		cows_give_back(fs, v, 0);
+		v->n = 0;
+	}
+	return rc;
+}
+
+/* Map blocks lblk.. of ip to new blocks pblk.. with flags, in place of
+ * the shared ones (J12: their counts go down).  Caller holds fs->lock. */
+static int cow_map(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t lblk,
+		   uint64_t pblk, uint64_t len, uint32_t flags)
+{
+	struct freectx fc = { fs, 0, 0 };
+	int rc =
+	    tfs_meta_map(fs->m, ip, lblk, pblk, len, flags, tfs_txn_freed, &fc);
+
+	if (!rc)
+		tfs_txn_rec(fs, tfs_rec_put_extent(&fs->txn, ip->a.ino, lblk,
+						   pblk, len, flags));
+	return rc;
+}
+
+/*
+ * Copy-on-write, before blocks [first, first + n) of ip are written:
+ * each block that other extents share gets a block of its own, so the
+ * write never reaches a block another file (or another part of this
+ * one) still maps.  The blocks whose old bytes partly stay (keep: 1 the
+ * first block, 2 the last) are copied to their new place first and
+ * mapped written; the others are mapped unwritten, since the write
+ * fills them whole (until its write-back they read as zeros from the
+ * device, as a new file's blocks do: the cache holds the data).  A
+ * file system that shares nothing pays one test.  Caller holds ip's
+ * io_lock exclusively.
+ */
+static int own_blocks(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t first,
+		      uint64_t n, int keep)
+{
+	uint64_t last = first + n - 1;
+	struct cows v = { 0 };
+	int rc, retried = 0;
+
+again:
+	pthread_mutex_lock(&fs->lock);
+	if (!tfs_refs_count(tfs_meta_refs(fs->m))) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
+	v.n = 0;
+	rc = cow_plan(fs, ip, first, n, &v);
+	if (rc == -ENOSPC && !retried && pending_blocks(fs)) {
+		pthread_mutex_unlock(&fs->lock);
+		retried = 1;
+		tfs_txn_commit(fs);
+		goto again;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	/* the old bytes that stay, copied outside the lock */
+	for (size_t i = 0; i < v.n && !rc; i++) {
+		struct cow *c = &v.c[i];
+		uint64_t b[2] = { first, last };
+
+		for (int k = 0; k < 2 && !rc; k++) {
+			uint8_t *buf;
+
+			if (!(keep & (1 << k)) || b[k] < c->lblk ||
+			    b[k] >= c->lblk + c->len || (k && first == last))
+				continue;
+			buf = tbuf_get(TB_DEV, BS);
+			rc = buf ? tfs_dev_read(fs->dev, buf, BS,
+						(c->oldp + b[k] - c->lblk) * BS)
+				 : -ENOMEM;
+			if (!rc)
+				rc = tfs_dev_write(fs->dev, buf, BS,
+						   (c->newp + b[k] - c->lblk) *
+						       BS);
+		}
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (rc)
+		cows_give_back(fs, &v, 0); /* a copy failed: nothing mapped */
+	for (size_t i = 0; i < v.n && !rc; i++) {
+		struct cow *c = &v.c[i];
+		uint64_t end = c->lblk + c->len;
+
+		/* pieces of equal flags: copied blocks written */
+		for (uint64_t b = c->lblk; b < end && !rc;) {
+			int copied = ((keep & 1) && b == first) ||
+				     ((keep & 2) && b == last);
+			uint64_t e = b + 1;
+
+			if (!copied)
+				while (e < end && !((keep & 2) && e == last))
+					e++;
+			rc = cow_map(fs, ip, b, c->newp + (b - c->lblk), e - b,
+				     copied ? 0 : TFS_EXT_UNWRITTEN);
+			if (rc) {
+				/* the blocks of this piece not mapped yet,
+				 * and every later piece, go back */
+				tfs_alloc_put(fs->alloc,
+					      c->newp + (b - c->lblk), end - b);
+				c->newp = 0;
+				cows_give_back(fs, &v, i + 1);
+			}
+			b = e;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	free(v.c);
+	return rc;
+}
+
 ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
 		  uint64_t off, uint32_t *wb_seen)
 {
@@ -887,6 +1116,9 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (!rc)
+		rc = own_blocks(fs, ip, off / BS, (end - 1) / BS - off / BS + 1,
+				(off % BS ? 1 : 0) | (end % BS ? 2 : 0));
+	if (!rc)
 		rc = alloc_unwritten(fs, ip, off / BS,
 				     (end - 1) / BS - off / BS + 1);
 	if (!rc)
@@ -904,9 +1136,11 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
 	return rc ? rc : (ssize_t)len;
 }
 
-ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
-		       uint64_t ino_out, uint64_t off_out, size_t len,
-		       uint32_t *wb_seen)
+/* The bytes of a copy, through the cache: a piece of at most 1 MiB at a
+ * time, at most TFS_COPY_MAX in all. */
+static ssize_t copy_bytes(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
+			  uint64_t ino_out, uint64_t off_out, size_t len,
+			  uint32_t *wb_seen)
 {
 	size_t piece = 1u << 20, done = 0;
 	ssize_t rc = 0;
@@ -939,6 +1173,163 @@ ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
 	return done ? (ssize_t)done : rc;
 }
 
+/*
+ * Map blocks [bout, bout + n) of out onto the device blocks that
+ * [bin, bin + n) of in maps (J12: each one's count one up, in the same
+ * transaction as the extents); what out had there is unmapped first,
+ * and in's holes and unwritten blocks become holes of out.  Caller
+ * holds fs->lock and both io_locks, and has written back both files.
+ */
+static int share_range(struct tfs_fs *fs, struct tfs_inode *in, uint64_t bin,
+		       struct tfs_inode *out, uint64_t bout, uint64_t n)
+{
+	struct tfs_refs *refs = tfs_meta_refs(fs->m);
+	struct freectx fc = { fs, 0, 0 };
+	struct segs v = { 0 };
+	int rc = map_range(in, bin, n, &v);
+
+	if (!rc)
+		rc = tfs_txn_room(fs, (v.n + 1) * (TFS_REC_SIZE_EXTENT +
+						   2 * TFS_REC_SIZE_REFCOUNT));
+	if (!rc)
+		rc = tfs_meta_unmap(fs->m, out, bout, n, tfs_txn_freed, &fc);
+	if (!rc)
+		tfs_txn_rec(fs,
+			    tfs_rec_put_punch(&fs->txn, out->a.ino, bout, n));
+	for (size_t i = 0; i < v.n && !rc; i++) {
+		struct seg *s = &v.s[i];
+		uint64_t at = bout + (s->lblk - bin);
+
+		if (s->kind != SEG_WRITTEN)
+			continue;
+		rc = tfs_refs_inc(refs, s->pblk, s->len, ref_rec, fs);
+		if (rc)
+			break;
+		rc = tfs_meta_map(fs->m, out, at, s->pblk, s->len, 0, NULL,
+				  NULL);
+		if (rc) {
+			tfs_txn_freed(s->pblk, s->len, &fc); /* count back */
+			break;
+		}
+		tfs_txn_rec(fs, tfs_rec_put_extent(&fs->txn, out->a.ino, at,
+						   s->pblk, s->len, 0));
+	}
+	free(v.s);
+	return rc;
+}
+
+/* A clone of n whole blocks: [bin, ..) of ino_in onto [bout, ..) of
+ * ino_out.  0 or -errno. */
+static int clone_blocks(struct tfs_fs *fs, uint64_t ino_in, uint64_t bin,
+			uint64_t ino_out, uint64_t bout, uint64_t n)
+{
+	struct tfs_inode *in, *out;
+	pthread_rwlock_t *lin, *lout;
+	int rc = tfs_fs_may_change(fs); /* J7 */
+
+	if (rc)
+		return rc;
+	in = tfs_inode_hold(fs, ino_in, &rc);
+	if (!in)
+		return rc;
+	out = ino_out == ino_in ? in : tfs_inode_hold(fs, ino_out, &rc);
+	if (!out) {
+		tfs_inode_unhold(fs, in);
+		return rc;
+	}
+	/* two io_locks: the lower inode number first */
+	lin = tfs_inode_io_lock(in);
+	lout = tfs_inode_io_lock(out);
+	if (in == out) {
+		pthread_rwlock_wrlock(lout);
+	} else if (ino_in < ino_out) {
+		pthread_rwlock_rdlock(lin);
+		pthread_rwlock_wrlock(lout);
+	} else {
+		pthread_rwlock_wrlock(lout);
+		pthread_rwlock_rdlock(lin);
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (S_ISDIR(in->a.mode) || S_ISDIR(out->a.mode))
+		rc = -EISDIR;
+	else if (!S_ISREG(in->a.mode) || !S_ISREG(out->a.mode))
+		rc = -EINVAL;
+	else if (in == out && bin < bout + n && bout < bin + n)
+		rc = -EINVAL; /* overlapping ranges of one file */
+	pthread_mutex_unlock(&fs->lock);
+	if (!rc) {
+		/* the device is the truth for both ranges from here on */
+		tfs_cache_sync(fs->cache, ino_in);
+		if (out != in)
+			tfs_cache_sync(fs->cache, ino_out);
+		tfs_cache_drop(fs->cache, ino_out, bout * BS / fs->cs,
+			       ((bout + n) * BS - 1) / fs->cs + 1);
+		pthread_mutex_lock(&fs->lock);
+		rc = share_range(fs, in, bin, out, bout, n);
+		if (!rc) {
+			if ((bout + n) * BS > out->a.size)
+				out->a.size = (bout + n) * BS;
+			tfs_txn_touch(fs, out, 1);
+		}
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (in != out)
+		pthread_rwlock_unlock(lin);
+	pthread_rwlock_unlock(lout);
+	if (out != in)
+		tfs_inode_unhold(fs, out);
+	tfs_inode_unhold(fs, in);
+	return rc;
+}
+
+ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
+		       uint64_t ino_out, uint64_t off_out, size_t len,
+		       uint32_t *wb_seen)
+{
+	uint64_t size = 0, head, mid;
+	struct tfs_inode *ip;
+	ssize_t n = 0;
+	int rc;
+
+	if (fs->j.sb.version != TFS_VERSION || off_in % BS != off_out % BS ||
+	    len < BS)
+		return copy_bytes(fs, ino_in, off_in, ino_out, off_out, len,
+				  wb_seen);
+	pthread_mutex_lock(&fs->lock);
+	ip = tfs_meta_get(fs->m, ino_in);
+	if (ip)
+		size = ip->a.size;
+	pthread_mutex_unlock(&fs->lock);
+	if (off_in >= size)
+		return copy_bytes(fs, ino_in, off_in, ino_out, off_out, len,
+				  wb_seen); /* its errors, or 0 */
+	if (len > size - off_in)
+		len = size - off_in;
+	head = (BS - off_in % BS) % BS;
+	if (len < head + BS)
+		return copy_bytes(fs, ino_in, off_in, ino_out, off_out, len,
+				  wb_seen);
+	mid = (len - head) / BS * BS;
+	if (mid > TFS_CLONE_MAX)
+		mid = TFS_CLONE_MAX;
+	if (head) {
+		n = copy_bytes(fs, ino_in, off_in, ino_out, off_out, head,
+			       wb_seen);
+		if (n < (ssize_t)head)
+			return n;
+	}
+	rc = clone_blocks(fs, ino_in, (off_in + head) / BS, ino_out,
+			  (off_out + head) / BS, mid / BS);
+	if (rc)
+		return head ? (ssize_t)head : rc;
+	__atomic_fetch_add(&fs->clone_bytes, mid, __ATOMIC_RELAXED);
+	if (head + mid == len || mid == TFS_CLONE_MAX)
+		return (ssize_t)(head + mid);
+	n = copy_bytes(fs, ino_in, off_in + head + mid, ino_out,
+		       off_out + head + mid, len - head - mid, wb_seen);
+	return (ssize_t)(head + mid) + (n > 0 ? n : 0);
+}
+
 /* Zero bytes [from, to) of file block lblk on the device, if the block
  * holds data.  Caller holds io_lock exclusively. */
 static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t lblk,
@@ -948,6 +1339,9 @@ static int zero_in_block(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t lblk,
 	uint8_t *b;
 	int mapped, rc;
 
+	rc = own_blocks(fs, ip, lblk, 1, 1); /* the bytes kept are copied */
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&fs->lock);
 	mapped = tfs_extmap_lookup(&ip->map, lblk, &e);
 	pthread_mutex_unlock(&fs->lock);

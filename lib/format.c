@@ -157,6 +157,19 @@ int tfs_rec_put_punch(struct tfs_buf *b, uint64_t ino, uint64_t lblk,
 	return 0;
 }
 
+int tfs_rec_put_refcount(struct tfs_buf *b, uint64_t pblk, uint64_t len,
+			 uint32_t count)
+{
+	uint8_t *p = rec_begin(b, TFS_REC_REFCOUNT, TFS_REFCOUNT_BODY);
+
+	if (!p)
+		return -ENOMEM;
+	tfs_put64(p, pblk);
+	tfs_put64(p + 8, len);
+	tfs_put32(p + 16, count);
+	return 0;
+}
+
 size_t tfs_rec_size_xattr(size_t nlen, size_t vlen)
 {
 	return TFS_REC_HDR + 12 + nlen + vlen;
@@ -323,6 +336,15 @@ int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos, struct tfs_rec *r)
 		if (memchr(r->name, '\0', r->name_len))
 			return -EUCLEAN;
 		break;
+	case TFS_REC_REFCOUNT:
+		if (blen != TFS_REFCOUNT_BODY)
+			return -EUCLEAN;
+		r->pblk = tfs_get64(b);
+		r->len = tfs_get64(b + 8);
+		r->flags = tfs_get32(b + 16);
+		if (r->len == 0 || r->pblk + r->len < r->pblk || r->flags == 0)
+			return -EUCLEAN;
+		break;
 	default:
 		return -EUCLEAN;
 	}
@@ -335,7 +357,9 @@ int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos, struct tfs_rec *r)
 /* The version a decoded or to-be-encoded superblock has. */
 static uint32_t super_version(const struct tfs_super *s)
 {
-	return s->version == TFS_VERSION_V2 ? TFS_VERSION_V2 : TFS_VERSION;
+	if (s->version == TFS_VERSION_V2 || s->version == TFS_VERSION_V3)
+		return s->version;
+	return TFS_VERSION;
 }
 
 uint64_t tfs_super_member_blocks(const struct tfs_super *s, uint32_t m)
@@ -542,7 +566,7 @@ int tfs_super_decode(const uint8_t *b, struct tfs_super *s)
 	if (tfs_get32(b + 4092) != tfs_crc32c(0, b, 4092))
 		return -EUCLEAN;
 	v = tfs_get32(b + 8);
-	if (v != TFS_VERSION && v != TFS_VERSION_V2)
+	if (v != TFS_VERSION && v != TFS_VERSION_V3 && v != TFS_VERSION_V2)
 		return -EPROTO;
 	if (tfs_get32(b + 12) != TFS_BLOCK_SIZE)
 		return -EUCLEAN;

@@ -30,12 +30,22 @@
  * free, as data does.  Free space is not stored: it is every data block
  * that no extent maps and no superblock copy's map names.
  *
+ * Shared blocks (version 4).  Several extents, of one file or of
+ * several, may map the same device blocks: a clone (copy_file_range
+ * over whole blocks) maps the destination onto the source's blocks.
+ * REFCOUNT records say how many extents map each such block; a block no
+ * REFCOUNT record names is mapped by one extent at most.  A block is
+ * free only when no extent maps it.
+ *
  * Superblock (one 4096-byte block; two copies, written alternately):
  *
  *    0  8  magic "tensorfs"
- *    8  4  version: 3 (a set of members); 2 (one device: no member
- *          fields, up to TFS_MAP_MAX_V2 pieces, still read and written);
- *          version 1 had two fixed checkpoint slots
+ *    8  4  version: 4 (blocks may be shared: REFCOUNT records); 3
+ *          (a set of members, the same layout without REFCOUNT records:
+ *          still read and written, tensorfs-fsck --upgrade makes it 4);
+ *          2 (one device: no member fields, up to TFS_MAP_MAX_V2 pieces,
+ *          still read and written); version 1 had two fixed checkpoint
+ *          slots
  *   12  4  block size (4096)
  *   16  8  generation; copy (generation & 1) holds it; the valid copy with
  *          the highest generation is the current one
@@ -104,6 +114,10 @@
  *   7 XATTR      ino u64, name length u32, name, value (the rest).
  *   8 XATTR_DEL  ino u64, name (the rest).
  *   9 SYMLINK    ino u64, target (the rest).
+ *  10 REFCOUNT   pblk u64, len u64, count u32 (20 bytes).  Blocks pblk..
+ *                are mapped by count extents; 1 means once (the blocks
+ *                leave the table).  Only in version 4; a checkpoint holds
+ *                one for each range of equal count >= 2.
  *
  * Names are 1..255 bytes without '/' or NUL; xattr values up to 65536.
  */
@@ -115,7 +129,8 @@
 
 #define TFS_BLOCK_SIZE	4096u
 #define TFS_BLOCK_SHIFT 12
-#define TFS_VERSION	3u /* what mkfs writes */
+#define TFS_VERSION	4u /* what mkfs writes */
+#define TFS_VERSION_V3	3u /* sets without shared blocks; mounted as it is */
 #define TFS_VERSION_V2	2u /* one device; still mounted as it is */
 /* Pieces a checkpoint's map holds (128 + 16 x 214 bytes fit before the
  * member table): a checkpoint must fit in the 214 largest free extents.
@@ -152,11 +167,13 @@ enum tfs_rec_type {
 	TFS_REC_XATTR = 7,
 	TFS_REC_XATTR_DEL = 8,
 	TFS_REC_SYMLINK = 9,
+	TFS_REC_REFCOUNT = 10,
 };
 
-#define TFS_REC_HDR	8u
-#define TFS_INODE_BODY	92u
-#define TFS_EXTENT_BODY 36u
+#define TFS_REC_HDR	  8u
+#define TFS_INODE_BODY	  92u
+#define TFS_EXTENT_BODY	  36u
+#define TFS_REFCOUNT_BODY 20u
 
 struct tfs_timespec {
 	int64_t sec;
@@ -206,7 +223,7 @@ struct tfs_rec {
 	uint64_t ino;		  /* all but INODE, LINK/UNLINK: dir */
 	uint64_t child;		  /* LINK */
 	uint64_t lblk, pblk, len; /* EXTENT, PUNCH */
-	uint32_t flags;		  /* EXTENT */
+	uint32_t flags;		  /* EXTENT; REFCOUNT: the count */
 	const char *name;	  /* LINK, UNLINK, XATTR*, SYMLINK */
 	size_t name_len;
 	const void *value; /* XATTR */
@@ -240,13 +257,16 @@ int tfs_rec_put_xattr_del(struct tfs_buf *b, uint64_t ino, const char *name,
 			  size_t nlen);
 int tfs_rec_put_symlink(struct tfs_buf *b, uint64_t ino, const char *target,
 			size_t len);
+int tfs_rec_put_refcount(struct tfs_buf *b, uint64_t pblk, uint64_t len,
+			 uint32_t count);
 
 /* Bytes the encoded record takes, for space accounting. */
 size_t tfs_rec_size_link(size_t name_len);
 size_t tfs_rec_size_xattr(size_t nlen, size_t vlen);
 size_t tfs_rec_size_symlink(size_t len);
-#define TFS_REC_SIZE_INODE  (TFS_REC_HDR + TFS_INODE_BODY)
-#define TFS_REC_SIZE_EXTENT (TFS_REC_HDR + TFS_EXTENT_BODY)
+#define TFS_REC_SIZE_INODE    (TFS_REC_HDR + TFS_INODE_BODY)
+#define TFS_REC_SIZE_EXTENT   (TFS_REC_HDR + TFS_EXTENT_BODY)
+#define TFS_REC_SIZE_REFCOUNT (TFS_REC_HDR + TFS_REFCOUNT_BODY)
 
 /*
  * Decode the record at *pos in [p, p + len) and advance *pos.  Returns 1
@@ -256,7 +276,7 @@ size_t tfs_rec_size_symlink(size_t len);
 int tfs_rec_next(const uint8_t *p, size_t len, size_t *pos, struct tfs_rec *r);
 
 /* Superblock: encode into a 4096-byte block (computing the CRC; version
- * 2 as version 2, anything else as version 3, a count of 0 as a
+ * 2 and 3 as themselves, anything else as version 4, a count of 0 as a
  * one-member set), decode and verify (-EUCLEAN: bad CRC or values, a
  * layout other than the regions above back to back inside the member, a
  * member table that does not name this member's size, a map piece

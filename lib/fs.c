@@ -169,7 +169,48 @@ struct build {
 	struct tfs_fs *fs;
 	char *err;
 	size_t errlen;
+	struct tfs_refs claims; /* shared blocks: 1 + the extents seen */
+	int rc;
 };
+
+/* A shared piece claimed: the first claim takes it from the allocator. */
+static void claimed(uint64_t start, uint64_t len, uint32_t count, void *arg)
+{
+	struct build *b = arg;
+
+	if (count == 2 && !b->rc &&
+	    tfs_alloc_mark_used(b->fs->alloc, start, len))
+		b->rc = -EUCLEAN;
+}
+
+/* Mark [pblk, pblk + len) used, or count one more claim of the pieces
+ * the table says are shared (J12). */
+static int claim(struct build *b, uint64_t pblk, uint64_t len)
+{
+	struct tfs_refs *refs = tfs_meta_refs(b->fs->m);
+
+	if (!tfs_refs_any(refs, pblk, len))
+		return tfs_alloc_mark_used(b->fs->alloc, pblk, len);
+	while (len) {
+		uint64_t run, n;
+		uint32_t c = tfs_refs_get(refs, pblk, &run);
+		int rc;
+
+		n = run < len ? run : len;
+		if (c == 1) {
+			rc = tfs_alloc_mark_used(b->fs->alloc, pblk, n);
+		} else {
+			rc = tfs_refs_inc(&b->claims, pblk, n, claimed, b);
+			if (!rc)
+				rc = b->rc;
+		}
+		if (rc)
+			return rc;
+		pblk += n;
+		len -= n;
+	}
+	return 0;
+}
 
 static int mark_extents(struct tfs_inode *ip, void *arg)
 {
@@ -177,8 +218,11 @@ static int mark_extents(struct tfs_inode *ip, void *arg)
 
 	for (size_t i = 0; i < ip->map.n; i++) {
 		struct tfs_extent *e = &ip->map.ext[i];
+		int rc = claim(b, e->pblk, e->len);
 
-		if (tfs_alloc_mark_used(b->fs->alloc, e->pblk, e->len)) {
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc) {
 			tfs_say(
 			    b->err, b->errlen,
 			    "extent of inode %llu (device blocks %llu..%llu) "
@@ -201,18 +245,86 @@ static int drop_orphans(struct tfs_fs *fs, uint64_t *n)
 
 	/* collected first: the walk cannot remove what it walks */
 	rc = tfs_meta_each(fs->m, find_orphan, &orphans);
-	for (size_t i = 0; i < orphans.n && !rc; i++)
-		tfs_meta_remove(fs->m, tfs_meta_get(fs->m, orphans.ino[i]));
+	for (size_t i = 0; i < orphans.n && !rc; i++) {
+		struct tfs_inode *ip = tfs_meta_get(fs->m, orphans.ino[i]);
+
+		/* J12: blocks it shared have one extent fewer (without
+		 * memory for that, recount() sets the counts right) */
+		for (size_t k = 0; k < ip->map.n; k++)
+			(void)tfs_refs_dec(tfs_meta_refs(fs->m),
+					   ip->map.ext[k].pblk,
+					   ip->map.ext[k].len, NULL, NULL);
+		tfs_meta_remove(fs->m, ip);
+	}
 	*n = orphans.n;
 	free(orphans.ino);
 	return rc;
 }
 
+/*
+ * J12: every shared block's count is the number of extents claiming it.
+ * A count above the claims (a reference a failed split could not give
+ * back) is set to them: space found again.  A count below them is
+ * damage: the open fails, unless the caller repairs (fsck -y, or a
+ * read-only look), and then the claims win too.  fs->refs_wrong counts
+ * the pieces set right.
+ */
+static int recount(struct tfs_fs *fs, struct build *b)
+{
+	struct tfs_refs *refs = tfs_meta_refs(fs->m), fixed;
+	uint64_t below = 0, first = 0, wrong = 0;
+
+	for (size_t i = 0; i < refs->n; i++) {
+		const struct tfs_ref *r = &refs->r[i];
+		uint64_t p = r->start, end = r->start + r->len;
+
+		while (p < end) {
+			uint64_t run;
+			uint32_t seen = tfs_refs_get(&b->claims, p, &run) - 1;
+
+			if (seen != r->count) {
+				wrong++;
+				if (seen > r->count && !below++)
+					first = p;
+			}
+			p += run < end - p ? run : end - p;
+		}
+	}
+	if (!wrong)
+		return 0;
+	if (below && !fs->opts.repair_refs && !fs->opts.readonly) {
+		tfs_say(b->err, b->errlen,
+			"device blocks from %llu on are mapped by more "
+			"extents than their shared-block count says (%llu "
+			"pieces); run tensorfs-fsck -y",
+			(unsigned long long)first, (unsigned long long)below);
+		return -EUCLEAN;
+	}
+	/* the claims are the counts (each one above them, as kept) */
+	tfs_refs_init(&fixed);
+	for (size_t i = 0; i < b->claims.n; i++) {
+		const struct tfs_ref *c = &b->claims.r[i];
+		int rc = c->count - 1 < 2 ? 0
+					  : tfs_refs_set(&fixed, c->start,
+							 c->len, c->count - 1);
+
+		if (rc) {
+			tfs_refs_release(&fixed);
+			return rc;
+		}
+	}
+	tfs_refs_release(refs);
+	*refs = fixed;
+	fs->refs_wrong = wrong;
+	return 0;
+}
+
 /* The allocator, from the extent maps: an extent outside the data area
- * or on blocks another one has is -EUCLEAN. */
+ * or on blocks another one has (beyond what the shared-block counts
+ * allow, J12) is -EUCLEAN. */
 static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 {
-	struct build b;
+	struct build b = { 0 };
 	int rc;
 
 	fs->alloc = tfs_journal_new_alloc(&fs->j.sb);
@@ -221,7 +333,23 @@ static int build_alloc(struct tfs_fs *fs, char *err, size_t errlen)
 	b.fs = fs;
 	b.err = err;
 	b.errlen = errlen;
+	tfs_refs_init(&b.claims);
 	rc = tfs_meta_each(fs->m, mark_extents, &b);
+	if (!rc)
+		rc = recount(fs, &b);
+	tfs_refs_release(&b.claims);
+	if (!rc && fs->refs_wrong) {
+		fs->need_ckpt = 1;
+		if (fs->opts.log) {
+			char msg[300];
+
+			snprintf(msg, sizeof(msg),
+				 "%s: %llu shared-block counts disagreed with "
+				 "the extents that map the blocks; set to them",
+				 fs->path, (unsigned long long)fs->refs_wrong);
+			fs->opts.log(msg);
+		}
+	}
 	/* J10: the checkpoints the superblock copies name are used too */
 	if (!rc)
 		rc = tfs_journal_hold(&fs->j, fs->alloc, err, errlen);
@@ -792,6 +920,7 @@ void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s)
 	s->app_write_bytes =
 	    __atomic_load_n(&fs->app_write_bytes, __ATOMIC_RELAXED);
 	s->copy_bytes = __atomic_load_n(&fs->copy_bytes, __ATOMIC_RELAXED);
+	s->clone_bytes = __atomic_load_n(&fs->clone_bytes, __ATOMIC_RELAXED);
 }
 
 unsigned int tfs_fs_members(struct tfs_fs *fs)

@@ -7,6 +7,8 @@
  *
  *     inode io_lock  ->  fs->jlock  ->  fs->lock  ->  the cache's locks
  *
+ *   (a clone takes two io_locks: the lower inode number's first)
+ *
  *   fs->lock   the tree (meta.c), the allocator, the running transaction
  *              and the pending list; held only for in-memory work, but
  *              for a checkpoint, which writes the tree under it.
@@ -72,6 +74,7 @@ struct tfs_fs {
 	uint64_t wb_errors;			  /* write-backs that failed */
 	uint64_t app_read_bytes, app_write_bytes; /* atomics */
 	uint64_t copy_bytes;			  /* atomic */
+	uint64_t clone_bytes; /* shared by copies, not copied; atomic */
 	/* discard (commit.c): -errno that stopped it (-EOPNOTSUPP ...), and
 	 * bytes discarded; under lock */
 	int discard_err;
@@ -95,8 +98,9 @@ struct tfs_fs {
 	 * the device itself opened O_RDONLY, for good.
 	 */
 	int ro;
-	int dirty_at_load; /* the loaded superblock was not CLEAN */
-	char *path;	   /* the device's path, for messages */
+	int dirty_at_load;   /* the loaded superblock was not CLEAN */
+	uint64_t refs_wrong; /* shared-block counts load set right (J12) */
+	char *path;	     /* the device's path, for messages */
 
 	/* commit thread */
 	pthread_t thr;

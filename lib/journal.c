@@ -49,7 +49,9 @@
  * J6  Blocks freed by a transaction are reused only once it is durable
  *     (the pending list, commit.c), and only after write-backs still in
  *     flight to them have finished.  fsck: no two extents share a block
- *     (load's allocator, tfs_check_extents()), used + free = data area.
+ *     that J12's counts do not say is shared (load's allocator,
+ *     tfs_check_extents()), used + free = data area, a shared block
+ *     counted once.
  * J7  The error state.  A failed flush (the device may have dropped any
  *     write since the last good flush, data or metadata: a later commit
  *     would point at lost data), a failed superblock write, or a device
@@ -118,6 +120,21 @@
  *     state (J7).  A failed checkpoint ages nothing.  A discard that a
  *     power cut loses leaves stale data in a free block, as any free
  *     block may hold.
+ * J12 Shared blocks (format version 4).  A block's count (its REFCOUNT
+ *     record; 1 where none names it) is the number of extents mapping
+ *     it.  A change that maps or unmaps extents of shared blocks (a
+ *     clone, copy-on-write, truncate, punch, unlink) puts the new counts
+ *     in the transaction that holds its extent records, so J2 applies
+ *     them together and every committed state keeps the rule; a
+ *     checkpoint writes the whole table.  A block goes to J6's pending
+ *     list only when its count reaches zero.  No write reaches a block
+ *     whose count is above one: the writer first gets blocks of its own
+ *     (copy-on-write, file.c), the kept bytes copied there before the
+ *     commit that maps them (J1).  Load counts the extents: a count
+ *     above them (a decrement that found no memory to split a range)
+ *     is set to them, space found again; a count below them is damage,
+ *     refused unless fsck -y sets it from the extents.  fsck: load's
+ *     recount (fs.c), and J6's overlap check beyond the counts.
  *
  * J12 Sets of members (format.h).  Superblocks and the journal live on
  *     member 0 only; checkpoint and file data blocks may be on any

@@ -93,7 +93,8 @@ struct tfs_meta {
 	size_t cap, tombs;	/* slots (a power of 2), tombstones */
 	uint64_t ninodes;
 	uint64_t next_ino;
-	uint64_t used_blocks;
+	uint64_t used_blocks; /* what the extents add up to */
+	struct tfs_refs refs; /* blocks several extents map */
 	uint64_t bytes;
 	uint64_t ram;
 	struct pool pool;
@@ -290,6 +291,7 @@ void tfs_meta_free(struct tfs_meta *m)
 		if (m->tab[i] && m->tab[i] != TOMB_INODE)
 			inode_free(m, m->tab[i]);
 	pool_release(m);
+	tfs_refs_release(&m->refs);
 	free(m->tab);
 	free(m);
 }
@@ -311,17 +313,22 @@ uint64_t tfs_meta_inodes(const struct tfs_meta *m)
 
 uint64_t tfs_meta_used_blocks(const struct tfs_meta *m)
 {
-	return m->used_blocks;
+	return m->used_blocks - tfs_refs_extra(&m->refs);
 }
 
 uint64_t tfs_meta_bytes(const struct tfs_meta *m)
 {
-	return m->bytes;
+	return m->bytes + tfs_refs_count(&m->refs) * TFS_REC_SIZE_REFCOUNT;
 }
 
 uint64_t tfs_meta_ram(const struct tfs_meta *m)
 {
-	return m->ram;
+	return m->ram + tfs_refs_ram(&m->refs);
+}
+
+struct tfs_refs *tfs_meta_refs(struct tfs_meta *m)
+{
+	return &m->refs;
 }
 
 /* ===== inode table ===== */
@@ -853,6 +860,11 @@ int tfs_meta_apply(struct tfs_meta *m, const struct tfs_rec *r,
 	struct tfs_inode *ip, *child;
 	char name[TFS_XATTR_NAME_MAX + 1];
 
+	if (r->type == TFS_REC_REFCOUNT) {
+		int rc = tfs_refs_set(&m->refs, r->pblk, r->len, r->flags);
+
+		return rc == -ENOMEM ? rc : rc ? -EUCLEAN : 0;
+	}
 	if (r->type == TFS_REC_INODE) {
 		ip = tfs_meta_get(m, r->attr.ino);
 		if (!ip)
@@ -984,6 +996,13 @@ static int wr_inode(struct tfs_inode *ip, void *arg)
 	return 0;
 }
 
+static int wr_ref(uint64_t start, uint64_t len, uint32_t count, void *arg)
+{
+	struct wr *w = arg;
+
+	return wr_maybe_flush(w, tfs_rec_put_refcount(w->b, start, len, count));
+}
+
 int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b, size_t chunk,
 			   int (*flush)(struct tfs_buf *b, void *arg),
 			   void *arg, uint64_t *nrec)
@@ -996,6 +1015,8 @@ int tfs_meta_write_records(struct tfs_meta *m, struct tfs_buf *b, size_t chunk,
 		w.pass = 1;
 		rc = tfs_meta_each(m, wr_inode, &w);
 	}
+	if (!rc)
+		rc = tfs_refs_walk(&m->refs, wr_ref, &w);
 	*nrec = w.nrec;
 	return rc;
 }

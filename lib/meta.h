@@ -25,6 +25,7 @@
 #include "extent.h"
 #include "format.h"
 #include "memcheck.h"
+#include "refs.h"
 
 struct tfs_meta;
 struct tfs_dir;
@@ -82,7 +83,8 @@ void tfs_meta_free(struct tfs_meta *m); /* accepts NULL */
 /* Inode numbers: next one to give out; set while loading. */
 uint64_t tfs_meta_next_ino(const struct tfs_meta *m);
 void tfs_meta_set_next_ino(struct tfs_meta *m, uint64_t next);
-/* Inodes in the table, and data blocks all extents map. */
+/* Inodes in the table, and data blocks all extents map (a block several
+ * extents share counted once). */
 uint64_t tfs_meta_inodes(const struct tfs_meta *m);
 uint64_t tfs_meta_used_blocks(const struct tfs_meta *m);
 /* Bytes a checkpoint of the current tree takes. */
@@ -147,6 +149,16 @@ int tfs_meta_unmap(struct tfs_meta *m, struct tfs_inode *ip, uint64_t lblk,
 		   void (*freed)(uint64_t pblk, uint64_t len, void *arg),
 		   void *arg);
 
+/*
+ * The counts of shared blocks (refs.h), borrowed.  The file system
+ * changes them beside the extents: one more for each extent a clone
+ * maps onto blocks already mapped, one less for each it unmaps; a
+ * REFCOUNT record sets them.  Each whole change leaves every block's
+ * count equal to the extents that map it (J12), and the used blocks,
+ * the checkpoint's size and the RAM above follow the table.
+ */
+struct tfs_refs *tfs_meta_refs(struct tfs_meta *m);
+
 /* ===== xattrs and symlinks ===== */
 
 /* The xattr 'name' of ip, or NULL (borrowed). */
@@ -173,7 +185,8 @@ int tfs_meta_apply(struct tfs_meta *m, const struct tfs_rec *r,
 
 /*
  * Encode the whole tree as records into b (inodes with their symlink,
- * xattrs and extents first, then every directory entry), calling
+ * xattrs and extents first, then every directory entry, then the counts
+ * of shared blocks), calling
  * flush(b, arg) whenever b holds at least 'chunk' bytes; flush consumes
  * the bytes (b->len = 0) or returns -errno to stop.  *nrec receives the
  * number of records.  Returns 0 or the first error.

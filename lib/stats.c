@@ -26,6 +26,7 @@ void tfs_stats_get(struct tfs_fs *fs, struct tfs_stats *s)
 	s->app_read_bytes = f.app_read_bytes;
 	s->app_write_bytes = f.app_write_bytes;
 	s->copy_bytes = f.copy_bytes;
+	s->clone_bytes = f.clone_bytes;
 	s->cache_hits = f.cache.hits;
 	s->cache_misses = f.cache.misses;
 	s->cache_read_around = f.cache.read_around;

@@ -42,6 +42,10 @@ struct tfs_fs_opts {
 						   both superblock copies is
 						   found by elimination
 						   (set.h's TFS_SET_ADOPT) */
+	int repair_refs;		 /* (fsck -y) shared-block counts
+						   below the extents mapping
+						   the blocks are set to them,
+						   not refused */
 	int no_recover;			 /* load only: no orphan cleanup,
 						   no checkpoint (fsck -n) */
 	int no_replay;			 /* readonly only: the last
@@ -416,16 +420,24 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
 		  uint64_t off, uint32_t *wb_seen);
 /*
  * copy_file_range(2) inside the file system: copy up to len bytes of
- * ino_in from off_in to ino_out at off_out, as tfs_read() then
- * tfs_write() would, a piece of at most 1 MiB at a time, and at most
- * TFS_COPY_MAX bytes a call.  Returns the bytes copied (fewer than len at
- * the source's end of file or at that limit, 0 at or past its end) or,
- * when nothing was copied, -errno as tfs_read() and tfs_write() (wb_seen
- * as for tfs_write() on ino_out).  Not atomic: other writers may change
- * either range meanwhile, as on ext4.  ino_in may be ino_out (the ranges
- * must not overlap; the kernel checks).
+ * ino_in from off_in to ino_out at off_out.  On a file system of format
+ * version 4, when both offsets lie at the same place in a block, the
+ * whole blocks of the range are shared, not copied (a clone: the
+ * destination maps the source's device blocks, and the first write to
+ * either gives the writer blocks of its own), up to TFS_CLONE_MAX bytes
+ * a call; the partial blocks at either end, and everything on older
+ * formats, are copied as tfs_read() then tfs_write() would, a piece of
+ * at most 1 MiB at a time, at most TFS_COPY_MAX bytes a call.  Returns
+ * the bytes copied (fewer than len at the source's end of file or at
+ * those limits, 0 at or past its end) or, when nothing was copied,
+ * -errno as tfs_read() and tfs_write() (wb_seen as for tfs_write() on
+ * ino_out).  A copy of data is not atomic (other writers may change
+ * either range meanwhile, as on ext4); a clone is, against writers of
+ * either file.  ino_in may be ino_out (the ranges must not overlap; the
+ * kernel checks).
  */
-#define TFS_COPY_MAX (64u << 20)
+#define TFS_COPY_MAX  (64u << 20)
+#define TFS_CLONE_MAX (1u << 30)
 ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
 		       uint64_t ino_out, uint64_t off_out, size_t len,
 		       uint32_t *wb_seen);
@@ -490,7 +502,8 @@ struct tfs_fs_stats {
 	struct tfs_cache_stats cache;
 	struct tfs_dev_stats dev;
 	uint64_t app_read_bytes, app_write_bytes;
-	uint64_t copy_bytes; /* tfs_copy_range(), also in the two above */
+	uint64_t copy_bytes;  /* tfs_copy_range(), also in the two above */
+	uint64_t clone_bytes; /* tfs_copy_range() shared, not copied */
 };
 void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s);
 

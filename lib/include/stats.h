@@ -47,6 +47,8 @@ struct tfs_fs;
 	X(app_write_bytes, counter, "Bytes applications wrote")                \
 	X(copy_bytes, counter,                                                 \
 	  "Bytes copy_file_range copied inside the file system")               \
+	X(clone_bytes, counter,                                                \
+	  "Bytes copy_file_range shared with its source (clones), not copied") \
 	X(cache_hits, counter, "Reads of a chunk found in the RAM cache")      \
 	X(cache_misses, counter, "Reads of a chunk not in the RAM cache")      \
 	X(cache_read_around, counter,                                          \

@@ -700,12 +700,20 @@ static uint64_t copied(struct tfs_fs *fs)
 	return s.copy_bytes;
 }
 
+static uint64_t cloned(struct tfs_fs *fs)
+{
+	struct tfs_fs_stats s;
+
+	tfs_fs_get_stats(fs, &s);
+	return s.clone_bytes;
+}
+
 static void test_fs_copy_range(void **state)
 {
 	struct fx *f = *state;
 	uint64_t src = mk(f->fs, TFS_ROOT_INO, "src");
 	uint64_t dst = mk(f->fs, TFS_ROOT_INO, "dst");
-	uint64_t c0;
+	uint64_t c0, k0;
 
 	wr_pat(f->fs, src, 3 * MiB + 123, 0, 7);
 	c0 = copied(f->fs);
@@ -731,13 +739,25 @@ static void test_fs_copy_range(void **state)
 	    tfs_copy_range(f->fs, src, 4096, src, 4 * MiB, 9000, NULL), 9000);
 	assert_same(f->fs, src, 4096, src, 4 * MiB, 9000);
 	assert_int_equal(st_of(f->fs, src).st_size, 4 * MiB + 9000);
-	/* at most TFS_COPY_MAX a call: holes copy as zeros */
+	/* at most TFS_COPY_MAX a call where the blocks do not line up:
+	 * holes copy as zeros */
 	assert_int_equal(set_size(f->fs, src, 100 * MiB), 0);
-	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, 0, 100 * MiB, NULL),
+	assert_int_equal(tfs_copy_range(f->fs, src, 1, dst, 0, 100 * MiB, NULL),
 			 TFS_COPY_MAX);
-	assert_same(f->fs, src, 0, dst, 0, 5 * MiB);
+	assert_same(f->fs, src, 1, dst, 0, 5 * MiB);
 	assert_zero(f->fs, dst, TFS_COPY_MAX - 5 * MiB, 5 * MiB);
 	assert_int_equal(st_of(f->fs, dst).st_size, TFS_COPY_MAX);
+	/* where they do, the whole blocks are shared, the rest copied */
+	c0 = copied(f->fs);
+	k0 = cloned(f->fs);
+	assert_int_equal(
+	    tfs_copy_range(f->fs, src, 100, dst, 100, 100 * MiB, NULL),
+	    100 * MiB - 100);
+	assert_int_equal(copied(f->fs) - c0, 4096 - 100);
+	assert_int_equal(cloned(f->fs) - k0, 100 * MiB - 4096);
+	assert_same(f->fs, src, 100, dst, 100, 5 * MiB);
+	assert_zero(f->fs, dst, 50 * MiB, 50 * MiB);
+	assert_int_equal(st_of(f->fs, dst).st_size, 100 * MiB);
 	/* what a read or a write refuses */
 	assert_int_equal(
 	    tfs_copy_range(f->fs, TFS_ROOT_INO, 0, dst, 0, 10, NULL), -EISDIR);
@@ -747,7 +767,7 @@ static void test_fs_copy_range(void **state)
 	    tfs_copy_range(f->fs, src, 0, dst, UINT64_MAX - 4, 10, NULL),
 	    -EFBIG);
 	reopen(f);
-	assert_same(f->fs, src, 0, dst, 0, 5 * MiB);
+	assert_same(f->fs, src, 100, dst, 100, 5 * MiB);
 	assert_int_equal(copied(f->fs), 0); /* counted since the mount */
 	assert_fsck_clean(f->fs);
 }

@@ -85,7 +85,7 @@ static void test_format_super_fields_at_documented_offsets(void **state)
 	sample_super(&s);
 	tfs_super_encode(&s, b);
 	assert_memory_equal(b, "tensorfs", 8);
-	assert_int_equal(tfs_get32(b + 8), 3);
+	assert_int_equal(tfs_get32(b + 8), 4);
 	assert_int_equal(tfs_get32(b + 12), 4096);
 	/* little-endian: the lowest byte first */
 	assert_int_equal(b[16], 0x08);
@@ -167,10 +167,10 @@ static void test_format_super_unknown_version_is_eproto(void **state)
 	(void)state;
 	sample_super(&s);
 	tfs_super_encode(&s, b);
-	tfs_put32(b + 8, 4);
+	tfs_put32(b + 8, 5);
 	super_recrc(b);
 	assert_int_equal(tfs_super_decode(b, &d), -EPROTO);
-	assert_int_equal(tfs_super_version(b), 4);
+	assert_int_equal(tfs_super_version(b), 5);
 	/* version 1, two fixed checkpoint slots: refused, not misread */
 	tfs_put32(b + 8, 1);
 	super_recrc(b);
