@@ -462,6 +462,18 @@ int tfs_check(struct tfs_fs *fs, int flags, FILE *out,
 	tfs_fs_get_info(fs, &info);
 	if (tfs_alloc_check(a)) /* J6 */
 		problem(&c, "free-space index is inconsistent");
+	if (tfs_refs_check(tfs_meta_refs(c.m))) /* J12 */
+		problem(&c, "shared-block table is inconsistent");
+	if (fs->refs_wrong) {
+		/* J12: load set them from the extents; a repair keeps it */
+		problem(&c,
+			"%llu shared-block counts disagreed with the extents "
+			"mapping the blocks%s",
+			(unsigned long long)fs->refs_wrong,
+			flags & TFS_CHECK_REPAIR ? "; set to them" : "");
+		if (flags & TFS_CHECK_REPAIR)
+			res->repaired++;
+	}
 	/* J6, J10: info.free_blocks counts blocks freed but not yet
 	 * committed (not yet back in the allocator) as free, as statfs
 	 * does; the checkpoints' blocks are used */
@@ -579,8 +591,24 @@ static const char *blocks(char *buf, size_t len, uint64_t first, uint64_t last)
 	return buf;
 }
 
+/* Whether every block of [start, start + len) is shared (J12). */
+static int all_shared(const struct tfs_refs *refs, uint64_t start, uint64_t len)
+{
+	while (len) {
+		uint64_t run;
+
+		if (tfs_refs_get(refs, start, &run) < 2)
+			return 0;
+		if (run >= len)
+			return 1;
+		start += run;
+		len -= run;
+	}
+	return 1;
+}
+
 static uint64_t sweep(const struct claims *cl, const struct tfs_super *sb,
-		      FILE *out)
+		      const struct tfs_refs *refs, FILE *out)
 {
 	const struct claim *far = NULL;
 	uint64_t far_end = 0, n = 0;
@@ -617,8 +645,12 @@ static uint64_t sweep(const struct claims *cl, const struct tfs_super *sb,
 				 (unsigned long long)c->pblk, where);
 			continue;
 		}
-		if (far && c->pblk < far_end) {
-			/* J6: no block has two owners */
+		if (far && c->pblk < far_end &&
+		    !all_shared(refs, c->pblk,
+				(c_end < far_end ? c_end : far_end) -
+				    c->pblk)) {
+			/* J6: no block has two owners, but those J12's
+			 * counts share (load checks how many) */
 			uint64_t last = (c_end < far_end ? c_end : far_end) - 1;
 
 			blocks(b1, sizeof(b1), c->pblk, last);
@@ -692,7 +724,7 @@ int tfs_check_extents(const char *path, FILE *out, char *err, size_t errlen)
 		goto out_journal;
 	}
 	qsort(cl.v, cl.n, sizeof(*cl.v), by_pblk);
-	n = sweep(&cl, &j.sb, out);
+	n = sweep(&cl, &j.sb, tfs_meta_refs(m), out);
 	rc = n > INT32_MAX ? INT32_MAX : (int)n;
 out_journal:
 	tfs_journal_release(&j);

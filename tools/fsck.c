@@ -303,7 +303,8 @@ static int open_fs(const struct args *a, struct tfs_fs **fs)
 	int rc;
 
 	o.readonly = !a->repair;
-	o.adopt_member = 1; /* a member that lost its superblocks */
+	o.repair_refs = a->repair; /* J12: counts from the extents */
+	o.adopt_member = 1;	   /* a member that lost its superblocks */
 	rc = tfs_fs_open(a->path, &o, fs, err, sizeof(err));
 	if (!rc)
 		return 0;
