@@ -42,7 +42,7 @@
  *    0  8  magic "tensorfs"
  *    8  4  version: 4 (blocks may be shared: REFCOUNT records); 3
  *          (a set of members, the same layout without REFCOUNT records:
- *          still read and written, tensorfs-fsck --upgrade makes it 4);
+ *          still read and written; its copies copy data);
  *          2 (one device: no member fields, up to TFS_MAP_MAX_V2 pieces,
  *          still read and written); version 1 had two fixed checkpoint
  *          slots

@@ -331,7 +331,7 @@ not_repaired "$what" "4|8"
 # it, takes changes, and stays version 2
 fresh
 for sb in 0 4096; do
-	[ "$(le $((sb + 8)) 4)" = 3 ] || continue
+	[ "$(le $((sb + 8)) 4)" = 4 ] || continue
 	put_le $((sb + 8)) 4 2
 	put_le $((sb + 120)) 8 0
 	put_le $((sb + 3552)) 8 0
@@ -349,9 +349,32 @@ for sb in 0 4096; do
 	[ "$v" = 2 ] || [ "$v" = 0 ] || tfs_fail "version 2 image: superblock at $sb after a mount: expected version 2, got $v"
 done
 
+# an image of format version 3 (a set, before shared blocks): the same
+# layout; it mounts, takes changes, stays version 3, and its copies copy
+fresh
+for sb in 0 4096; do
+	[ "$(le $((sb + 8)) 4)" = 4 ] || continue
+	put_le $((sb + 8)) 4 3
+	put_le $((sb + 4092)) 4 "$(crc32c "$sb" 4092)"
+done
+[ "$(le 8 4)" = 3 ] || [ "$(le 4104 4)" = 3 ] || tfs_fail "version 3 image: expected a superblock copy rewritten, got none"
+tfs_expect_exit 0 "version 3 image: tensorfs-fsck" "$FSCK" "$CASE"
+tfs_mount
+cmp "$WORK/marker" "$MNT/marker" || tfs_fail "version 3 image: marker: expected its bytes, got others"
+usable "version 3 image"
+cp "$MNT/marker" "$MNT/marker.copy" || tfs_fail "version 3 image: cp failed"
+cmp "$MNT/marker" "$MNT/marker.copy" || tfs_fail "version 3 image: the copy differs"
+tfs_eq "version 3 image: clone_bytes after a cp" 0 "$(awk '$1 == "clone_bytes" {print $2}' "$MNT/.tensorfs/stats")"
+tfs_umount
+tfs_fsck_clean
+for sb in 0 4096; do
+	v=$(le $((sb + 8)) 4)
+	[ "$v" = 3 ] || [ "$v" = 0 ] || tfs_fail "version 3 image: superblock at $sb after a mount: expected version 3, got $v"
+done
+
 # an image of format version 1 (fixed checkpoint slots): refused, saying
-# what to do; version 4, from the future, too
-for v in 1 4; do
+# what to do; version 5, from the future, too
+for v in 1 5; do
 	fresh
 	for sb in 0 4096; do
 		put_le $((sb + 8)) 4 "$v"
@@ -361,7 +384,7 @@ for v in 1 4; do
 	if [ "$v" = 1 ]; then
 		refused "$what" "4|8" "older mkfs.tensorfs" "recreate it with mkfs.tensorfs"
 	else
-		refused "$what" "4|8" "version 4" "newer tensorfs"
+		refused "$what" "4|8" "version 5" "newer tensorfs"
 	fi
 	not_repaired "$what" "4|8"
 done
