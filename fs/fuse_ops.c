@@ -1398,6 +1398,47 @@ static void state_set_diratime(fuse_req_t req, const void *in_buf,
 }
 
 /*
+ * TFS_IOC_SNAPSHOT (tensorfs-snap): tfs_snapshot() of the tree at
+ * a.src as a.name in a.dst_parent; what was made goes back in the same
+ * struct.  The new tree's parent's attributes change (links, times):
+ * the kernel's cached ones are dropped.  Replies.
+ */
+static void state_snapshot(fuse_req_t req, const void *in_buf, size_t in_bufsz)
+{
+	struct tfs_daemon *dm = fuse_req_userdata(req);
+	struct tfs_snap_stats s;
+	struct tfs_ioc_snap a;
+	struct stat st;
+	int rc;
+
+	if (in_bufsz < sizeof(a)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&a, in_buf, sizeof(a));
+	if (!memchr(a.name, '\0', sizeof(a.name)) || tfs_statedir_is(a.src) ||
+	    tfs_statedir_is(a.dst_parent)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = tfs_snapshot(dm->fs, a.src, a.dst_parent, a.name, &st, &s);
+	if (s.dirs + s.files + s.others)
+		tfs_inval_attr(dm->inval, a.dst_parent);
+	if (rc) {
+		tfs_daemon_log(
+		    LOG_WARNING, "snapshot of inode %llu as '%s': %s",
+		    (unsigned long long)a.src, a.name, strerror(-rc));
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	a.dirs = s.dirs;
+	a.files = s.files;
+	a.others = s.others;
+	a.bytes = s.shared_bytes;
+	fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
+/*
  * tensorfs's own ioctls, on /.tensorfs (statedir.h): remount,ro,
  * remount,rw and the atime options of a remount.  Only root or the
  * daemon's user may send them (an open of the directory needs only read
@@ -1412,7 +1453,8 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 
 	if (!tfs_statedir_is_dir(ino) ||
 	    (cmd != TFS_IOC_SET_RO && cmd != TFS_IOC_SET_RW &&
-	     cmd != TFS_IOC_SET_ATIME && cmd != TFS_IOC_SET_DIRATIME)) {
+	     cmd != TFS_IOC_SET_ATIME && cmd != TFS_IOC_SET_DIRATIME &&
+	     cmd != TFS_IOC_SNAPSHOT)) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
@@ -1426,6 +1468,10 @@ static void state_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 	}
 	if (cmd == TFS_IOC_SET_DIRATIME) {
 		state_set_diratime(req, in_buf, in_bufsz);
+		return;
+	}
+	if (cmd == TFS_IOC_SNAPSHOT) {
+		state_snapshot(req, in_buf, in_bufsz);
 		return;
 	}
 	rc = tfs_fs_set_readonly(dm->fs, ro);

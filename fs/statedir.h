@@ -31,29 +31,8 @@
 
 #define TFS_STATEDIR_NAME ".tensorfs"
 
-/*
- * tensorfs's own ioctls, answered on the /.tensorfs directory only (an
- * open of it, O_RDONLY, as root or the mount's owner).
- *
- *   TFS_IOC_SET_RO     write everything back, mark the device clean,
- *                      refuse every change from then on
- *                      (tfs_fs_set_readonly()); no argument
- *   TFS_IOC_SET_RW     take changes again; no argument
- *   TFS_IOC_SET_ATIME  the atime policy from then on, an int
- *                      TFS_ATIME_* (tfs_fs_set_atime())
- *   TFS_IOC_SET_DIRATIME  whether listings move directories' atimes
- *                      from then on, an int 1 (diratime) or 0
- *                      (nodiratime) (tfs_fs_set_diratime())
- *
- * "tensorfs -o remount,..." sends them around its mount(MS_REMOUNT):
- * SET_RO or SET_RW, then SET_ATIME if the -o list has an atime option,
- * then SET_DIRATIME if it has diratime or nodiratime.
- */
-#define TFS_IOC_MAGIC	     0xb5
-#define TFS_IOC_SET_RO	     _IO(TFS_IOC_MAGIC, 1)
-#define TFS_IOC_SET_RW	     _IO(TFS_IOC_MAGIC, 2)
-#define TFS_IOC_SET_ATIME    _IOW(TFS_IOC_MAGIC, 3, int)
-#define TFS_IOC_SET_DIRATIME _IOW(TFS_IOC_MAGIC, 4, int)
+/* tensorfs's own ioctls on /.tensorfs: tfs_ioctl.h */
+#include "tfs_ioctl.h"
 
 struct tfs_config;
 struct tfs_transport;

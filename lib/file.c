@@ -1180,8 +1180,8 @@ static ssize_t copy_bytes(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,
  * and in's holes and unwritten blocks become holes of out.  Caller
  * holds fs->lock and both io_locks, and has written back both files.
  */
-static int share_range(struct tfs_fs *fs, struct tfs_inode *in, uint64_t bin,
-		       struct tfs_inode *out, uint64_t bout, uint64_t n)
+int tfs_file_share(struct tfs_fs *fs, struct tfs_inode *in, uint64_t bin,
+		   struct tfs_inode *out, uint64_t bout, uint64_t n)
 {
 	struct tfs_refs *refs = tfs_meta_refs(fs->m);
 	struct freectx fc = { fs, 0, 0 };
@@ -1265,7 +1265,7 @@ static int clone_blocks(struct tfs_fs *fs, uint64_t ino_in, uint64_t bin,
 		tfs_cache_drop(fs->cache, ino_out, bout * BS / fs->cs,
 			       ((bout + n) * BS - 1) / fs->cs + 1);
 		pthread_mutex_lock(&fs->lock);
-		rc = share_range(fs, in, bin, out, bout, n);
+		rc = tfs_file_share(fs, in, bin, out, bout, n);
 		if (!rc) {
 			if ((bout + n) * BS > out->a.size)
 				out->a.size = (bout + n) * BS;

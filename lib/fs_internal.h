@@ -209,5 +209,19 @@ void tfs_inode_forget_all(struct tfs_fs *fs);
 /* file.c */
 int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen);
 int tfs_file_truncate(struct tfs_fs *fs, struct tfs_inode *ip, uint64_t size);
+/* Map blocks [bout, bout + n) of out onto the device blocks of
+ * [bin, bin + n) of in (a clone: journal.c's J12).  Caller holds
+ * fs->lock and both io_locks (none for an inode nobody else knows yet),
+ * and has written back both files' dirty data. */
+int tfs_file_share(struct tfs_fs *fs, struct tfs_inode *in, uint64_t bin,
+		   struct tfs_inode *out, uint64_t bout, uint64_t n);
+
+/* namespace.c */
+/* Create an inode named name in directory parent, as mknod, mkdir and
+ * symlink do (target: a symlink's); *st gets its attributes.  Caller
+ * holds fs->lock. */
+int tfs_ns_make(struct tfs_fs *fs, uint64_t parent, const char *name,
+		mode_t mode, dev_t rdev, uid_t uid, gid_t gid,
+		const char *target, struct stat *st);
 
 #endif

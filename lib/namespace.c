@@ -141,10 +141,10 @@ int tfs_getattr(struct tfs_fs *fs, uint64_t ino, struct stat *st)
 	return rc;
 }
 
-/* Create an inode named name in dp.  Caller holds fs->lock. */
-static int make_inode(struct tfs_fs *fs, uint64_t parent, const char *name,
-		      mode_t mode, dev_t rdev, uid_t uid, gid_t gid,
-		      const char *target, struct stat *st)
+/* Create an inode named name in directory parent (fs_internal.h). */
+int tfs_ns_make(struct tfs_fs *fs, uint64_t parent, const char *name,
+		mode_t mode, dev_t rdev, uid_t uid, gid_t gid,
+		const char *target, struct stat *st)
 {
 	struct tfs_inode *dp, *ip;
 	struct tfs_attr a = { 0 };
@@ -223,7 +223,7 @@ int tfs_mknod(struct tfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
 	else
 		rdev = 0;
 	pthread_mutex_lock(&fs->lock);
-	rc = make_inode(fs, parent, name, mode, rdev, uid, gid, NULL, st);
+	rc = tfs_ns_make(fs, parent, name, mode, rdev, uid, gid, NULL, st);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -234,8 +234,8 @@ int tfs_mkdir(struct tfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = make_inode(fs, parent, name, S_IFDIR | (mode & 07777), 0, uid, gid,
-			NULL, st);
+	rc = tfs_ns_make(fs, parent, name, S_IFDIR | (mode & 07777), 0, uid,
+			 gid, NULL, st);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -246,8 +246,8 @@ int tfs_symlink(struct tfs_fs *fs, uint64_t parent, const char *name,
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = make_inode(fs, parent, name, S_IFLNK | 0777, 0, uid, gid, target,
-			st);
+	rc = tfs_ns_make(fs, parent, name, S_IFLNK | 0777, 0, uid, gid, target,
+			 st);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -611,8 +611,8 @@ int tfs_rename2(struct tfs_fs *fs, uint64_t parent, const char *name,
 	else
 		rc = rename_move(fs, &s, &d);
 	if (!rc && flags & TFS_RENAME_WHITEOUT)
-		rc = make_inode(fs, parent, name, S_IFCHR | 0, makedev(0, 0),
-				uid, gid, NULL, NULL);
+		rc = tfs_ns_make(fs, parent, name, S_IFCHR | 0, makedev(0, 0),
+				 uid, gid, NULL, NULL);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return rc;

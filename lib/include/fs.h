@@ -436,6 +436,28 @@ ssize_t tfs_write(struct tfs_fs *fs, uint64_t ino, const void *buf, size_t len,
  * either file.  ino_in may be ino_out (the ranges must not overlap; the
  * kernel checks).
  */
+/* What tfs_snapshot() made. */
+struct tfs_snap_stats {
+	uint64_t dirs, files, others; /* others: symlinks, fifos, devices */
+	uint64_t shared_bytes;	      /* file bytes shared, not copied */
+};
+/*
+ * A snapshot: make the tree at src (a directory, or a single file) again
+ * as 'name' in directory dst_parent, as of one moment: directories,
+ * symlinks and special files anew with the same mode, owner, times and
+ * xattrs; regular files as clones (their blocks shared, as
+ * tfs_copy_range() shares them; hard links inside the tree become files
+ * of their own).  Writers of the tree's files wait while it is made.
+ * The new tree is on the device when this returns.  0 with *st the new
+ * top's attributes and *out what was made, or -errno: -EOPNOTSUPP
+ * (format before 4), -EEXIST (name taken), -EINVAL (dst_parent inside
+ * src), -ENOENT, -ENOTDIR, -ENOSPC, -EROFS, -EBUSY (the tree kept
+ * changing; try again).  On an error after the first inode, what was
+ * made stays (*out counts it) and can be removed.
+ */
+int tfs_snapshot(struct tfs_fs *fs, uint64_t src, uint64_t dst_parent,
+		 const char *name, struct stat *st, struct tfs_snap_stats *out);
+
 #define TFS_COPY_MAX  (64u << 20)
 #define TFS_CLONE_MAX (1u << 30)
 ssize_t tfs_copy_range(struct tfs_fs *fs, uint64_t ino_in, uint64_t off_in,

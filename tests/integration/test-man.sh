@@ -38,7 +38,7 @@ want=$(sed -n 's/^project(tensorfs VERSION \([0-9.]*\).*/\1/p' "$(dirname "$0")/
 # options: the option words at the start of an option line, in --help
 # (indented at most 6 columns) and in the page's OPTIONS section (the tags)
 opts() { grep -oE '(^|[ ,|])--?[A-Za-z][A-Za-z0-9-]*' | sed 's/^[ ,|]//' | sort -u; }
-for prog in tensorfs:8 mkfs.tensorfs:8 tensorfs-fsck:8 tensorfs-plan:1 tensorfs-cat:1 tensorfs-stat:1; do
+for prog in tensorfs:8 mkfs.tensorfs:8 tensorfs-fsck:8 tensorfs-plan:1 tensorfs-cat:1 tensorfs-stat:1 tensorfs-snap:1; do
 	name=${prog%:*} sec=${prog#*:}
 	page="$MAN/$name.$sec"
 	[ -s "$page" ] || tfs_fail "no $name($sec) at $page; the build writes it"
