@@ -264,6 +264,82 @@ static void test_check_counts_freed_uncommitted_blocks_as_free(void **state)
 	assert_clean(f->fs);
 }
 
+/* Open f->path with opts; the error text in f->err. */
+static int open_with(struct fx *f, const struct tfs_fs_opts *o)
+{
+	assert_int_equal(tfs_fs_close(f->fs), 0);
+	f->fs = NULL;
+	return tfs_fs_open(f->path, o, &f->fs, f->err, sizeof(f->err));
+}
+
+/* Protects J12: counts above the extents are set right at mount; counts
+ * below them refuse the mount, and fsck -y sets them. */
+static void test_check_shared_block_counts(void **state)
+{
+	struct fx *f = *state;
+	struct tfs_fs_opts repair = { .repair_refs = 1 };
+	struct tfs_check_result res;
+	uint64_t a = mk(f->fs, TFS_ROOT_INO, "a");
+	uint64_t b = mk(f->fs, TFS_ROOT_INO, "b");
+	uint64_t c = mk(f->fs, TFS_ROOT_INO, "c"), pblk;
+	char *text;
+
+	wr(f->fs, a, 3 * 4096, 0);
+	assert_int_equal(tfs_copy_range(f->fs, a, 0, b, 0, 3 * 4096, NULL),
+			 3 * 4096);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	pblk = inode(f->fs, a)->map.ext[0].pblk;
+	assert_int_equal(inode(f->fs, b)->map.ext[0].pblk, pblk);
+	assert_int_equal(
+	    tfs_refs_get(tfs_meta_refs(tfs_fs_meta(f->fs)), pblk, NULL), 2);
+	assert_clean(f->fs);
+
+	/* one too many: found at mount, set right, said by the check */
+	assert_int_equal(
+	    tfs_refs_set(tfs_meta_refs(tfs_fs_meta(f->fs)), pblk, 3, 3), 0);
+	tfs_fs_mark_changed(f->fs);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	reopen(f);
+	assert_int_equal(
+	    tfs_refs_get(tfs_meta_refs(tfs_fs_meta(f->fs)), pblk, NULL), 2);
+	text = check(f->fs, 0, &res);
+	assert_int_equal(res.errors, 1);
+	assert_has(text, "1 shared-block counts disagreed");
+	free(text);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	reopen(f);
+	assert_clean(f->fs);
+
+	/* one too few: a third file on the blocks, the count left at 2 */
+	assert_int_equal(tfs_copy_range(f->fs, a, 0, c, 0, 3 * 4096, NULL),
+			 3 * 4096);
+	assert_int_equal(
+	    tfs_refs_set(tfs_meta_refs(tfs_fs_meta(f->fs)), pblk, 3, 2), 0);
+	tfs_fs_mark_changed(f->fs);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	assert_int_equal(open_with(f, NULL), -EUCLEAN);
+	assert_has(f->err, "run tensorfs-fsck -y");
+	assert_int_equal(open_with(f, &repair), 0);
+	text = check(f->fs, TFS_CHECK_REPAIR, &res);
+	assert_int_equal(res.errors, 1);
+	assert_int_equal(res.repaired, 1);
+	assert_has(text, "set to them");
+	free(text);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	reopen(f);
+	assert_int_equal(
+	    tfs_refs_get(tfs_meta_refs(tfs_fs_meta(f->fs)), pblk, NULL), 3);
+	assert_clean(f->fs);
+	/* two of the three gone: the last one owns the blocks alone */
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "a"), 0);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "b"), 0);
+	assert_int_equal(
+	    tfs_refs_get(tfs_meta_refs(tfs_fs_meta(f->fs)), pblk, NULL), 1);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	reopen(f);
+	assert_clean(f->fs);
+}
+
 /* Protects J9c. */
 static void test_check_repairs_link_count(void **state)
 {
@@ -733,6 +809,7 @@ int main(void)
 		T(test_check_repair_of_a_clean_fs_changes_nothing),
 		T(test_check_open_unlinked_file_is_an_orphan_not_an_error),
 		T(test_check_counts_freed_uncommitted_blocks_as_free),
+		T(test_check_shared_block_counts),
 		T(test_check_repairs_link_count),
 		T(test_check_repairs_directory_and_root_link_counts),
 		T(test_check_removes_entry_naming_a_missing_inode),
