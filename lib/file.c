@@ -1044,8 +1044,10 @@ again:
 			uint8_t *buf;
 
 			if (!(keep & (1 << k)) || b[k] < c->lblk ||
-			    b[k] >= c->lblk + c->len || (k && first == last))
+			    b[k] >= c->lblk + c->len)
 				continue;
+			if (k && first == last && (keep & 1))
+				continue; /* the one block, copied already */
 			buf = tbuf_get(TB_DEV, BS);
 			rc = buf ? tfs_dev_read(fs->dev, buf, BS,
 						(c->oldp + b[k] - c->lblk) * BS)

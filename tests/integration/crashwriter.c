@@ -21,9 +21,12 @@
  * of an older one whose size is whole blocks); writes through a shared
  * mmap of an older file (msync'd or not); a rename to a new name (tT-N
  * becomes tT-N.rM); and an atomic replace (the new contents written and
- * fsync'd under tT-N.nM, then renamed over the file).  A file keeps its
- * pattern across renames: the pattern's NAME is the name up to its first
- * '.', so tT-N, tT-N.rM and tT-N.nM share it.
+ * fsync'd under tT-N.nM, then renamed over the file); and a clone (the
+ * whole of an older file copied with copy_file_range to tT-N.cM: a
+ * tensorfs of format 4 shares its blocks, and later writes to either
+ * file copy on write).  A file keeps its pattern across renames and
+ * clones: the pattern's NAME is the name up to its first '.', so tT-N,
+ * tT-N.rM, tT-N.nM and tT-N.cM share it.
  *
  * The pattern.  Every byte ever written to file NAME at offset X is
  * pattern(NAME, X): byte X % 8, little-endian, of the 64-bit word
@@ -1036,6 +1039,52 @@ static void op_replace(struct cw_thread *t)
 		die_errno(t, "close", f->name);
 }
 
+/* the whole of an older file, copied with copy_file_range to a new
+ * name with the same pattern (a clone on tensorfs) */
+static void op_clone(struct cw_thread *t)
+{
+	struct cw_file *f = pick_known(t, 0), *c;
+	loff_t off_in = 0, off_out = 0;
+	char name[48];
+	int in, out;
+
+	if (!f)
+		return;
+	suffixed(t, f, "c", name, sizeof(name));
+	in = openat(g_dirfd, f->name, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		die_errno(t, "open", f->name);
+	out = openat(g_dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		     0644);
+	if (out < 0)
+		die_errno(t, "create", name);
+	while ((uint64_t)off_in < f->size) {
+		ssize_t n =
+		    copy_file_range(in, &off_in, out, &off_out,
+				    (size_t)(f->size - (uint64_t)off_in), 0);
+
+		if (n < 0)
+			die_errno(t, "copy_file_range to", name);
+		if (n == 0)
+			break;
+	}
+	c = file_new(name, 1);
+	c->size = f->size;
+	if (f->nr) {
+		c->r = xrealloc(NULL, f->nr * sizeof(*c->r));
+		memcpy(c->r, f->r, f->nr * sizeof(*c->r));
+	}
+	c->nr = c->cap = f->nr;
+	check_clean(c);
+	thread_add(t, c);
+	if (rnd_below(t, 2))
+		step_record(t, out, c);
+	if (close(out))
+		die_errno(t, "close", name);
+	if (close(in))
+		die_errno(t, "close", f->name);
+}
+
 static void *writer(void *arg)
 {
 	struct cw_thread *t = arg;
@@ -1046,8 +1095,9 @@ static void *writer(void *arg)
 		if (g_all_ops && r < 28 && t->nfiles)
 			r < 8	 ? op_direct(t)
 			: r < 16 ? op_mmap(t)
-			: r < 22 ? op_rename(t)
-				 : op_replace(t);
+			: r < 20 ? op_rename(t)
+			: r < 24 ? op_replace(t)
+				 : op_clone(t);
 		else if (r < 45 || t->nfiles == 0)
 			op_create(t);
 		else if (r < 70)

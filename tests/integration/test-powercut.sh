@@ -1,5 +1,5 @@
 #!/bin/bash
-# Description: power cuts under concurrent writers (buffered, O_DIRECT, shared mmap, truncates, renames, unlinks, fsyncs), 200 rounds: unflushed writes lost or kept block by block, fsck clean, fsync'd files exact, no foreign bytes
+# Description: power cuts under concurrent writers (buffered, O_DIRECT, shared mmap, truncates, renames, clones, unlinks, fsyncs), 200 rounds: unflushed writes lost or kept block by block, fsck clean, fsync'd files exact, no foreign bytes
 #
 # The daemon runs on the fault device of lib/io.h (a build with
 # -DTFS_TEST_HOOKS=ON; otherwise this is a skip): TFS_FAULT="volatile,..."

@@ -772,6 +772,63 @@ static void test_fs_copy_range(void **state)
 	assert_fsck_clean(f->fs);
 }
 
+/*
+ * Copy-on-write keeps what a write leaves of a shared block, whichever
+ * end of the block the write covers, and the other file never changes.
+ * The device's free blocks hold old data first, so a block given to the
+ * writer without its old bytes copied shows.
+ */
+static void test_fs_clone_write_keeps_bytes_of_shared_blocks(void **state)
+{
+	static const struct {
+		uint64_t off, len;
+	} w[] = {
+		{ 1 * 4096, 100 },	       /* starts a block, ends inside */
+		{ 3 * 4096 - 100, 100 },       /* starts inside, ends a block */
+		{ 5 * 4096 + 10, 20 },	       /* inside one */
+		{ 7 * 4096 - 50, 4096 + 100 }, /* partial, whole, partial */
+		{ 10 * 4096, 4096 },	       /* one whole block */
+		{ 12 * 4096, 2 * 4096 + 7 },   /* whole blocks, then a part */
+		{ 16 * 4096 - 3, 3 },	       /* the last bytes of the file */
+	};
+	struct fx *f = *state;
+	uint64_t junk = mk(f->fs, TFS_ROOT_INO, "junk");
+	uint64_t src = mk(f->fs, TFS_ROOT_INO, "src");
+	uint64_t dst = mk(f->fs, TFS_ROOT_INO, "dst");
+	struct model m = { calloc(1, 16 * 4096), 0, 16 * 4096 };
+	uint8_t *orig = malloc(16 * 4096), buf[3 * 4096];
+
+	assert_non_null(m.b);
+	assert_non_null(orig);
+	wr_pat(f->fs, junk, 4 * MiB, 0, 9);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	assert_int_equal(tfs_unlink(f->fs, TFS_ROOT_INO, "junk"), 0);
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	wr_pat(f->fs, src, 16 * 4096, 0, 1);
+	assert_int_equal(tfs_read(f->fs, src, orig, 16 * 4096, 0), 16 * 4096);
+	model_write(&m, orig, 16 * 4096, 0);
+	assert_int_equal(tfs_copy_range(f->fs, src, 0, dst, 0, 16 * 4096, NULL),
+			 16 * 4096);
+	assert_int_equal(cloned(f->fs), 16 * 4096);
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		fill_pat(buf, w[i].len, w[i].off, 2);
+		assert_int_equal(
+		    tfs_write(f->fs, dst, buf, w[i].len, w[i].off, NULL),
+		    (ssize_t)w[i].len);
+		model_write(&m, buf, w[i].len, w[i].off);
+		assert_model(f->fs, dst, &m);
+	}
+	assert_int_equal(tfs_fs_sync(f->fs), 0);
+	reopen(f);
+	assert_model(f->fs, dst, &m);
+	m.size = 0;
+	model_write(&m, orig, 16 * 4096, 0);
+	assert_model(f->fs, src, &m);
+	assert_fsck_clean(f->fs);
+	free(orig);
+	free(m.b);
+}
+
 /* ===== I/O errors ===== */
 
 static void test_fs_write_back_error_reaches_fsync_and_next_write(void **state)
@@ -1071,6 +1128,7 @@ int main(void)
 		T(test_fs_punch_hole_in_unwritten_extent),
 		T(test_fs_seek_data_and_hole),
 		TB(test_fs_copy_range),
+		TB(test_fs_clone_write_keeps_bytes_of_shared_blocks),
 		T(test_fs_write_back_error_reaches_fsync_and_next_write),
 		T(test_fs_write_back_error_reaches_every_open_file),
 		T(test_fs_stale_marks),
