@@ -563,6 +563,30 @@ static void test_format_rec_extent_at_documented_offsets(void **state)
 	tfs_buf_release(&b);
 }
 
+static void test_format_rec_refcount_at_documented_offsets(void **state)
+{
+	struct tfs_buf b = { 0 };
+	struct tfs_rec r;
+	size_t pos = 0;
+	const uint8_t *p;
+
+	(void)state;
+	assert_int_equal(tfs_rec_put_refcount(&b, 7000, 30, 3), 0);
+	assert_int_equal(b.len, TFS_REC_SIZE_REFCOUNT);
+	p = b.p;
+	assert_int_equal(tfs_get32(p), TFS_REC_REFCOUNT);
+	assert_int_equal(tfs_get32(p + 4), 20);
+	assert_int_equal(tfs_get64(p + 8), 7000);
+	assert_int_equal(tfs_get64(p + 16), 30);
+	assert_int_equal(tfs_get32(p + 24), 3);
+	assert_int_equal(tfs_rec_next(b.p, b.len, &pos, &r), 1);
+	assert_int_equal(r.type, TFS_REC_REFCOUNT);
+	assert_int_equal(r.pblk, 7000);
+	assert_int_equal(r.len, 30);
+	assert_int_equal(r.flags, 3);
+	tfs_buf_release(&b);
+}
+
 static void test_format_rec_roundtrip_every_type(void **state)
 {
 	struct tfs_buf b = { 0 };
@@ -773,7 +797,22 @@ static void test_format_rec_rejects_wrong_lengths_and_types(void **state)
 	tfs_put64(body, 2);
 	tfs_put64(body + 24, 1); /* EXTENT len */
 	assert_int_equal(decode_raw(0, body, 8), -EUCLEAN);
-	assert_int_equal(decode_raw(10, body, 8), -EUCLEAN);
+	assert_int_equal(decode_raw(11, body, 8), -EUCLEAN);
+	/* REFCOUNT: 20 bytes, len >= 1, no wrap, count >= 1 */
+	assert_int_equal(decode_raw(TFS_REC_REFCOUNT, body, 19), -EUCLEAN);
+	tfs_put64(body + 8, 5);
+	tfs_put32(body + 16, 2);
+	assert_int_equal(decode_raw(TFS_REC_REFCOUNT, body, 20), 1);
+	tfs_put32(body + 16, 0);
+	assert_int_equal(decode_raw(TFS_REC_REFCOUNT, body, 20), -EUCLEAN);
+	tfs_put32(body + 16, 2);
+	tfs_put64(body + 8, 0);
+	assert_int_equal(decode_raw(TFS_REC_REFCOUNT, body, 20), -EUCLEAN);
+	tfs_put64(body, UINT64_MAX - 1);
+	tfs_put64(body + 8, 5);
+	assert_int_equal(decode_raw(TFS_REC_REFCOUNT, body, 20), -EUCLEAN);
+	memset(body, 0, 24);
+	tfs_put64(body, 2);
 	assert_int_equal(decode_raw(0xffffffffu, body, 8), -EUCLEAN);
 	assert_int_equal(decode_raw(TFS_REC_INODE, body, 91), -EUCLEAN);
 	assert_int_equal(decode_raw(TFS_REC_INODE, body, 93), -EUCLEAN);
@@ -1059,6 +1098,8 @@ int main(void)
 		cmocka_unit_test(test_format_layout_rejects_below_minimum),
 		cmocka_unit_test(test_format_rec_inode_at_documented_offsets),
 		cmocka_unit_test(test_format_rec_extent_at_documented_offsets),
+		cmocka_unit_test(
+		    test_format_rec_refcount_at_documented_offsets),
 		cmocka_unit_test(test_format_rec_roundtrip_every_type),
 		cmocka_unit_test(test_format_rec_xattr_with_empty_value),
 		cmocka_unit_test(test_format_rec_rejects_truncated_record),
