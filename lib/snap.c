@@ -16,7 +16,8 @@
  * the namespace too is that of one moment.  Files made in the tree
  * between the first walk and the lock (not held, so possibly with data
  * not written back) send it round again, up to a few times.  Writers
- * wait for the time the metadata takes: about a microsecond a file.
+ * wait for the time the metadata takes, which grows with the files'
+ * number, not their size.
  * The new tree's records go into the running transaction, which is
  * committed before tfs_snapshot() returns.
  *
