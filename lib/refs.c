@@ -94,14 +94,11 @@ int tfs_refs_any(const struct tfs_refs *t, uint64_t start, uint64_t len)
 	       (t->r[i].start <= start || t->r[i].start - start < len);
 }
 
-static int add_piece(struct piece *p, size_t *np, uint64_t start, uint64_t len,
-		     uint32_t old, int inside)
+static void add_piece(struct piece *p, size_t *np, uint64_t start, uint64_t len,
+		      uint32_t old, int inside)
 {
-	if (!len)
-		return 0;
-	p[*np] = (struct piece){ start, len, old, old, inside };
-	(*np)++;
-	return 0;
+	if (len)
+		p[(*np)++] = (struct piece){ start, len, old, old, inside };
 }
 
 static int change(struct tfs_refs *t, uint64_t start, uint64_t len, enum op op,

@@ -353,6 +353,14 @@ tfs_free_bytes() {
 	echo $((_free * _frsize))
 }
 
+# tfs_used_bytes: bytes the mounted file system uses, after a sync of it
+# ((f_blocks - f_bfree) * f_frsize): a shared block counts once
+tfs_used_bytes() {
+	sync -f "$MNT" || return 1
+	read -r _blocks _free _frsize < <(stat -f -c '%b %f %S' "$MNT") || return 1
+	echo $(((_blocks - _free) * _frsize))
+}
+
 # tfs_wait_for SECONDS CMD...: rerun CMD every 0.1 s until it succeeds;
 # return 1 when it still fails after SECONDS (the kernel sends FUSE
 # RELEASE and FORGET asynchronously, so freed space can show up late)

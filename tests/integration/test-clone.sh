@@ -19,20 +19,19 @@ tfs_need cp cmp python3 fallocate truncate dd sha256sum
 tfs_setup 1G
 S="$MNT/.tensorfs"
 stat_of() { awk -v k="$1" '$1 == k {print $2}' "$S/stats"; }
-used() { sync -f "$MNT" && stat -f -c '%b %f %S' "$MNT" | awk '{print ($1 - $2) * $3}'; }
 
 # ----- cp shares the whole blocks -----
 head -c $((200 << 20)) /dev/urandom >"$WORK/a" || tfs_fail "cannot make random data"
 head -c 1234 /dev/urandom >>"$WORK/a"
 cp "$WORK/a" "$MNT/a" || tfs_fail "cp into the mount failed"
-u0=$(used)
+u0=$(tfs_used_bytes)
 k0=$(stat_of clone_bytes)
 [ -n "$k0" ] || tfs_fail "no clone_bytes in $S/stats"
 start=$(date +%s%N)
 cp "$MNT/a" "$MNT/b" || tfs_fail "cp within the mount failed"
 ms=$((($(date +%s%N) - start) / 1000000))
 cmp "$WORK/a" "$MNT/b" || tfs_fail "the clone differs from its source"
-u1=$(used)
+u1=$(tfs_used_bytes)
 tfs_log "cp of 200 MiB within the mount: $ms ms, used bytes $u0 -> $u1"
 [ $((u1 - u0)) -lt $((1 << 20)) ] ||
 	tfs_fail "cp of a 200 MiB file: expected under 1 MiB more space used (shared blocks), got $((u1 - u0)) bytes"
@@ -123,10 +122,10 @@ tfs_mount
 tfs_eq "the big file after a remount" "$sum" "$(sha256sum <"$MNT/big")"
 rm -f "$MNT"/* || tfs_fail "rm failed"
 limit=$((u0 - (200 << 20) + (4 << 20)))
-space_back() { [ "$(used)" -le "$limit" ]; }
+space_back() { [ "$(tfs_used_bytes)" -le "$limit" ]; }
 tfs_wait_for 10 space_back
-tfs_log "used after deleting every file: $(used) bytes"
-space_back || tfs_fail "after deleting everything: expected the space back (at most $limit bytes used), got $(used)"
+tfs_log "used after deleting every file: $(tfs_used_bytes) bytes"
+space_back || tfs_fail "after deleting everything: expected the space back (at most $limit bytes used), got $(tfs_used_bytes)"
 
 # ----- SIGKILL while cloning and writing -----
 for round in 1 2 3 4 5; do

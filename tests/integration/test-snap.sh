@@ -14,7 +14,6 @@ tfs_need python3 mkfifo getfattr setfattr diff
 SNAP="$TFS_BIN/tensorfs-snap"
 [ -x "$SNAP" ] || tfs_fail "no tensorfs-snap in $TFS_BIN"
 tfs_setup 1G
-used() { sync -f "$MNT" && stat -f -c '%b %f %S' "$MNT" | awk '{print ($1 - $2) * $3}'; }
 
 # ----- a tree, snapshotted -----
 T="$MNT/zero_stage_3"
@@ -28,12 +27,12 @@ chmod 600 "$T/optimizer/rank0/1.tensor.swp"
 ln -s 0.tensor.swp "$T/optimizer/rank0/latest"
 ln "$T/optimizer/rank0/2.tensor.swp" "$T/optimizer/rank0/2.link"
 mkfifo "$T/fifo"
-u0=$(used)
+u0=$(tfs_used_bytes)
 "$SNAP" "$T" "$MNT/ckpt.1" >"$WORK/snap.out" 2>&1 || { cat "$WORK/snap.out" >&2; tfs_fail "tensorfs-snap failed"; }
 tfs_log "$(cat "$WORK/snap.out")"
 grep -q "5 directories, 5 files, 2 others" "$WORK/snap.out" ||
 	tfs_fail "tensorfs-snap: expected '5 directories, 5 files, 2 others' made, got '$(cat "$WORK/snap.out")'"
-u1=$(used)
+u1=$(tfs_used_bytes)
 [ $((u1 - u0)) -lt $((1 << 20)) ] || tfs_fail "a snapshot of 60 MiB: expected under 1 MiB more used, got $((u1 - u0)) bytes"
 diff -r --no-dereference "$T" "$MNT/ckpt.1" >"$WORK/diff" 2>&1 || {
 	grep -v fifo "$WORK/diff" | grep -q . && { cat "$WORK/diff" >&2; tfs_fail "the snapshot differs"; }

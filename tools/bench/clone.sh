@@ -23,9 +23,8 @@
 #   removed.  After that, on tfs4, the first writes into a fresh clone
 #   against the same writes into a file nobody shares: 1 GiB of 1 MiB
 #   O_DIRECT writes (dd oflag=direct conv=notrunc,fsync), and 2000
-#   writes of 100 bytes at random places in the first GiB (each one
-#   into a block of its own: a clone's block is read and written first),
-#   then fsync, timed.
+#   writes of 100 bytes at 1000 bytes into random blocks of the first
+#   GiB (a clone's block is read and written first), then fsync, timed.
 #
 #   The figures go to OUT/table.txt (default ./bench-clone), with the
 #   commands, the binaries' build time and the load before and after.
