@@ -4,7 +4,11 @@
  * The arena is one anonymous mapping of nchunks x chunk_size bytes;
  * chunk i always uses bytes [i * chunk_size, (i + 1) * chunk_size), so a
  * chunk struct and its memory are found from one another.  Chunks in use
- * are in a hash table keyed by (ino, idx).
+ * are in a hash table keyed by (ino, idx), and on a list of their inode's
+ * chunks, whose head an open-addressing table keyed by ino holds: what
+ * one file has in the cache (fsync, truncate, unlink, its stats) is found
+ * in the time of its own chunks, not of the arena's, which at a large
+ * max_in_cpu is tens of thousands.
  *
  * A chunk is in one state, moved under c->mu:
  *
@@ -42,9 +46,11 @@
  *     ndirty <= pool_chunks, nclean + ndirty <= nchunks;
  *   - the free list holds the chunks used and given back, then, in index
  *     order, every chunk from 'fresh' on (never used);
- *   - a chunk in use is in the hash under (ino, idx) unless DEAD; a DEAD
- *     one is CLEAN or FLUSH, out of the hash and busy (its last unpin
- *     frees it); a FREE one is nowhere, with no pins, flags or data;
+ *   - a chunk in use is in the hash under (ino, idx) and on its inode's
+ *     list unless DEAD; a DEAD one is CLEAN or FLUSH, out of both and busy
+ *     (its last unpin frees it); a FREE one is nowhere, with no pins,
+ *     flags or data; every inode's list is found from its slot in the
+ *     inode table, holds only its chunks, and no slot is empty;
  *   - FILLING only with a pin (the filler's); no writer of a FLUSH chunk;
  *   - nvalid and ndirty count the bitmaps' bits, dirty sectors are valid,
  *     valid_sect and dirty_sect are their sums; dirty sectors only in a
@@ -56,7 +62,7 @@
  * and before anyone else can see it: the counters and bounds in O(1), and
  * in full each chunk moved by set_state() since the last check.  A full
  * walk of the arena, O(nchunks + hash size), runs at the points that are
- * O(nchunks) anyway (sync, drop, forget, free), when more than
+ * O(nchunks) anyway (a sync of everything, free), when more than
  * CHECK_MOVED chunks moved at once, and every nchunks/CHECK_SHARE-th
  * check otherwise, so that its amortised cost stays CHECK_SHARE chunks'
  * worth per unlock however large the arena.  Measured (gcc -O2): a full
@@ -93,8 +99,9 @@ enum {
 #define CHECK_SHARE 16 /* chunks' worth of full walk per check */
 
 struct chunk {
-	struct chunk *hnext;	   /* hash chain */
-	struct chunk *prev, *next; /* state list */
+	struct chunk *hnext;	     /* hash chain */
+	struct chunk *inext, *iprev; /* the chunks of its inode */
+	struct chunk *prev, *next;   /* state list */
 	uint64_t ino, idx;
 	uint64_t dirty_seq;
 	uint64_t dirty_at; /* ms, monotonic */
@@ -110,6 +117,12 @@ struct list {
 };
 
 struct flusher;
+
+/* A slot of the inode table: ino 0 (no inode has it) marks it empty. */
+struct ino_slot {
+	uint64_t ino;
+	struct chunk *head;
+};
 
 struct tfs_cache {
 	pthread_mutex_t mu;
@@ -129,6 +142,8 @@ struct tfs_cache {
 	uint64_t *bits;
 	struct chunk **hash;
 	size_t hmask;
+	struct ino_slot *inos; /* linear probing, at most half full */
+	size_t imask;
 	struct chunk *free; /* singly linked through next */
 	struct list lru, wait, ready;
 	size_t nclean, ndirty;
@@ -281,12 +296,71 @@ static struct chunk *lookup(struct tfs_cache *c, uint64_t ino, uint64_t idx)
 	return ch;
 }
 
+static size_t ino_home(struct tfs_cache *c, uint64_t ino)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)((h ^ (h >> 31)) & c->imask);
+}
+
+/* The slot of ino in the inode table, or NULL if it has no chunk. */
+static struct ino_slot *ino_find(struct tfs_cache *c, uint64_t ino)
+{
+	for (size_t i = ino_home(c, ino);; i = (i + 1) & c->imask) {
+		if (c->inos[i].ino == ino)
+			return &c->inos[i];
+		if (!c->inos[i].ino)
+			return NULL;
+	}
+}
+
+/* The first of ino's chunks in the hash (then ->inext), or NULL. */
+static struct chunk *ino_first(struct tfs_cache *c, uint64_t ino)
+{
+	struct ino_slot *s = ino_find(c, ino);
+
+	return s ? s->head : NULL;
+}
+
+/* Empty slot s, moving later slots of the same probe run back into the
+ * gap, so that every inode stays reachable from its home slot. */
+static void ino_slot_clear(struct tfs_cache *c, struct ino_slot *s)
+{
+	size_t i = (size_t)(s - c->inos), j = i;
+
+	for (;;) {
+		size_t k;
+
+		j = (j + 1) & c->imask;
+		if (!c->inos[j].ino)
+			break;
+		k = ino_home(c, c->inos[j].ino);
+		/* slot j may move to i if its home is not in (i, j] */
+		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+			c->inos[i] = c->inos[j];
+			i = j;
+		}
+	}
+	c->inos[i].ino = 0;
+	c->inos[i].head = NULL;
+}
+
+/* Put ch in the hash and on its inode's list.  The table has a slot for
+ * every chunk and as many again, so a free one is always found. */
 static void hash_insert(struct tfs_cache *c, struct chunk *ch)
 {
-	size_t h = hash_of(c, ch->ino, ch->idx);
+	size_t h = hash_of(c, ch->ino, ch->idx), i = ino_home(c, ch->ino);
 
 	ch->hnext = c->hash[h];
 	c->hash[h] = ch;
+	while (c->inos[i].ino && c->inos[i].ino != ch->ino)
+		i = (i + 1) & c->imask;
+	c->inos[i].ino = ch->ino;
+	ch->iprev = NULL;
+	ch->inext = c->inos[i].head;
+	if (ch->inext)
+		ch->inext->iprev = ch;
+	c->inos[i].head = ch;
 }
 
 static void hash_remove(struct tfs_cache *c, struct chunk *ch)
@@ -298,6 +372,20 @@ static void hash_remove(struct tfs_cache *c, struct chunk *ch)
 	if (*pp)
 		*pp = ch->hnext;
 	ch->hnext = NULL;
+	if (ch->inext)
+		ch->inext->iprev = ch->iprev;
+	if (ch->iprev) {
+		ch->iprev->inext = ch->inext;
+	} else {
+		struct ino_slot *s = ino_find(c, ch->ino);
+
+		if (s && s->head == ch) {
+			s->head = ch->inext;
+			if (!s->head)
+				ino_slot_clear(c, s);
+		}
+	}
+	ch->inext = ch->iprev = NULL;
 }
 
 static int busy(const struct chunk *ch)
@@ -340,16 +428,19 @@ static int check_chunk(struct tfs_cache *c, struct chunk *ch)
 		return -EUCLEAN;
 	if (ch->state == C_FREE)
 		return ch->flags || ch->rrefs || ch->wrefs || ch->nvalid ||
-			       ch->prev || in_hash(c, ch)
+			       ch->prev || ch->inext || ch->iprev ||
+			       in_hash(c, ch)
 			   ? -EUCLEAN
 			   : 0;
 	listed = ch->prev && ch->next && ch->prev->next == ch &&
 		 ch->next->prev == ch;
 	if (ch->state == C_FLUSH ? ch->prev || ch->next : !listed)
 		return -EUCLEAN;
-	if (dead ? in_hash(c, ch) || !busy(ch) ||
+	if (dead ? in_hash(c, ch) || ch->inext || ch->iprev || !busy(ch) ||
 		       (ch->state != C_CLEAN && ch->state != C_FLUSH)
-		 : lookup(c, ch->ino, ch->idx) != ch)
+		 : lookup(c, ch->ino, ch->idx) != ch ||
+		       (ch->iprev ? ch->iprev->inext != ch
+				  : ino_first(c, ch->ino) != ch))
 		return -EUCLEAN;
 	if (((ch->flags & F_FILLING) && !ch->rrefs && !ch->wrefs) ||
 	    (ch->state == C_FLUSH && ch->wrefs))
@@ -436,6 +527,24 @@ static int check_all(struct tfs_cache *c)
 		for (struct chunk *ch = c->hash[h]; ch; ch = ch->hnext)
 			if (n++ >= hashed || hash_of(c, ch->ino, ch->idx) != h)
 				return -EUCLEAN;
+	if (n != hashed)
+		return -EUCLEAN;
+	/* the inode lists hold the hashed chunks, each once */
+	n = 0;
+	for (size_t i = 0; i <= c->imask; i++) {
+		struct ino_slot *s = &c->inos[i];
+		struct chunk *prev = NULL;
+
+		if (!s->ino)
+			continue;
+		if (!s->head || ino_find(c, s->ino) != s)
+			return -EUCLEAN;
+		for (struct chunk *ch = s->head; ch; prev = ch, ch = ch->inext)
+			if (n++ >= hashed || ch->ino != s->ino ||
+			    ch->iprev != prev || ch->state == C_FREE ||
+			    (ch->flags & F_DEAD))
+				return -EUCLEAN;
+	}
 	return n == hashed ? 0 : -EUCLEAN;
 }
 
@@ -907,9 +1016,11 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 		hsize <<= 1;
 	c->hmask = hsize - 1;
 	c->hash = calloc(hsize, sizeof(*c->hash));
+	c->imask = hsize - 1;
+	c->inos = calloc(hsize, sizeof(*c->inos));
 	c->chunks = calloc(c->nchunks, sizeof(*c->chunks));
 	c->bits = calloc(c->nchunks * 2 * c->words, sizeof(uint64_t));
-	if (!c->hash || !c->chunks || !c->bits) {
+	if (!c->hash || !c->inos || !c->chunks || !c->bits) {
 		snprintf(err, errlen, "no memory for the cache's index");
 		goto fail;
 	}
@@ -1015,6 +1126,7 @@ void tfs_cache_free(struct tfs_cache *c)
 	free(c->thr);
 	free(c->ticket);
 	free(c->hash);
+	free(c->inos);
 	free(c->chunks);
 	free(c->bits);
 	pthread_mutex_destroy(&c->mu);
@@ -1386,11 +1498,17 @@ void tfs_cache_unpin(struct tfs_cache *c, void *const *refs, unsigned int n)
 /* Is a chunk of ino (any if 0) dirty since a write numbered <= seq? */
 static int dirty_since(struct tfs_cache *c, uint64_t ino, uint64_t seq)
 {
+	if (ino) {
+		for (struct chunk *ch = ino_first(c, ino); ch; ch = ch->inext)
+			if (ch->state >= C_WAIT && ch->dirty_seq <= seq)
+				return 1;
+		return 0;
+	}
 	for (size_t i = 0; i < c->fresh; i++) {
 		struct chunk *ch = &c->chunks[i];
 
-		if (ch->state >= C_WAIT && (!ino || ch->ino == ino) &&
-		    !(ch->flags & F_DEAD) && ch->dirty_seq <= seq)
+		if (ch->state >= C_WAIT && !(ch->flags & F_DEAD) &&
+		    ch->dirty_seq <= seq)
 			return 1;
 	}
 	return 0;
@@ -1408,7 +1526,7 @@ static void sync_ino(struct tfs_cache *c, uint64_t ino)
 		if (!flush_inline(c))
 			cache_wait(c, &c->cv_done);
 	}
-	CACHE_CHECKED(c, 1);
+	CACHE_CHECKED(c, !ino);
 	cache_unlock(c);
 }
 
@@ -1433,13 +1551,13 @@ void tfs_cache_start_flush(struct tfs_cache *c, uint64_t ino)
 void tfs_cache_drop(struct tfs_cache *c, uint64_t ino, uint64_t from,
 		    uint64_t to)
 {
+	struct chunk *ch, *next;
+
 	pthread_mutex_lock(&c->mu);
 again:
-	for (size_t i = 0; i < c->fresh; i++) {
-		struct chunk *ch = &c->chunks[i];
-
-		if (ch->state == C_FREE || ch->ino != ino ||
-		    (ch->flags & F_DEAD) || ch->idx < from || ch->idx >= to)
+	for (ch = ino_first(c, ino); ch; ch = next) {
+		next = ch->inext;
+		if (ch->idx < from || ch->idx >= to)
 			continue;
 		if (busy(ch)) {
 			cache_wait(c, &c->cv_done);
@@ -1448,19 +1566,17 @@ again:
 		release(c, ch);
 	}
 	pthread_cond_broadcast(&c->cv_done);
-	CACHE_CHECKED(c, 1);
+	CACHE_CHECKED(c, 0);
 	cache_unlock(c);
 }
 
 void tfs_cache_forget(struct tfs_cache *c, uint64_t ino)
 {
-	pthread_mutex_lock(&c->mu);
-	for (size_t i = 0; i < c->fresh; i++) {
-		struct chunk *ch = &c->chunks[i];
+	struct chunk *ch, *next;
 
-		if (ch->state == C_FREE || ch->ino != ino ||
-		    (ch->flags & F_DEAD))
-			continue;
+	pthread_mutex_lock(&c->mu);
+	for (ch = ino_first(c, ino); ch; ch = next) {
+		next = ch->inext;
 		if (!busy(ch)) {
 			release(c, ch);
 			continue;
@@ -1471,7 +1587,7 @@ void tfs_cache_forget(struct tfs_cache *c, uint64_t ino)
 			set_state(c, ch, C_CLEAN); /* nothing to write */
 	}
 	pthread_cond_broadcast(&c->cv_done);
-	CACHE_CHECKED(c, 1);
+	CACHE_CHECKED(c, 0);
 	cache_unlock(c);
 }
 
@@ -1499,13 +1615,8 @@ uint64_t tfs_cache_bytes_of(struct tfs_cache *c, uint64_t ino)
 	uint64_t n = 0;
 
 	pthread_mutex_lock(&c->mu);
-	for (size_t i = 0; i < c->fresh; i++) {
-		struct chunk *ch = &c->chunks[i];
-
-		if (ch->state != C_FREE && ch->ino == ino &&
-		    !(ch->flags & F_DEAD))
-			n += ch->nvalid;
-	}
+	for (struct chunk *ch = ino_first(c, ino); ch; ch = ch->inext)
+		n += ch->nvalid;
 	cache_unlock(c);
 	return n * TFS_SECTOR;
 }

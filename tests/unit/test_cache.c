@@ -1295,6 +1295,85 @@ test_cache_forget_frees_a_chunk_in_flight_after_it_lands(void **state)
 	assert_true(stats(c).cached_bytes <= 2 * CS);
 }
 
+/* Bytes of ino in the cache, found by walking every chunk. */
+static uint64_t bytes_by_walk(struct tfs_cache *c, uint64_t ino, uint64_t from,
+			      uint64_t to)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->nchunks; i++) {
+		struct chunk *ch = &c->chunks[i];
+
+		if (ch->state != C_FREE && !(ch->flags & F_DEAD) &&
+		    ch->ino == ino && ch->idx >= from && ch->idx < to)
+			n += ch->nvalid;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return n * TFS_SECTOR;
+}
+
+/*
+ * What one inode has in the cache is found through its list, not a walk
+ * of the arena: random writes, reads, drops, forgets and syncs of seven
+ * inodes sharing an inode table of 16 slots (so their probe runs meet
+ * and slots are cleared in the middle of them); after each, the checks
+ * pass and every inode's bytes are what a walk of every chunk finds.
+ */
+static void test_cache_inode_lists_follow_random_use(void **state)
+{
+	struct fix *x = *state;
+	/* no flusher threads: nothing moves between two looks */
+	struct tfs_cache *c = mk(x, 5, 3, 1, 1, 0);
+	static uint8_t buf[CS];
+	uint64_t r = 88172645463325252ull;
+
+	assert_int_equal(c->imask, 15);
+	for (int i = 0; i < 4000; i++) {
+		uint64_t ino, idx, to;
+
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		ino = 1 + r % (NINO - 1);
+		idx = (r >> 8) % NIDX;
+		switch ((r >> 16) % 6) {
+		case 0:
+		case 1:
+			memset(buf, i, sizeof(buf));
+			assert_int_equal(
+			    tfs_cache_write(c, ino, idx * CS, buf,
+					    TFS_SECTOR *
+						(1 + (r >> 24) % NSECT)),
+			    0);
+			break;
+		case 2:
+			assert_int_equal(tfs_cache_read(c, ino, idx * CS, buf,
+							CS, UINT64_MAX),
+					 0);
+			break;
+		case 3:
+			to = idx + 1 + (r >> 24) % 4;
+			tfs_cache_drop(c, ino, idx, to);
+			assert_int_equal(bytes_by_walk(c, ino, idx, to), 0);
+			break;
+		case 4:
+			tfs_cache_forget(c, ino);
+			assert_int_equal(bytes_by_walk(c, ino, 0, UINT64_MAX),
+					 0);
+			break;
+		default:
+			tfs_cache_sync(c, ino);
+		}
+		assert_int_equal(tfs_cache_check(c), 0);
+		for (uint64_t k = 1; k < NINO; k++)
+			assert_int_equal(tfs_cache_bytes_of(c, k),
+					 bytes_by_walk(c, k, 0, UINT64_MAX));
+	}
+	tfs_cache_sync_all(c);
+	assert_int_equal(tfs_cache_check(c), 0);
+}
+
 static void test_cache_barrier_waits_for_writes_in_progress_only(void **state)
 {
 	struct fix *x = *state;
@@ -1438,6 +1517,7 @@ static void test_cache_check_detects_broken_invariants(void **state)
 	struct fix *x = *state;
 	struct tfs_cache *c = mk(x, 4, 3, 1, 1, 0);
 	struct chunk *ready, *w1, *w2, *clean, *fr;
+	struct ino_slot *s3;
 	uint64_t seq;
 
 	put(c, 1, 0, CS, 1);		   /* wholly dirty: READY */
@@ -1490,6 +1570,16 @@ static void test_cache_check_detects_broken_invariants(void **state)
 	EXPECT_CAUGHT(c, hash_remove(c, w2), hash_insert(c, w2));
 	EXPECT_CAUGHT(c, hash_insert(c, fr), hash_remove(c, fr));
 	EXPECT_CAUGHT(c, clean->ino = 7, clean->ino = 3);
+
+	/* the inode lists: ino 2's is w2 then w1 */
+	assert_ptr_equal(ino_first(c, 2), w2);
+	assert_ptr_equal(w2->inext, w1);
+	EXPECT_CAUGHT(c, w1->iprev = NULL, w1->iprev = w2);
+	EXPECT_CAUGHT(c, w2->inext = NULL, w2->inext = w1);
+	s3 = ino_find(c, 3);
+	EXPECT_CAUGHT(c, s3->ino = 6, s3->ino = 3);
+	EXPECT_CAUGHT(c, ino_find(c, 1)->head = NULL,
+		      ino_find(c, 1)->head = ready);
 
 	/* the waiting chunks out of write order */
 	seq = w1->dirty_seq;
@@ -1616,6 +1706,7 @@ int main(void)
 		T(test_cache_drop_waits_for_write_back_in_progress),
 		T(test_cache_drop_discards_dirty_data_unwritten),
 		T(test_cache_forget_frees_a_chunk_in_flight_after_it_lands),
+		T(test_cache_inode_lists_follow_random_use),
 		T(test_cache_barrier_waits_for_writes_in_progress_only),
 		T(test_cache_stats_follow_reads_writes_and_write_back),
 		T(test_cache_check_detects_broken_invariants),
