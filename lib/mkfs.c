@@ -3,8 +3,10 @@
  * mkfs.tensorfs.
  *
  * Refuses, unless force, to overwrite what is there: a block device
- * that holds a tensorfs or another known file system, or an image file
- * that holds anything at all (a file with no blocks allocated, empty or
+ * that holds a tensorfs, or anything libblkid recognises (a file system,
+ * a partition table, a RAID or LVM member, swap, an encrypted volume:
+ * what mkfs.ext4 asks about), or an image file that holds anything at
+ * all (a file with no blocks allocated, empty or
  * sparse, holds nothing); the refusal names what the first bytes look
  * like, so that "mkfs.tensorfs model.pt" says it is a checkpoint before
  * it is gone.  Always refuses a device in use (a tensorfs mount holds an
@@ -21,6 +23,7 @@
  */
 #include "mkfs.h"
 
+#include <blkid/blkid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -115,6 +118,70 @@ static const char *signature(struct tfs_dev *d, unsigned int m)
 		what = fs_signature(b, PROBE_BYTES);
 	tfs_io_free(b);
 	return what;
+}
+
+/*
+ * What libblkid finds on the block device at path, as a noun phrase in
+ * what (what its superblock and partition probes name; the first found
+ * of a partition table, a file system, or another signature): 1 found,
+ * 0 nothing, -errno if it could not look (the device is already open, so
+ * that is rare, and refused: formatting what was not looked at is not
+ * what -f's absence means).
+ */
+static int blkid_kind(const char *path, char *what, size_t len)
+{
+	const char *type = NULL, *usage = NULL, *pt = NULL;
+	blkid_probe pr = NULL;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	pr = blkid_new_probe();
+	if (!pr || blkid_probe_set_device(pr, fd, 0, 0)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE |
+						  BLKID_SUBLKS_USAGE);
+	blkid_probe_enable_partitions(pr, 1);
+	blkid_probe_set_partitions_flags(pr, BLKID_PARTS_MAGIC);
+	rc = blkid_do_safeprobe(pr);
+	if (rc == 1) { /* nothing */
+		rc = 0;
+		goto out;
+	}
+	if (rc == -2) { /* signatures that contradict each other */
+		snprintf(what, len, "signatures of more than one kind");
+		rc = 1;
+		goto out;
+	}
+	if (rc < 0) {
+		rc = -EIO;
+		goto out;
+	}
+	blkid_probe_lookup_value(pr, "PTTYPE", &pt, NULL);
+	blkid_probe_lookup_value(pr, "TYPE", &type, NULL);
+	blkid_probe_lookup_value(pr, "USAGE", &usage, NULL);
+	if (pt)
+		snprintf(what, len, "a partition table (%s)", pt);
+	else if (type && !strcmp(type, "swap"))
+		snprintf(what, len, "a swap area");
+	else if (type && usage && !strcmp(usage, "filesystem"))
+		snprintf(what, len, "a %s file system", type);
+	else if (type && usage && !strcmp(usage, "raid"))
+		snprintf(what, len, "a RAID or volume member (%s)", type);
+	else if (type && usage && !strcmp(usage, "crypto"))
+		snprintf(what, len, "an encrypted volume (%s)", type);
+	else
+		snprintf(what, len, "a %s signature", type ? type : "known");
+	rc = 1;
+out:
+	if (pr)
+		blkid_free_probe(pr);
+	close(fd);
+	return rc;
 }
 
 static ssize_t read_at(void *ctx, void *buf, size_t len, uint64_t off)
@@ -362,18 +429,35 @@ static int check_member(struct tfs_dev *d, unsigned int m, const char *path,
 			int force, int created, char *err, size_t errlen)
 {
 	const char *what;
+	char kind[96];
+	int rc;
 
 	if (created || force)
 		return 0;
-	if (tfs_dev_member_is_blockdev(d, m) && (what = signature(d, m))) {
+	if (!tfs_dev_member_is_blockdev(d, m))
+		return check_image(path, err, errlen);
+	if ((what = signature(d, m))) {
 		snprintf(err, errlen,
 			 "'%s' already contains %s; use -f to "
 			 "overwrite it (everything on it is lost)",
 			 path, what);
 		return -EEXIST;
 	}
-	if (!tfs_dev_member_is_blockdev(d, m))
-		return check_image(path, err, errlen);
+	rc = blkid_kind(path, kind, sizeof(kind));
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "cannot tell what '%s' holds (libblkid: %s); use -f "
+			 "to format it all the same",
+			 path, strerror(-rc));
+		return rc;
+	}
+	if (rc) {
+		snprintf(err, errlen,
+			 "'%s' already contains %s; use -f to "
+			 "overwrite it (everything on it is lost)",
+			 path, kind);
+		return -EEXIST;
+	}
 	return 0;
 }
 

@@ -11,8 +11,8 @@ set -eu
 
 PACKAGES="build-essential cmake pkg-config clang
 libfuse3-dev fuse3 liburing-dev libinih-dev libcmocka-dev libaio-dev libjansson-dev
-zlib1g-dev
-attr e2fsprogs xfsprogs fio python3 python3-numpy python3-torch util-linux procps
+zlib1g-dev libblkid-dev
+attr e2fsprogs xfsprogs fdisk fio python3 python3-numpy python3-torch util-linux procps
 gnuplot-nox
 groff-base bsdextrautils systemd
 shellcheck cppcheck codespell clang-format"

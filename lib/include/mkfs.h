@@ -34,8 +34,9 @@ struct tfs_mkfs_info {
  * With o->size, a missing path is created as a sparse image file of that
  * size and a smaller image is extended; an image or device larger than
  * o->size is formatted in its first o->size bytes only with o->force.
- * Without o->force, a block device that already holds a tensorfs,
- * ext2/3/4 or XFS is refused, and so is an image file that holds
+ * Without o->force, a block device that already holds a tensorfs, or
+ * anything libblkid knows (a file system, a partition table, a RAID or
+ * LVM member, swap, an encrypted volume), is refused, and so is an image file that holds
  * anything (st_size and st_blocks both nonzero), the message naming what
  * it seems to be (a torch.save checkpoint, a .npy or safetensors file,
  * a zip, gzip, ext2/3/4 or XFS image, a tensorfs, or data); an empty or

@@ -8,7 +8,10 @@
 # (an ext4 on a second loop device), and the ext4 once unmounted, without
 # -f, and must refuse a small one; the refused devices are left as they
 # were.  tensorfs and tensorfs-fsck call
-# the ext4 device not a tensorfs.
+# the ext4 device not a tensorfs.  What libblkid recognises (a GPT
+# partition table, a swap area) is refused without -f, named as blkid
+# names it, and left; bytes of no format are formatted, as mkfs.ext4
+# formats them.
 . "$(dirname "$0")/lib.sh"
 
 tfs_need losetup mkfs.ext4 e2fsck mountpoint fusermount3 cmp sha256sum
@@ -93,6 +96,38 @@ attach "$WORK/tiny.img" || tfs_skip "no third loop device: $(cat "$WORK/losetup.
 TINY=$LOOP
 tfs_expect_exit 1 "mkfs.tensorfs on a 32 MiB block device" "$MKFS" "$TINY"
 tfs_expect_words "mkfs.tensorfs on a 32 MiB block device" "$WORK/err" "too small" minimum
+
+# ===== what libblkid recognises: a partition table, a swap area =====
+
+truncate -s 128M "$WORK/other.img"
+attach "$WORK/other.img" || tfs_skip "no fourth loop device: $(cat "$WORK/losetup.err")"
+OTHER=$LOOP
+if command -v sfdisk >/dev/null; then
+	printf 'label: gpt\n,64M\n,\n' | sfdisk -q "$OTHER" >"$WORK/sfdisk.log" 2>&1 ||
+		tfs_fail "sfdisk on $OTHER failed: $(cat "$WORK/sfdisk.log")"
+	sha256sum <"$OTHER" >"$WORK/gpt.sum"
+	tfs_expect_exit 1 "mkfs.tensorfs on $OTHER holding a GPT" "$MKFS" "$OTHER"
+	tfs_expect_words "mkfs.tensorfs on a block device holding a GPT" "$WORK/err" \
+		"$OTHER" "partition table (gpt)" -f
+	sha256sum <"$OTHER" | cmp -s - "$WORK/gpt.sum" ||
+		tfs_fail "a GPT device after a refused mkfs: expected the same bytes, got others"
+else
+	echo "test-mkfs-blockdev: no sfdisk; the partition table case is not run" >&2
+fi
+mkswap -f "$OTHER" >/dev/null 2>&1 || tfs_fail "mkswap on $OTHER failed"
+tfs_expect_exit 1 "mkfs.tensorfs on swap $OTHER" "$MKFS" "$OTHER"
+tfs_expect_words "mkfs.tensorfs on a block device holding swap" "$WORK/err" "$OTHER" "swap area" -f
+[ "$(blkid -p -o value -s TYPE "$OTHER")" = swap ] ||
+	tfs_fail "swap after a refused mkfs: expected blkid to see swap, got '$(blkid -p -o value -s TYPE "$OTHER")'"
+tfs_expect_exit 0 "mkfs.tensorfs -f on swap $OTHER" "$MKFS" -q -f "$OTHER"
+tfs_expect_exit 0 "tensorfs-fsck of $OTHER formatted over swap" "$FSCK" "$OTHER"
+# bytes of no format: formatted without -f, as mkfs.ext4 does
+yes 'no format at all' | head -c 4M | dd of="$OTHER" bs=1M conv=fsync status=none ||
+	tfs_fail "writing bytes of no format to $OTHER failed"
+[ -z "$(blkid -p -o export "$OTHER")" ] ||
+	tfs_fail "bytes of no format: expected blkid to name nothing, got '$(blkid -p -o export "$OTHER")'"
+tfs_expect_exit 0 "mkfs.tensorfs on $OTHER holding bytes of no format" "$MKFS" -q "$OTHER"
+tfs_expect_exit 0 "tensorfs-fsck of $OTHER formatted over bytes of no format" "$FSCK" "$OTHER"
 
 # ===== tensorfs on a block device that holds another file system =====
 
