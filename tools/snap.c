@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "closeout.h"
+#include "mountroot.h"
 #include "tfs_ioctl.h"
 #include "units.h"
 
@@ -86,33 +87,6 @@ static void fail(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-/* The mount root above path (on dev): the highest directory on dev
- * holding a .tensorfs directory, into root; 0 or -1. */
-static int mount_root(const char *path, dev_t dev, char *root, size_t len)
-{
-	char cur[PATH_MAX], probe[PATH_MAX + 16];
-	struct stat st;
-	int found = 0;
-
-	if (!realpath(path, cur))
-		return -1;
-	for (;;) {
-		if (stat(cur, &st) < 0 || st.st_dev != dev)
-			break;
-		snprintf(probe, sizeof(probe), "%s/.tensorfs", cur);
-		if (stat(probe, &st) == 0 && S_ISDIR(st.st_mode)) {
-			snprintf(root, len, "%s", cur);
-			found = 1;
-		}
-		if (!strcmp(cur, "/"))
-			break;
-		*strrchr(cur, '/') = '\0';
-		if (!cur[0])
-			strcpy(cur, "/");
-	}
-	return found ? 0 : -1;
 }
 
 static const char *why(int e)
@@ -205,7 +179,7 @@ int main(int argc, char **argv)
 		     errno ? strerror(errno) : "is not a directory");
 		return EXIT_FAIL;
 	}
-	if (mount_root(argv[optind], src.st_dev, root, sizeof(root)) < 0) {
+	if (tfs_mount_root(argv[optind], root, sizeof(root))) {
 		fail("%s: not on a tensorfs mount (no .tensorfs above it)",
 		     argv[optind]);
 		return EXIT_FAIL;

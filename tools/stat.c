@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "closeout.h"
+#include "mountroot.h"
 #include "stats.h"
 
 static void usage(FILE *f)
@@ -457,40 +458,21 @@ static int watch(const char *path, struct tfs_stats *a, const struct args *o)
 }
 
 /*
- * The counters of the mount that holds dir, as df finds the file system
- * of a path: dir itself, then each parent on the same file system (same
- * st_dev), so "tensorfs-stat /local_nvme/zero_stage_3" works too.  The
- * first that reads into *a is left in path; else -errno of dir's own.
+ * The counters of the mount that holds dir (its root found as df finds
+ * a path's file system), so "tensorfs-stat /local_nvme/zero_stage_3"
+ * works too, read into *a; the file read (or, off a tensorfs, dir's own
+ * .tensorfs/stats, whose error tells why) is left in path.  0 or -errno.
  */
 static int find_stats(const char *dir, char *path, size_t len,
 		      struct tfs_stats *a)
 {
-	char up[4096];
-	struct stat st, pst;
-	int rc, first;
+	char root[4096];
 
-	snprintf(path, len, "%s/.tensorfs/stats", dir);
-	first = read_stats(path, a);
-	if (!first || !realpath(dir, up) || stat(up, &st))
-		return first;
-	while (strcmp(up, "/")) {
-		char *slash = strrchr(up, '/');
-
-		if (slash == up)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
-		if (stat(up, &pst) || pst.st_dev != st.st_dev)
-			break;
-		if ((size_t)snprintf(path, len, "%s/.tensorfs/stats", up) >=
-		    len)
-			break;
-		rc = read_stats(path, a);
-		if (!rc)
-			return 0;
-	}
-	snprintf(path, len, "%s/.tensorfs/stats", dir);
-	return first;
+	if (tfs_mount_root(dir, root, sizeof(root)))
+		snprintf(root, sizeof(root), "%s", dir);
+	if ((size_t)snprintf(path, len, "%s/.tensorfs/stats", root) >= len)
+		return -ENAMETOOLONG;
+	return read_stats(path, a);
 }
 
 int main(int argc, char **argv)

@@ -20,7 +20,6 @@
 #include "tune.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mountroot.h"
 #include "units.h"
 
 #define MIB	     (1ull << 20)
@@ -57,8 +57,7 @@ static uint64_t round4k(uint64_t v)
 static void fs_name(const char *dir, char *buf, size_t len)
 {
 	struct statfs sf;
-	struct stat st, up;
-	char path[4096], probe[4200];
+	char root[4096];
 
 	snprintf(buf, len, "unknown");
 	if (statfs(dir, &sf))
@@ -82,24 +81,8 @@ static void fs_name(const char *dir, char *buf, size_t len)
 		snprintf(buf, len, "0x%lx", (unsigned long)sf.f_type);
 		return;
 	}
-	/* FUSE: walk up to the mount's root, where tensorfs keeps .tensorfs */
-	snprintf(buf, len, "fuse");
-	if (!realpath(dir, path) || stat(path, &st))
-		return;
-	for (;;) {
-		snprintf(probe, sizeof(probe), "%s/.tensorfs", path);
-		if (!access(probe, F_OK)) {
-			snprintf(buf, len, "tensorfs");
-			return;
-		}
-		if (!strcmp(path, "/"))
-			return;
-		char *parent = dirname(path);
-
-		memmove(path, parent, strlen(parent) + 1);
-		if (stat(path, &up) || up.st_dev != st.st_dev)
-			return;
-	}
+	snprintf(buf, len, "%s",
+		 tfs_mount_root(dir, root, sizeof(root)) ? "fuse" : "tensorfs");
 }
 
 /* The plan's price of a candidate: memory per node, and whether it fits. */

@@ -74,8 +74,16 @@ mkdir -p "$MNT/sub/dir" && echo x >"$MNT/sub/dir/f" || tfs_fail "cannot make fil
 for p in "$MNT/sub/dir" "$MNT/sub/dir/f" "$MNT/sub/../sub"; do
 	"$STAT" --json "$p" 0.1 1 >"$WORK/out" 2>"$WORK/err" ||
 		tfs_fail "tensorfs-stat $p: expected exit 0, got $? ($(cat "$WORK/err"))"
-	grep -q '"pool_total"' "$WORK/out" || tfs_fail "tensorfs-stat $p: no JSON line: $(cat "$WORK/out")"
+	grep -Eq '"pool_total": [1-9]' "$WORK/out" || tfs_fail "tensorfs-stat $p: no JSON line: $(cat "$WORK/out")"
 done
+# a directory of a user's named .tensorfs deeper in the tree is not the
+# mount's: the counters are the root's
+mkdir -p "$MNT/sub/.tensorfs" && echo "app_write_bytes 1" >"$MNT/sub/.tensorfs/stats" ||
+	tfs_fail "cannot make a .tensorfs directory under $MNT/sub"
+"$STAT" --json "$MNT/sub/dir" 0.1 1 >"$WORK/out" 2>"$WORK/err" ||
+	tfs_fail "tensorfs-stat under a user's .tensorfs: expected exit 0, got $? ($(cat "$WORK/err"))"
+grep -Eq '"pool_total": [1-9]' "$WORK/out" ||
+	tfs_fail "tensorfs-stat under a user's .tensorfs: expected the mount's counters, got: $(cat "$WORK/out")"
 # ... but never leaves the file system it starts on
 "$STAT" "$WORK" 0.1 1 >/dev/null 2>&1
 tfs_eq "exit status for a directory beside the mount" 1 $?
