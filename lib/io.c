@@ -721,6 +721,8 @@ out:
 static int dev_rw(struct tfs_dev *d, int write, const struct tfs_iov *v, int n)
 {
 #ifdef TFS_TEST_HOOKS
+	if (write)
+		tfs_io_write_hold(d);
 	if (d->fault)
 		return tfs_io_fault_rw(d, write, v, n);
 #endif

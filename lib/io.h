@@ -191,6 +191,13 @@ void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n);
  * so that a test can act while one is in flight.  Any thread. */
 void tfs_dev_slow_discards(struct tfs_dev *d, uint64_t ms);
 
+/* While hold is set, every write (tfs_dev_write(), tfs_dev_writev())
+ * waits before it is issued, so that a test can keep a write-back in
+ * flight while others pile up; 0 lets them all go.  Any thread. */
+void tfs_dev_hold_writes(struct tfs_dev *d, int hold);
+/* The writes waiting in that hold now. */
+unsigned int tfs_dev_writes_held(struct tfs_dev *d);
+
 /* Let the next 'skip' flushes through, then fail the n after them with
  * -EIO without flushing (a disk whose cache flush failed).  Not thread
  * safe: set it while no other thread flushes. */

@@ -38,6 +38,8 @@ int tfs_io_faults_init(struct tfs_dev *d)
 {
 	const char *env = getenv("TFS_FAULT_WRITE_EIO_FROM");
 
+	pthread_mutex_init(&d->hold_mu, NULL);
+	pthread_cond_init(&d->hold_cv, NULL);
 	d->fail_from = UINT64_MAX;
 	if (env && *env) {
 		d->fail_from = strtoull(env, NULL, 0);
@@ -50,6 +52,8 @@ int tfs_io_faults_init(struct tfs_dev *d)
 void tfs_io_faults_release(struct tfs_dev *d)
 {
 	fault_close(d);
+	pthread_cond_destroy(&d->hold_cv);
+	pthread_mutex_destroy(&d->hold_mu);
 }
 
 void tfs_dev_short_transfers(struct tfs_dev *d, uint64_t n)
@@ -72,6 +76,35 @@ void tfs_io_discard_wait(struct tfs_dev *d)
 	if (ms)
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
+}
+
+void tfs_dev_hold_writes(struct tfs_dev *d, int hold)
+{
+	pthread_mutex_lock(&d->hold_mu);
+	d->hold = hold;
+	pthread_cond_broadcast(&d->hold_cv);
+	pthread_mutex_unlock(&d->hold_mu);
+}
+
+unsigned int tfs_dev_writes_held(struct tfs_dev *d)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&d->hold_mu);
+	n = d->held;
+	pthread_mutex_unlock(&d->hold_mu);
+	return n;
+}
+
+void tfs_io_write_hold(struct tfs_dev *d)
+{
+	pthread_mutex_lock(&d->hold_mu);
+	while (d->hold) {
+		d->held++;
+		pthread_cond_wait(&d->hold_cv, &d->hold_mu);
+		d->held--;
+	}
+	pthread_mutex_unlock(&d->hold_mu);
 }
 
 void tfs_dev_fail_writes(struct tfs_dev *d, uint64_t from, int err)

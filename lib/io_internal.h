@@ -9,6 +9,7 @@
 #ifndef TFS_IO_INTERNAL_H
 #define TFS_IO_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -48,8 +49,12 @@ struct tfs_dev {
 #ifdef TFS_TEST_HOOKS
 	uint64_t fail_from; /* fault injection; UINT64_MAX = off */
 	int fail_err;
-	uint64_t short_left;	   /* requests still to cut short (tests) */
-	uint64_t discard_ms;	   /* each discard waits this long first */
+	uint64_t short_left;	 /* requests still to cut short (tests) */
+	uint64_t discard_ms;	 /* each discard waits this long first */
+	pthread_mutex_t hold_mu; /* tfs_dev_hold_writes(): */
+	pthread_cond_t hold_cv;
+	int hold;		   /* writes wait while set */
+	unsigned int held;	   /* writes waiting */
 	uint64_t flush_skip;	   /* flushes to let through, then ... */
 	uint64_t flush_fail;	   /* ... flushes to fail with -EIO (tests) */
 	struct fault_state *fault; /* the fault device, or NULL */
@@ -117,6 +122,8 @@ int tfs_io_injected_write_error(const struct tfs_dev *d, uint64_t off,
 int tfs_io_injected_flush_error(struct tfs_dev *d);
 int tfs_io_take_short(struct tfs_dev *d);
 void tfs_io_discard_wait(struct tfs_dev *d);
+/* a write's wait while tfs_dev_hold_writes() holds them */
+void tfs_io_write_hold(struct tfs_dev *d);
 /* the fault device's operations, when d->fault is set */
 int tfs_io_fault_rw(struct tfs_dev *d, int write, const struct tfs_iov *v,
 		    int n);

@@ -9,9 +9,12 @@
  * file system puts it in the error state (journal.c's J7) at the next
  * commit; turned read-only while open (a remount,ro), changes fail with
  * EROFS, the device holds a clean file system and nothing is written
- * until it is writable again.
+ * until it is writable again.  On a set: data striped over the members,
+ * what is not the set refused, and write-back that keeps queue_depth
+ * writes in flight on each member.
  */
 
+#include "fs_internal.h"
 #include "mkfs.h"
 #include "testfs.h"
 
@@ -640,6 +643,64 @@ static void test_fs_set_refuses_what_is_not_the_set(void **state)
 	set3_drop(&s);
 }
 
+/*
+ * queue_depth applies on each member: a write-back batch takes
+ * queue_depth chunks per member, so each drive has that many writes in
+ * flight.  The first write-back is held on the device while twelve more
+ * whole chunks (four a member) become ready; let go, the flusher takes
+ * them in batches, and every member must have had 2 writes in flight at
+ * once (with a batch of queue_depth in all, 2 chunks for 3 members, each
+ * had 1).
+ */
+static void
+test_fs_set_write_back_keeps_queue_depth_on_each_member(void **state)
+{
+#ifdef TFS_TEST_HOOKS
+	struct tfs_fs_opts o = { .queue_depth = 2,
+				 .io_threads = 1,
+				 .pool_bytes = 32 * MiB,
+				 .cache_bytes = 32 * MiB,
+				 .commit_interval_ms = 600000 };
+	struct tfs_member_info mi;
+	struct tfs_mkfs_info info;
+	struct tfs_fs *fs = NULL;
+	struct set3 s;
+	char err[512];
+	uint64_t ino;
+
+	(void)state;
+	set3_make(&s, &info);
+	s.spec[0] = '\0';
+	snprintf(s.spec, sizeof(s.spec), "%s:%s:%s", s.p[0], s.p[1], s.p[2]);
+	if (tfs_fs_open(s.spec, &o, &fs, err, sizeof(err)))
+		fail_msg("open of the set: %s", err);
+	assert_int_equal(tfs_fs_start(fs), 0);
+	ino = mk(fs, TFS_ROOT_INO, "f");
+	tfs_dev_hold_writes(fs->dev, 1);
+	wr_pat(fs, ino, MiB, 0, 3); /* wholly dirty: the flusher takes it */
+	for (int i = 0; i < 10000 && !tfs_dev_writes_held(fs->dev); i++)
+		usleep(1000);
+	assert_int_equal(tfs_dev_writes_held(fs->dev), 1);
+	wr_pat(fs, ino, 12 * MiB, MiB, 3);
+	tfs_dev_hold_writes(fs->dev, 0);
+	assert_int_equal(tfs_fsync(fs, ino, 0, NULL), 0);
+	for (unsigned int m = 0; m < 3; m++) {
+		assert_int_equal(tfs_fs_member_info(fs, m, &mi), 0);
+		if (mi.dev.inflight_max != 2)
+			fail_msg("member %u: %llu writes in flight at most, "
+				 "expected queue_depth 2",
+				 m + 1,
+				 (unsigned long long)mi.dev.inflight_max);
+	}
+	assert_pat(fs, ino, 13 * MiB, 0, 3);
+	assert_int_equal(tfs_fs_close(fs), 0);
+	set3_drop(&s);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -658,6 +719,8 @@ int main(void)
 		T(test_fs_image_deleted_while_open_is_the_error_state),
 		cmocka_unit_test(test_fs_set_spreads_data_over_its_members),
 		cmocka_unit_test(test_fs_set_refuses_what_is_not_the_set),
+		cmocka_unit_test(
+		    test_fs_set_write_back_keeps_queue_depth_on_each_member),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
