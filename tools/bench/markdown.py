@@ -92,6 +92,14 @@ def main(path):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0)
     if len(sys.argv) != 2:
-        sys.exit("usage: markdown.py RESULTS_JSON")
-    sys.exit(main(sys.argv[1]))
+        print("usage: markdown.py RESULTS_JSON (see --help)", file=sys.stderr)
+        sys.exit(2)
+    try:
+        sys.exit(main(sys.argv[1]))
+    except (OSError, ValueError) as e:
+        print("markdown.py: %s: %s" % (sys.argv[1], e), file=sys.stderr)
+        sys.exit(1)
