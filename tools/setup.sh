@@ -20,8 +20,9 @@
 # devices does not matter.  Every device is formatted, and the data on it
 # is lost; only devices that hold this tensorfs already (all of the set,
 # checked clean: a second run) are mounted as they are.  Like
-# mkfs.tensorfs, it refuses a device that holds a file system, tensorfs
-# included: format it yourself with mkfs.tensorfs -f to overwrite it.  A
+# mkfs.tensorfs, it refuses a device that holds a file system (tensorfs
+# included), a partition table, a RAID or LVM member or swap: format it
+# yourself with mkfs.tensorfs -f to overwrite it.  A
 # member's name cannot hold ':'.  --image and --size do not go with
 # --device.
 #
@@ -48,7 +49,7 @@ ndev=0
 nl='
 '
 
-usage() { sed -n '2,33s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,34s/^# \{0,1\}//p' "$0"; }
 die() { echo "setup.sh: $*" >&2; exit 1; }
 usage_error() { echo "setup.sh: $*; see --help" >&2; exit 2; }
 
@@ -114,7 +115,8 @@ fi
 
 # devices that hold this tensorfs already (a second run: tensorfs-fsck
 # passes it) are kept, others formatted; mkfs.tensorfs refuses a device
-# that holds a file system, tensorfs included.  Nothing to do while the
+# that holds a file system (tensorfs included) or anything else libblkid
+# knows.  Nothing to do while the
 # mount is up (setup.sh run again): both would find the devices in use
 if [ "$ndev" -gt 0 ]; then
 	if ! mountpoint -q "$mnt" 2>/dev/null; then
