@@ -837,8 +837,9 @@ static int setup_log(struct tfs_daemon *dm, const struct cmdline *cl)
 /*
  * The data path's settings, and whether they fit this machine: the cache,
  * the pool and the metadata tree (memcheck.h: TFS_META_BYTES_PER_FILE per
- * inode, with headroom) must fit in available memory with MOUNT_SPARE to
- * spare, and a pinned arena in RLIMIT_MEMLOCK.  Checked twice: before the
+ * inode, with headroom) must fit in available memory with the cache's
+ * index and MOUNT_SPARE to spare (*spare), and a pinned arena in
+ * RLIMIT_MEMLOCK.  Checked twice: before the
  * device is opened for an empty tree, so a cache or pool that cannot fit
  * is refused without reading the device; and after, for the inodes the
  * file system has, against the memory that was available before the tree
@@ -847,7 +848,7 @@ static int setup_log(struct tfs_daemon *dm, const struct cmdline *cl)
 #define MOUNT_SPARE (64ull << 20)
 
 static int data_path_opts(const struct tfs_config *cfg, struct tfs_fs_opts *fo,
-			  struct tfs_mem_limits *lim)
+			  struct tfs_mem_limits *lim, uint64_t *spare)
 {
 	char err[2048];
 
@@ -860,10 +861,12 @@ static int data_path_opts(const struct tfs_config *cfg, struct tfs_fs_opts *fo,
 	fo->single_submit = (int)cfg->aio_single_submit;
 	fo->no_overlap = !cfg->aio_overlap_events;
 	fo->log = log_fs;
+	/* the cache's index grows with its chunks, not in MOUNT_SPARE */
+	*spare = MOUNT_SPARE + tfs_fs_cache_index_bytes(fo);
 	if (!cfg->mount_memory_check)
 		return 0;
 	tfs_mem_limits(lim);
-	if (tfs_mem_check_config(lim, cfg, 0, MOUNT_SPARE, err, sizeof(err))) {
+	if (tfs_mem_check_config(lim, cfg, 0, *spare, err, sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 1;
 	}
@@ -873,7 +876,7 @@ static int data_path_opts(const struct tfs_config *cfg, struct tfs_fs_opts *fo,
 /* The second check of data_path_opts(), with the inodes of the loaded
  * file system: 0, or 1 with a message. */
 static int meta_fits(const struct tfs_daemon *dm,
-		     const struct tfs_mem_limits *lim)
+		     const struct tfs_mem_limits *lim, uint64_t spare)
 {
 	struct tfs_fs_info info;
 	char err[2048];
@@ -881,7 +884,7 @@ static int meta_fits(const struct tfs_daemon *dm,
 	if (!dm->cfg.mount_memory_check)
 		return 0;
 	tfs_fs_get_info(dm->fs, &info);
-	if (tfs_mem_check_config(lim, &dm->cfg, info.inodes, MOUNT_SPARE, err,
+	if (tfs_mem_check_config(lim, &dm->cfg, info.inodes, spare, err,
 				 sizeof(err))) {
 		fprintf(stderr, "tensorfs: %s\n", err);
 		return 1;
@@ -913,6 +916,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
 {
 	struct tfs_fs_opts fo = { 0 };
 	struct tfs_mem_limits lim;
+	uint64_t spare = 0;
 	char err[512] = "";
 	struct stat root;
 
@@ -924,7 +928,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
 	fo.discard = (int)dm->cfg.mount_discard;
 	fo.changed = fs_changed;
 	fo.changed_arg = dm;
-	if (data_path_opts(&dm->cfg, &fo, &lim))
+	if (data_path_opts(&dm->cfg, &fo, &lim, &spare))
 		return 1;
 	/*
 	 * Keep glibc's mmap threshold where it starts.  Left dynamic, it rises
@@ -958,7 +962,7 @@ static int open_fs(struct tfs_daemon *dm, const char *dev, int ro,
 		    dev, dev);
 		goto out_close;
 	}
-	if (meta_fits(dm, &lim))
+	if (meta_fits(dm, &lim, spare))
 		goto out_close;
 	if (tfs_getattr(dm->fs, TFS_FS_ROOT, &root))
 		root.st_uid = root.st_gid = 0;

@@ -967,13 +967,34 @@ static void *populate_main(void *arg)
 
 /* ===== life ===== */
 
+/* Slots of the hash and inode tables for n chunks: a power of two, at
+ * least twice n, so that each table is at most half full. */
+static size_t table_slots(size_t n)
+{
+	size_t slots = 1;
+
+	while (slots < n * 2)
+		slots <<= 1;
+	return slots;
+}
+
+uint64_t tfs_cache_index_bytes(size_t chunk_size, size_t nchunks)
+{
+	size_t words = (chunk_size / TFS_SECTOR + 63) / 64;
+
+	return (uint64_t)nchunks *
+		   (sizeof(struct chunk) + 2 * words * sizeof(uint64_t)) +
+	       (uint64_t)table_slots(nchunks) *
+		   (sizeof(struct chunk *) + sizeof(struct ino_slot));
+}
+
 int tfs_cache_new(const struct tfs_cache_opts *o,
 		  const struct tfs_cache_ops *ops, void *ctx,
 		  struct tfs_cache **out, char *err, size_t errlen)
 {
 	struct tfs_cache *c;
 	char a[32];
-	size_t hsize = 1;
+	size_t hsize;
 	int rc = -ENOMEM;
 
 	if (!o->chunk_size || o->chunk_size % TFS_SECTOR ||
@@ -1012,8 +1033,7 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
 	list_init(&c->lru);
 	list_init(&c->wait);
 	list_init(&c->ready);
-	while (hsize < c->nchunks * 2)
-		hsize <<= 1;
+	hsize = table_slots(c->nchunks);
 	c->hmask = hsize - 1;
 	c->hash = calloc(hsize, sizeof(*c->hash));
 	c->imask = hsize - 1;

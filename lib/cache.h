@@ -94,6 +94,10 @@ int tfs_cache_new(const struct tfs_cache_opts *o,
  * fork(), which keeps neither.  0 or -errno (mlock's: -ENOMEM or -EPERM
  * past RLIMIT_MEMLOCK). */
 int tfs_cache_start(struct tfs_cache *c);
+/* The bytes tfs_cache_new() allocates for nchunks chunks of chunk_size
+ * beside the arena (each chunk's record and sector bitmaps, the hash and
+ * inode tables), which a memory budget counts with the arena. */
+uint64_t tfs_cache_index_bytes(size_t chunk_size, size_t nchunks);
 /* Stop the flushers and free everything; dirty data that was not synced
  * is lost, so call tfs_cache_sync_all() first.  Accepts NULL. */
 void tfs_cache_free(struct tfs_cache *c);

@@ -592,6 +592,28 @@ static void cb_thread_init(void *ctx, void *arena, size_t len)
 			  strerror(-rc));
 }
 
+/* The cache's chunk size and its clean and dirty budgets, in chunks, for
+ * the settings o. */
+static void cache_geometry(const struct tfs_fs_opts *o,
+			   struct tfs_cache_opts *co)
+{
+	co->chunk_size = o->block_size ? o->block_size : 1u << 20;
+	co->cache_chunks = (size_t)(o->cache_bytes / co->chunk_size);
+	co->pool_chunks =
+	    o->pool_bytes ? (size_t)(o->pool_bytes / co->chunk_size) : 16;
+	if (!co->pool_chunks)
+		co->pool_chunks = 1;
+}
+
+uint64_t tfs_fs_cache_index_bytes(const struct tfs_fs_opts *o)
+{
+	struct tfs_cache_opts co = { 0 };
+
+	cache_geometry(o, &co);
+	return tfs_cache_index_bytes(co.chunk_size,
+				     co.cache_chunks + co.pool_chunks);
+}
+
 int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen)
 {
 	static const struct tfs_cache_ops ops = {
@@ -604,12 +626,8 @@ int tfs_file_open_cache(struct tfs_fs *fs, char *err, size_t errlen)
 	struct tfs_cache_opts co = { 0 };
 	unsigned int qd;
 
-	fs->cs = o->block_size ? o->block_size : 1u << 20;
-	co.chunk_size = fs->cs;
-	co.cache_chunks = (size_t)(o->cache_bytes / fs->cs);
-	co.pool_chunks = o->pool_bytes ? (size_t)(o->pool_bytes / fs->cs) : 16;
-	if (!co.pool_chunks)
-		co.pool_chunks = 1;
+	cache_geometry(o, &co);
+	fs->cs = co.chunk_size;
 	co.flushers = o->io_threads ? o->io_threads : 1;
 	qd = o->queue_depth ? o->queue_depth : 8;
 	/* queue_depth on each member: a batch spreads over all of them

@@ -129,7 +129,8 @@ static int check(const struct tfs_mem_limits *l, uint64_t cache, uint64_t pool,
 		snprintf(err, errlen,
 			 "the cache (%s: %s) plus the write-back pool (%s: %s) "
 			 "plus the metadata of %llu files (%s, %u bytes each "
-			 "with room to grow) plus %s of overhead need more "
+			 "with room to grow) plus %s for the daemon and the "
+			 "cache's index need more "
 			 "than the %s available (%s)%s; lower %s, or set "
 			 "memory_check = false to mount anyway",
 			 t->cache, tfs_format_size(cache, a, sizeof(a)),

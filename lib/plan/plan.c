@@ -68,7 +68,9 @@
  * The tensorfs mount, per node, run with the same keys: cache max_in_cpu
  * x E, pool buffer_count x buffer_size x E, both pinned with pin_memory
  * (memcheck.c tfs_mem_check), 64 MiB of overhead (fs/main.c
- * MOUNT_SPARE), and the metadata of the files DeepSpeed creates
+ * MOUNT_SPARE) and the cache's index (fs.h tfs_fs_cache_index_bytes: a
+ * record and table slots per aio.block_size chunk of the cache and the
+ * pool), and the metadata of the files DeepSpeed creates
  * (memcheck.c tfs_mem_meta_bytes: TFS_META_BYTES_PER_FILE each, plus
  * headroom).  Those files, per rank, estimated from the facts: one per
  * parameter tensor with offload_param nvme (the swapper's
@@ -114,6 +116,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs.h"
 #include "memcheck.h"
 #include "units.h"
 
@@ -736,7 +739,7 @@ static void mount_items(const struct tfs_config *c,
 	p->tfs[1].name = "tensorfs write-back pool";
 	p->tfs[1].source = "buffer_count x buffer_size, lib/cache.c";
 	p->tfs[2].name = "tensorfs overhead";
-	p->tfs[2].source = "fs/main.c MOUNT_SPARE";
+	p->tfs[2].source = "fs/main.c MOUNT_SPARE, lib/cache.c index";
 	p->tfs[3].name = "tensorfs metadata";
 	p->tfs[3].source = "lib/memcheck.c tfs_mem_meta_bytes";
 	v = tfs_config_cache_bytes(c);
@@ -763,9 +766,22 @@ static void mount_items(const struct tfs_config *c,
 			 num(c->offload_param_buffer_size, a, sizeof(a)), E);
 	p->tfs[1].pinned = c->offload_param_pin_memory ? v : 0;
 	p->tfs[1].pageable = c->offload_param_pin_memory ? 0 : v;
-	snprintf(p->tfs[2].formula, sizeof(p->tfs[2].formula), "64 MiB, fixed");
-	p->tfs[2].pinned = 0;
-	p->tfs[2].pageable = TFS_OVERHEAD;
+	{
+		struct tfs_fs_opts fo = { .cache_bytes =
+					      tfs_config_cache_bytes(c),
+					  .pool_bytes = v,
+					  .block_size =
+					      (size_t)c->aio_block_size };
+		uint64_t ix = tfs_fs_cache_index_bytes(&fo);
+		char b[48];
+
+		snprintf(p->tfs[2].formula, sizeof(p->tfs[2].formula),
+			 "64 MiB + %s of cache index (%s chunks)",
+			 sz(ix, a, sizeof(a)),
+			 sz(c->aio_block_size, b, sizeof(b)));
+		p->tfs[2].pinned = 0;
+		p->tfs[2].pageable = TFS_OVERHEAD + ix;
+	}
 	p->files = deepspeed_files(c, f, m, p);
 	snprintf(p->tfs[3].formula, sizeof(p->tfs[3].formula),
 		 "(%s files + %s) x %u B", num(p->files, a, sizeof(a)),

@@ -70,6 +70,15 @@ tfs_try_mount "$IMG" "$MNT" -o "max_in_cpu=${too_much}GiB"
 tfs_expect_words "a cache over MemAvailable" "$WORK/err" max_in_cpu MemAvailable memory_check
 tfs_expect_unmounted "a cache over MemAvailable" "$MNT"
 
+# the cache's index (a record, bitmaps and table slots per block_size
+# chunk) is counted with it: at 4 KiB chunks it is GiBs, not the fixed
+# 64 MiB the daemon keeps for itself
+tfs_try_mount "$IMG" "$MNT" -o "max_in_cpu=${too_much}GiB,block_size=4KiB"
+[ "$TFS_RC" = 1 ] || tfs_fail "a ${too_much} GiB cache of 4 KiB chunks: expected exit 1, got $TFS_RC"
+tfs_expect_unmounted "a cache of 4 KiB chunks over MemAvailable" "$MNT"
+grep -Eq "plus [0-9.]+ GiB for the daemon and the cache's index" "$WORK/err" ||
+	tfs_fail "a ${too_much} GiB cache of 4 KiB chunks: expected GiBs for the cache's index, got '$(cat "$WORK/err")'"
+
 tfs_try_mount "$IMG" "$MNT" -o "buffer_count=$((too_much * 8)),buffer_size=128MiB"
 [ "$TFS_RC" = 1 ] || tfs_fail "a pool over MemAvailable: expected exit 1, got $TFS_RC"
 tfs_expect_words "a pool over MemAvailable" "$WORK/err" buffer_count available

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "fs.h"
 #include "memcheck.h"
 #include "meta.h"
 #include "model.h"
@@ -85,6 +86,16 @@ static struct tfs_plan_facts node8(uint64_t params)
 }
 
 /* The item called name among p's DeepSpeed items, or NULL. */
+/* The cache index of a mount with this cache and pool, in 1 MiB chunks. */
+static uint64_t index_of(double cache, double pool)
+{
+	struct tfs_fs_opts o = { .cache_bytes = (uint64_t)cache,
+				 .pool_bytes = (uint64_t)pool,
+				 .block_size = 1u << 20 };
+
+	return tfs_fs_cache_index_bytes(&o);
+}
+
 static const struct tfs_plan_item *find_item(const struct tfs_plan *p,
 					     const char *name)
 {
@@ -226,8 +237,16 @@ static void test_plan_7b_on_8_ranks_fits_with_every_item_exact(void **state)
 	assert_int_equal(it->pinned, 0);
 	assert_non_null(strstr(it->formula, "112024 files + 25%"));
 	assert_int_equal(plan->tfs_pinned, 3000000000ull);
+	/* overhead: 64 MiB and the cache's index, 1907 + 953 chunks of 1
+	 * MiB, a couple of hundred bytes each */
+	it = &plan->tfs[2];
+	assert_int_equal(it->pageable, 64 * MIB + index_of(2e9, 1e9));
+	assert_true(index_of(2e9, 1e9) > 2860 * 150 &&
+		    index_of(2e9, 1e9) < 2860 * 300);
+	assert_non_null(strstr(it->formula, "of cache index (1 MiB chunks)"));
 	assert_int_equal(plan->tfs_pageable,
-			 64 * MIB + 140030ull * TFS_META_BYTES_PER_FILE);
+			 64 * MIB + index_of(2e9, 1e9) +
+			     140030ull * TFS_META_BYTES_PER_FILE);
 	/* node: 8 x 18500003584 + 3e9; 8 x 3.5e9 + the mount's pageable */
 	assert_int_equal(plan->node_pinned, 151000028672ull);
 	assert_int_equal(plan->node_pageable,
@@ -293,7 +312,7 @@ static void test_plan_70b_on_8_ranks_pins_more_than_ram(void **state)
 	/* files: 8 x (70000 + 3 x 44 sub-groups of 2e8 + 70000) = 1121056,
 	 * + 25% = 1401320 */
 	assert_int_equal(plan->rec_node_pageable,
-			 6400000000ull + 64 * MIB +
+			 6400000000ull + 64 * MIB + index_of(2e9, 1e9) +
 			     1401320ull * TFS_META_BYTES_PER_FILE);
 	/* fits the RAM; the parameter buffers stay unchecked */
 	assert_int_equal(plan->rec_severity, TFS_PLAN_WARN);
