@@ -364,8 +364,9 @@ sys.exit(importlib.util.find_spec('$1') is None)" 2>/dev/null; then
 }
 PY=$(find_py json) || die "no working python3"
 # mem_bound CONFIG NFILES: the daemon's memory bound in KiB, a tab and
-# how it is made: cache + pool + 64 MiB + per-file metadata, from a
-# configuration as tensorfs prints it; nothing when CONFIG is unreadable
+# how it is made: cache + pool + 64 MiB + per-file metadata + the cache's
+# index (at most 250 B per block_size chunk, fs.h), from a configuration
+# as tensorfs prints it; nothing when CONFIG is unreadable
 mem_bound() {
 	"$PY" - "$1" "$top/lib/include/memcheck.h" "$2" <<'PY'
 import re, sys
@@ -399,8 +400,11 @@ try:
 except OSError:
     pass
 files = int(sys.argv[3]) + 16
-kb = (cache + pool + 64 * 2**20 + files * per_file) // 1024
-print("%d\tmax_in_cpu %d + pool %d + 64 MiB + %d files x %d B" % (kb, cache, pool, files, per_file))
+bs = size(cfg.get("block_size", "1MiB"), dt) or 2**20
+chunks = cache // bs + max(pool // bs, 1)
+kb = (cache + pool + 64 * 2**20 + files * per_file + chunks * 250) // 1024
+print("%d\tmax_in_cpu %d + pool %d + 64 MiB + %d files x %d B + index %d chunks x 250 B"
+      % (kb, cache, pool, files, per_file, chunks))
 PY
 }
 # one client process runs every step of d, e and g (clients.py --serve),
