@@ -436,29 +436,25 @@ static int check_member(struct tfs_dev *d, unsigned int m, const char *path,
 		return 0;
 	if (!tfs_dev_member_is_blockdev(d, m))
 		return check_image(path, err, errlen);
-	if ((what = signature(d, m))) {
-		snprintf(err, errlen,
-			 "'%s' already contains %s; use -f to "
-			 "overwrite it (everything on it is lost)",
-			 path, what);
-		return -EEXIST;
+	what = signature(d, m);
+	if (!what) {
+		rc = blkid_kind(path, kind, sizeof(kind));
+		if (rc < 0) {
+			snprintf(err, errlen,
+				 "cannot tell what '%s' holds (libblkid: %s); "
+				 "use -f to format it all the same",
+				 path, strerror(-rc));
+			return rc;
+		}
+		what = rc ? kind : NULL;
 	}
-	rc = blkid_kind(path, kind, sizeof(kind));
-	if (rc < 0) {
-		snprintf(err, errlen,
-			 "cannot tell what '%s' holds (libblkid: %s); use -f "
-			 "to format it all the same",
-			 path, strerror(-rc));
-		return rc;
-	}
-	if (rc) {
-		snprintf(err, errlen,
-			 "'%s' already contains %s; use -f to "
-			 "overwrite it (everything on it is lost)",
-			 path, kind);
-		return -EEXIST;
-	}
-	return 0;
+	if (!what)
+		return 0;
+	snprintf(err, errlen,
+		 "'%s' already contains %s; use -f to "
+		 "overwrite it (everything on it is lost)",
+		 path, what);
+	return -EEXIST;
 }
 
 int tfs_mkfs(const char *path, const struct tfs_mkfs_opts *o,
