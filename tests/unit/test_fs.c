@@ -499,9 +499,9 @@ static void set3_drop(struct set3 *s)
 		unlink(s->p[i]);
 }
 
-/* Open the members named by idx ("201": members 2, 0, 1), joined by ':'. */
-static int set3_open(struct set3 *s, const char *idx, struct tfs_fs **fs,
-		     char *err, size_t errlen)
+/* The members named by idx ("201": members 2, 0, 1), joined by ':', in
+ * s->spec. */
+static void set3_spec(struct set3 *s, const char *idx)
 {
 	size_t k = 0;
 
@@ -512,6 +512,13 @@ static int set3_open(struct set3 *s, const char *idx, struct tfs_fs **fs,
 		strcpy(s->spec + k, s->p[*c - '0']);
 		k += strlen(s->p[*c - '0']);
 	}
+}
+
+/* Open the members named by idx, with the default options. */
+static int set3_open(struct set3 *s, const char *idx, struct tfs_fs **fs,
+		     char *err, size_t errlen)
+{
+	set3_spec(s, idx);
 	err[0] = '\0';
 	return tfs_fs_open(s->spec, NULL, fs, err, errlen);
 }
@@ -670,8 +677,7 @@ test_fs_set_write_back_keeps_queue_depth_on_each_member(void **state)
 
 	(void)state;
 	set3_make(&s, &info);
-	s.spec[0] = '\0';
-	snprintf(s.spec, sizeof(s.spec), "%s:%s:%s", s.p[0], s.p[1], s.p[2]);
+	set3_spec(&s, "012");
 	if (tfs_fs_open(s.spec, &o, &fs, err, sizeof(err)))
 		fail_msg("open of the set: %s", err);
 	assert_int_equal(tfs_fs_start(fs), 0);
