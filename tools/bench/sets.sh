@@ -13,6 +13,14 @@
 #     raw    N files in the backing directory, one fio job each, all at
 #            once (one fio, group_reporting: the aggregate): sequential
 #            write of SIZE each (end_fsync=1), then read.
+#     fuse   the same N files through libfuse's passthrough_ll example
+#            (Debian's libfuse3-dev ships its source; built here with
+#            cc, over /dev/fuse, as it comes): the same fio write and
+#            read, and the ds pattern.  The thinnest FUSE daemon there
+#            is: what any FUSE file system pays over the raw files (a
+#            copy into the daemon's buffer and a round trip per request)
+#            on this machine.  Skipped, with a warning, when the source
+#            or a C compiler is missing.
 #     large  on a set of N images, allocated whole first (fallocate: a
 #            drive's blocks need no allocation; fio allocates the raw
 #            files before it starts), mkfs.tensorfs -f IMG1 ... IMGN;
@@ -65,8 +73,8 @@
 #   In --out: results.json (an object per run: repeat, members, target
 #   raw|tensorfs, test, rw, bytes, wall_s, mb_s, daemon_cpu_s, and
 #   member_bytes); table.txt (also printed: per N, test and rw, median
-#   (min-max) MB/s of raw and tensorfs, their ratio, median CPU s/GB and
-#   GB/s per daemon core); meta.txt (date, kernel, CPUs, load at start
+#   (min-max) MB/s of raw and tensorfs, their ratio, the fuse run's
+#   ratio to raw, median CPU s/GB and GB/s per tensorfs daemon core); meta.txt (date, kernel, CPUs, load at start
 #   and end, git describe, backing file system, transport, command line);
 #   runs/ (fio JSON, dsaio, tensorfs and warm-up output); progress.log.
 #
@@ -158,6 +166,9 @@ for c in fio python3 fusermount3 findmnt mountpoint; do
 	command -v "$c" >/dev/null || die "'$c' is missing (tools/install-deps.sh installs it)"
 done
 TENSORFS=$BIN/tensorfs MKFS=$BIN/mkfs.tensorfs DSAIO=$TESTBIN/dsaio DS_SKIP=""
+PT_SRC=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c PT_SKIP=""
+[ -r "$PT_SRC" ] || PT_SKIP="no $PT_SRC (apt-get install libfuse3-dev)"
+[ -n "$PT_SKIP" ] || command -v cc >/dev/null || PT_SKIP="no C compiler (cc)"
 [ -x "$TENSORFS" ] || die "no tensorfs in '$BIN' (build the tree, or give --bin)"
 [ -x "$MKFS" ] || die "no mkfs.tensorfs in '$BIN' (build the tree, or give --bin)"
 [ -x "$DSAIO" ] || DS_SKIP="no dsaio in '$TESTBIN' (build the tree, or give --testbin)"
@@ -191,17 +202,19 @@ AVAIL_MEM=$(awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo)
 mkdir -p "$OUT/runs" || die "cannot make '$OUT/runs'"
 OUT=$(cd "$OUT" && pwd)
 WORK=$(mktemp -d "$PARENT/tfs-sets.XXXXXX") || die "cannot make a directory in '$PARENT'"
-MNT=$WORK/mnt RAW=$WORK/raw RUNS=$OUT/runs.tsv
+MNT=$WORK/mnt RAW=$WORK/raw PT=$WORK/pt RUNS=$OUT/runs.tsv
 CHILD="" DPID="" URING_OLD="" REPORTED=0
 : >"$RUNS"
-mkdir -p "$MNT" "$RAW"
+mkdir -p "$MNT" "$RAW" "$PT"
 
 cleanup() {
 	local rc=$? i
 	trap '' INT TERM
 	[ -z "$CHILD" ] || ! kill -0 "$CHILD" 2>/dev/null || { kill -TERM "$CHILD"; wait "$CHILD"; }
-	! mountpoint -q "$MNT" || fusermount3 -u "$MNT" || { sleep 1; fusermount3 -u "$MNT"; } ||
-		{ log "fusermount3 -u failed: umount -l $MNT"; umount -l "$MNT"; }
+	for i in "$MNT" "$PT"; do
+		! mountpoint -q "$i" || fusermount3 -u "$i" || { sleep 1; fusermount3 -u "$i"; } ||
+			{ log "fusermount3 -u failed: umount -l $i"; umount -l "$i"; }
+	done
 	if [ -n "$DPID" ]; then # it exits once it has written everything
 		for i in $(seq 600); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
 		kill -TERM "$DPID" 2>/dev/null && sleep 2 && kill -KILL "$DPID" 2>/dev/null
@@ -235,9 +248,16 @@ backing: $(findmnt -n -o TARGET,SOURCE,FSTYPE,OPTIONS -T "$WORK" | head -1)
 transport: $TRANSPORT (tensorfs -o io_uring=$IOU; enable_uring $(cat "$URING_PARAM" 2>/dev/null || echo absent))
 members: $MEMBERS; per member per test: $SIZE bytes; warm-up: $WARM bytes; repeats: $REPEAT
 ds: $DS_FILES files x $DS_BYTES bytes, on $NMAX members${DS_SKIP:+ (skipped: $DS_SKIP)}
+fuse: ${PT_SKIP:-$PT_SRC, $(dpkg-query -W -f '${Package} ${Version}' libfuse3-dev 2>/dev/null), over /dev/fuse}
 META
 log "backing directory $WORK, results in $OUT"
 [ -z "$DS_SKIP" ] || log "warning: ds skipped: $DS_SKIP"
+if [ -z "$PT_SKIP" ]; then
+	PT_BIN=$OUT/passthrough_ll
+	cc -O2 -o "$PT_BIN" "$PT_SRC" $(pkg-config --cflags --libs fuse3) >"$OUT/runs/passthrough_ll.cc.log" 2>&1 ||
+		PT_SKIP="passthrough_ll did not build (see $OUT/runs/passthrough_ll.cc.log)"
+fi
+[ -z "$PT_SKIP" ] || log "warning: fuse skipped: $PT_SKIP"
 
 # ===== measuring =====
 CLK=$(getconf CLK_TCK)
@@ -268,7 +288,7 @@ measured() {
 }
 record() { # REP N TARGET TEST RW: the last run, a line of runs.tsv
 	local du=-
-	[ "$3" = raw ] || du=$(du -B1 "${IMGS[@]}" | cut -f1 | paste -sd,)
+	[ "$3" != tensorfs ] || du=$(du -B1 "${IMGS[@]}" | cut -f1 | paste -sd,)
 	printf '%s\t' "$@" "$BYTES" "$MBS" "$WALL" "$CPU" >>"$RUNS"
 	printf '%s\n' "$du" >>"$RUNS"
 	log "  $3 N=$2 $4 $5: $MBS MB/s, $WALL s, daemon CPU $CPU s"
@@ -344,6 +364,29 @@ raw_runs() { # REP N
 	ds_run "$id-ds-r" read "$RAW" "$2"; record "$1" "$2" raw ds read
 	rm -rf "${RAW:?}"/*
 }
+pt_runs() { # REP N: raw_runs's work through passthrough_ll over RAW
+	local id=r$1-n$2-fuse a=(--name=fuse --directory="$PT" --numjobs="$2" --size="$SIZE" --iodepth=8) i
+	[ -z "$PT_SKIP" ] || return 0
+	"$PT_BIN" -f -o source="$RAW" "$PT" >"$OUT/runs/$id.log" 2>&1 &
+	DPID=$!
+	for i in $(seq 200); do
+		mountpoint -q "$PT" && break
+		kill -0 "$DPID" 2>/dev/null || { cat "$OUT/runs/$id.log" >&2; DPID=""; die "passthrough_ll did not mount: see $OUT/runs/$id.log"; }
+		[ "$i" -lt 200 ] || die "passthrough_ll did not mount $PT within 10 s"
+		sleep 0.05
+	done
+	fio_run "$id-w" "${a[@]}" --rw=write --end_fsync=1; record "$1" "$2" fuse files write
+	fio_run "$id-r" "${a[@]}" --rw=read; record "$1" "$2" fuse files read
+	rm -rf "${PT:?}"/*
+	if [ "$2" = "$NMAX" ] && [ -z "$DS_SKIP" ]; then
+		ds_run "$id-ds-w" write "$PT" "$2"; record "$1" "$2" fuse ds write
+		ds_run "$id-ds-r" read "$PT" "$2"; record "$1" "$2" fuse ds read
+		rm -rf "${PT:?}"/*
+	fi
+	fusermount3 -u "$PT" || die "cannot unmount $PT"
+	wait "$DPID"
+	DPID=""
+}
 tfs_pair() { # REP ID TEST FIO-ARGS...: write, remount, read, on the set
 	local r=$1 id=$2 t=$3
 	shift 3
@@ -401,20 +444,23 @@ def mmm(v):
     return "%.0f (%.0f-%.0f)" % (st.median(v), min(v), max(v)) if v else "-"
 def med(v):
     return "%.2f" % st.median(v) if v else "-"
-fmt = "%-3s %-6s %-6s %-22s %-22s %6s %9s %9s"
-print(fmt % ("N", "test", "rw", "raw MB/s", "tensorfs MB/s", "x raw", "CPU s/GB", "GB/s/core"))
+fmt = "%-3s %-6s %-6s %-22s %-22s %6s %6s %9s %9s"
+print(fmt % ("N", "test", "rw", "raw MB/s", "tensorfs MB/s", "x raw", "fuse", "CPU s/GB", "GB/s/core"))
 keys = {(o["members"], t, o["rw"]) for o in runs for t in ([o["test"]] if o["test"] != "files" else ["large", "many"])}
 for n, test, rw in sorted(keys, key=lambda k: (k[0], ["large", "many", "ds"].index(k[1]), k[2] == "read")):
     tf = sel("tensorfs", n, test, rw)
     raw = [o["mb_s"] for o in sel("raw", n, "ds" if test == "ds" else "files", rw)]
     v = [o["mb_s"] for o in tf]
     x = [st.median(v) / st.median(raw)] if v and raw and st.median(raw) else []
+    pt = [o["mb_s"] for o in sel("fuse", n, "ds" if test == "ds" else "files", rw)]
+    ptx = [st.median(pt) / st.median(raw)] if pt and raw and st.median(raw) else []
     cpu = [o["daemon_cpu_s"] / (o["bytes"] / 1e9) for o in tf if o["daemon_cpu_s"] is not None]
     core = [o["bytes"] / 1e9 / o["daemon_cpu_s"] for o in tf if o["daemon_cpu_s"]]
-    print(fmt % (n, test, rw, mmm(raw), mmm(v), med(x), med(cpu), med(core)))
+    print(fmt % (n, test, rw, mmm(raw), mmm(v), med(x), med(ptx), med(cpu), med(core)))
 print("""
 raw: N files at once, one fio job each (ds rows: dsaio on the raw directory).
 x raw: tensorfs median / raw median.  MB/s: 10^6 bytes/s, median (min-max).
+fuse: the raw runs through libfuse's passthrough_ll, median / raw median.
 CPU s/GB, GB/s/core: the tensorfs daemon's utime + stime; medians.
 Each member's du (MiB) after the last run on each set:""")
 for n in sorted({o["members"] for o in runs if "member_bytes" in o}):
@@ -429,6 +475,8 @@ for rep in $(seq "$REPEAT"); do
 	for n in "${NLIST[@]}"; do
 		log "repeat $rep, $n member(s): raw"
 		raw_runs "$rep" "$n"
+		[ -n "$PT_SKIP" ] || log "repeat $rep, $n member(s): the raw files through passthrough_ll"
+		pt_runs "$rep" "$n"
 		log "repeat $rep, $n member(s): tensorfs"
 		tfs_runs "$rep" "$n"
 	done
