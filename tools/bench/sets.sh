@@ -13,14 +13,17 @@
 #     raw    N files in the backing directory, one fio job each, all at
 #            once (one fio, group_reporting: the aggregate): sequential
 #            write of SIZE each (end_fsync=1), then read.
-#     fuse   the same N files through libfuse's passthrough_ll example
-#            (Debian's libfuse3-dev ships its source; built here with
-#            cc, over /dev/fuse, as it comes): the same fio write and
-#            read, and the ds pattern.  The thinnest FUSE daemon there
-#            is: what any FUSE file system pays over the raw files (a
-#            copy into the daemon's buffer and a round trip per request)
-#            on this machine.  Skipped, with a warning, when the source
-#            or a C compiler is missing.
+#     fuse   with --tmpfs: the same N files written through libfuse's
+#            passthrough_ll example (Debian's libfuse3-dev ships its
+#            source; built here with cc, over /dev/fuse, as it comes):
+#            the same fio write, and the ds pattern's write.  The
+#            thinnest FUSE daemon there is: what any FUSE file system
+#            pays over the raw files at RAM speed (a copy into the
+#            daemon's buffer, a round trip per request).  Writes only:
+#            its reads read into a buffer allocated per request, slower
+#            than a file system need be; and not on a disk, where its
+#            O_DIRECT writes from an unaligned buffer fail (EINVAL).
+#            Skipped, with a warning, without the source or a compiler.
 #     large  on a set of N images, allocated whole first (fallocate: a
 #            drive's blocks need no allocation; fio allocates the raw
 #            files before it starts), mkfs.tensorfs -f IMG1 ... IMGN;
@@ -167,7 +170,8 @@ for c in fio python3 fusermount3 findmnt mountpoint; do
 done
 TENSORFS=$BIN/tensorfs MKFS=$BIN/mkfs.tensorfs DSAIO=$TESTBIN/dsaio DS_SKIP=""
 PT_SRC=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c PT_SKIP=""
-[ -r "$PT_SRC" ] || PT_SKIP="no $PT_SRC (apt-get install libfuse3-dev)"
+[ "$TMPFS" = 1 ] || PT_SKIP="not without --tmpfs"
+[ -n "$PT_SKIP" ] || [ -r "$PT_SRC" ] || PT_SKIP="no $PT_SRC (apt-get install libfuse3-dev)"
 [ -n "$PT_SKIP" ] || command -v cc >/dev/null || PT_SKIP="no C compiler (cc)"
 [ -x "$TENSORFS" ] || die "no tensorfs in '$BIN' (build the tree, or give --bin)"
 [ -x "$MKFS" ] || die "no mkfs.tensorfs in '$BIN' (build the tree, or give --bin)"
@@ -257,7 +261,7 @@ if [ -z "$PT_SKIP" ]; then
 	cc -O2 -o "$PT_BIN" "$PT_SRC" $(pkg-config --cflags --libs fuse3) >"$OUT/runs/passthrough_ll.cc.log" 2>&1 ||
 		PT_SKIP="passthrough_ll did not build (see $OUT/runs/passthrough_ll.cc.log)"
 fi
-[ -z "$PT_SKIP" ] || log "warning: fuse skipped: $PT_SKIP"
+[ -z "$PT_SKIP" ] || [ "$TMPFS" = 0 ] || log "warning: fuse skipped: $PT_SKIP"
 
 # ===== measuring =====
 CLK=$(getconf CLK_TCK)
@@ -364,7 +368,7 @@ raw_runs() { # REP N
 	ds_run "$id-ds-r" read "$RAW" "$2"; record "$1" "$2" raw ds read
 	rm -rf "${RAW:?}"/*
 }
-pt_runs() { # REP N: raw_runs's work through passthrough_ll over RAW
+pt_runs() { # REP N: raw_runs's writes through passthrough_ll over RAW
 	local id=r$1-n$2-fuse a=(--name=fuse --directory="$PT" --numjobs="$2" --size="$SIZE" --iodepth=8) i
 	[ -z "$PT_SKIP" ] || return 0
 	"$PT_BIN" -f -o source="$RAW" "$PT" >"$OUT/runs/$id.log" 2>&1 &
@@ -376,11 +380,9 @@ pt_runs() { # REP N: raw_runs's work through passthrough_ll over RAW
 		sleep 0.05
 	done
 	fio_run "$id-w" "${a[@]}" --rw=write --end_fsync=1; record "$1" "$2" fuse files write
-	fio_run "$id-r" "${a[@]}" --rw=read; record "$1" "$2" fuse files read
 	rm -rf "${PT:?}"/*
 	if [ "$2" = "$NMAX" ] && [ -z "$DS_SKIP" ]; then
 		ds_run "$id-ds-w" write "$PT" "$2"; record "$1" "$2" fuse ds write
-		ds_run "$id-ds-r" read "$PT" "$2"; record "$1" "$2" fuse ds read
 		rm -rf "${PT:?}"/*
 	fi
 	fusermount3 -u "$PT" || die "cannot unmount $PT"
@@ -460,7 +462,7 @@ for n, test, rw in sorted(keys, key=lambda k: (k[0], ["large", "many", "ds"].ind
 print("""
 raw: N files at once, one fio job each (ds rows: dsaio on the raw directory).
 x raw: tensorfs median / raw median.  MB/s: 10^6 bytes/s, median (min-max).
-fuse: the raw runs through libfuse's passthrough_ll, median / raw median.
+fuse (--tmpfs): the raw writes through libfuse's passthrough_ll, its median / raw.
 CPU s/GB, GB/s/core: the tensorfs daemon's utime + stime; medians.
 Each member's du (MiB) after the last run on each set:""")
 for n in sorted({o["members"] for o in runs if "member_bytes" in o}):
