@@ -258,7 +258,8 @@ log "backing directory $WORK, results in $OUT"
 [ -z "$DS_SKIP" ] || log "warning: ds skipped: $DS_SKIP"
 if [ -z "$PT_SKIP" ]; then
 	PT_BIN=$OUT/passthrough_ll
-	cc -O2 -o "$PT_BIN" "$PT_SRC" $(pkg-config --cflags --libs fuse3) >"$OUT/runs/passthrough_ll.cc.log" 2>&1 ||
+	read -r -a PT_FLAGS < <(pkg-config --cflags --libs fuse3 2>/dev/null)
+	cc -O2 -o "$PT_BIN" "$PT_SRC" "${PT_FLAGS[@]}" >"$OUT/runs/passthrough_ll.cc.log" 2>&1 ||
 		PT_SKIP="passthrough_ll did not build (see $OUT/runs/passthrough_ll.cc.log)"
 fi
 [ -z "$PT_SKIP" ] || [ "$TMPFS" = 0 ] || log "warning: fuse skipped: $PT_SKIP"
