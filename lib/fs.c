@@ -864,6 +864,7 @@ void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info)
 	info->journal_bytes = fs->j.sb.journal_blocks * BS;
 	info->generation = fs->j.sb.generation;
 	memcpy(info->uuid, fs->j.sb.uuid, 16);
+	info->format = fs->j.sb.version;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -908,6 +909,30 @@ int tfs_fs_rewrite_member_supers(struct tfs_fs *fs)
 	if (fs->opts.readonly)
 		return -EROFS;
 	return tfs_journal_write_members(&fs->j);
+}
+
+int tfs_fs_upgrade(struct tfs_fs *fs, uint32_t *from)
+{
+	int rc;
+
+	*from = fs->j.sb.version;
+	if (*from == TFS_VERSION)
+		return 0;
+	if (fs->opts.readonly)
+		return -EROFS;
+	/* the other members first (flushed), which say 4 from then on but
+	 * whose version no mount reads: a crash before the first member's
+	 * leaves the old format, which a second run upgrades whole */
+	if (fs->j.sb.nmembers > 1) {
+		rc = tfs_journal_write_members(&fs->j);
+		if (rc)
+			return rc;
+	}
+	pthread_mutex_lock(&fs->lock);
+	fs->j.sb.version = TFS_VERSION;
+	pthread_mutex_unlock(&fs->lock);
+	/* the next superblock written says 4; two write both copies */
+	return tfs_fs_rewrite_superblocks(fs);
 }
 
 void tfs_fs_get_stats(struct tfs_fs *fs, struct tfs_fs_stats *s)

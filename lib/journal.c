@@ -831,7 +831,7 @@ static int read_super(struct tfs_journal *j, struct tfs_super *other,
 					"this tensorfs (format "
 					"version %u) was made by an "
 					"older mkfs.tensorfs; this "
-					"build reads version %u: "
+					"build reads versions 2 to %u: "
 					"copy the files out with the "
 					"older tensorfs, then "
 					"recreate it with "

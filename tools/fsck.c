@@ -49,7 +49,7 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "Usage: %s [-y|-p|-a] [-n] [-f] [-v] [-C FD] DEVICE\n"
+	    "Usage: %s [-y|-p|-a] [-n] [-f] [-v] [-C FD] [--upgrade] DEVICE\n"
 	    "\n"
 	    "Check the tensorfs file system on DEVICE, which must not be mounted.\n"
 	    "It verifies the checksums of the superblocks, the checkpoint and the\n"
@@ -72,6 +72,14 @@ static void usage(FILE *f)
 	    "            (fsck.mode=force), as every check is full\n"
 	    "  -C FD     progress for fsck(8): accepted, no progress is shown\n"
 	    "  -v        verbose: print a summary and every file with its extent count\n"
+	    "  --upgrade after the check, and only if no error is left, upgrade a file\n"
+	    "            system of format 2 (one device) or 3 (a set), which earlier\n"
+	    "            versions made, in place to format 4, whose files can share\n"
+	    "            blocks (clones: cp, copy_file_range, tensorfs-snap); no data\n"
+	    "            moves, only the superblocks are rewritten, and a crash\n"
+	    "            leaves the old format or the new.  Programs that know format\n"
+	    "            3 at most cannot mount it afterwards.  It writes the device\n"
+	    "            (not with -n); a file system of format 4 is left as it is\n"
 	    "  -h, --help  print this help and exit\n"
 	    "  -V, --version  print the version and exit\n"
 	    "\n"
@@ -218,6 +226,7 @@ static int refused(const char *path, char *err)
 
 struct args {
 	int repair, verbose;
+	int upgrade, said_n; /* --upgrade; -n the last of -y and -n */
 	const char *path;
 };
 
@@ -227,6 +236,7 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "upgrade", no_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -238,9 +248,14 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 		case 'p': /* fsck(8)'s "preen", e2fsck's -p */
 		case 'a': /* its older spelling */
 			a->repair = 1;
+			a->said_n = 0;
 			break;
 		case 'n':
 			a->repair = 0;
+			a->said_n = 1;
+			break;
+		case 'U':
+			a->upgrade = 1;
 			break;
 		case 'v':
 			a->verbose = 1;
@@ -282,10 +297,18 @@ static int parse_args(int argc, char **argv, struct args *a, int *ret)
 	if (argc - optind != 1) {
 		fprintf(stderr,
 			"%s: %s\nUsage: %s [-y|-p|-a] [-n] [-f] "
-			"[-v] [-C FD] DEVICE\n",
+			"[-v] [-C FD] [--upgrade] DEVICE\n",
 			prog,
 			argc == optind ? "missing DEVICE"
 				       : "too many arguments",
+			prog);
+		*ret = FSCK_USAGE;
+		return 1;
+	}
+	if (a->upgrade && a->said_n) {
+		fprintf(stderr,
+			"%s: --upgrade writes the device, and -n writes "
+			"nothing: give one of them\n",
 			prog);
 		*ret = FSCK_USAGE;
 		return 1;
@@ -417,6 +440,55 @@ static void verify_supers(const struct args *a, int bad,
 	}
 }
 
+/* --upgrade: to format 4, only a file system the check (done and
+ * closed) found clean, opened again read-write for it.  Returns 0, or
+ * fsck(8)'s operational error if it cannot be opened or written. */
+static int upgrade(const struct args *a, const struct tfs_check_result *r)
+{
+	struct tfs_fs_opts o = { 0 };
+	struct tfs_fs_info info;
+	struct tfs_fs *fs;
+	char err[512] = "";
+	uint32_t from = 0;
+	int rc, rc2;
+
+	if (r->errors) {
+		printf("%s: %s: not upgraded: the check found errors; %s\n",
+		       prog, a->path,
+		       a->repair ? "run it again once they are repaired"
+				 : "repair them with -y first");
+		return 0;
+	}
+	rc = tfs_fs_open(a->path, &o, &fs, err, sizeof(err));
+	if (rc) {
+		strip_advice(err);
+		fprintf(stderr, "%s: %s: cannot open it to upgrade: %s\n", prog,
+			a->path, err);
+		return FSCK_OPERROR;
+	}
+	rc = tfs_fs_upgrade(fs, &from);
+	tfs_fs_get_info(fs, &info);
+	rc2 = tfs_fs_close(fs);
+	if (!rc)
+		rc = rc2;
+	if (rc) {
+		fprintf(stderr,
+			"%s: %s: the upgrade from format %u failed: %s; the "
+			"file system is of format %u or 4, whole either "
+			"way: run %s --upgrade again\n",
+			prog, a->path, from, strerror(-rc), from, prog);
+		return FSCK_OPERROR;
+	}
+	if (from == info.format)
+		printf("%s: already of format %u: nothing to upgrade\n",
+		       a->path, from);
+	else
+		printf("%s: upgraded from format %u to format %u: its files "
+		       "can share blocks now\n",
+		       a->path, from, info.format);
+	return 0;
+}
+
 /* -v: what the file system holds. */
 static void print_summary(const char *path, struct tfs_fs *fs,
 			  const struct tfs_check_result *r)
@@ -425,11 +497,11 @@ static void print_summary(const char *path, struct tfs_fs *fs,
 	char h1[32], h2[32], h3[32], h4[32];
 
 	tfs_fs_get_info(fs, &info);
-	printf("%s: %llu files, %llu directories, %llu symlinks, "
+	printf("%s: format %u; %llu files, %llu directories, %llu symlinks, "
 	       "%llu other; %llu extents\n",
-	       path, (unsigned long long)r->files, (unsigned long long)r->dirs,
-	       (unsigned long long)r->symlinks, (unsigned long long)r->others,
-	       (unsigned long long)r->extents);
+	       path, info.format, (unsigned long long)r->files,
+	       (unsigned long long)r->dirs, (unsigned long long)r->symlinks,
+	       (unsigned long long)r->others, (unsigned long long)r->extents);
 	printf(
 	    "%s: %s data, %s free in %llu pieces; metadata %s, may "
 	    "grow to %s\n",
@@ -533,5 +605,12 @@ int main(int argc, char **argv)
 	}
 	verify_supers(&a, bad, &r);
 	verify_members(&a, mbad, &r);
-	return conclude(&a, &r, &info);
+	ret = conclude(&a, &r, &info);
+	if (a.upgrade && ret != FSCK_OPERROR) {
+		int up = upgrade(&a, &r);
+
+		if (up)
+			ret = up;
+	}
+	return ret;
 }

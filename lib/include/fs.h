@@ -524,6 +524,8 @@ struct tfs_fs_info {
 	uint64_t journal_bytes;
 	uint64_t generation; /* superblock generation */
 	uint8_t uuid[16];
+	uint32_t format; /* on-disk format version: 2, 3 or 4 (the one
+			    this build writes; tfs_fs_upgrade()) */
 };
 void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info);
 
@@ -570,5 +572,21 @@ int tfs_fs_rewrite_superblocks(struct tfs_fs *fs);
  * from the first's record of the set, as mkfs wrote them, and flush
  * (they hold nothing else: journal.c's J12).  0 or -errno. */
 int tfs_fs_rewrite_member_supers(struct tfs_fs *fs);
+
+/*
+ * Upgrade a file system of an earlier format (2: one device; 3: a set
+ * without shared blocks) in place to the format this build writes (4),
+ * whose files may share blocks (clones).  The layouts are the same:
+ * only the superblocks change.  A set's other members' superblocks
+ * first (flushed; no mount reads their version), then both copies of
+ * the first member's, with a checkpoint each (as
+ * tfs_fs_rewrite_superblocks()): a crash leaves the old format or the
+ * new, and a second run after one in the old finishes it.  *from
+ * gets the format found.  0 (also when it is already the current one),
+ * -EROFS opened read-only, or -errno of a write, after which the file
+ * system is still valid in one format or the other.  Call with no other
+ * thread using fs.
+ */
+int tfs_fs_upgrade(struct tfs_fs *fs, uint32_t *from);
 
 #endif

@@ -638,3 +638,63 @@ tfs_mount8_path() {
 tfs_daemon_of() {
 	pgrep -f -- "^tensorfs .* $1( |\$)" | head -1
 }
+
+# ===== the bytes of an image (format.h), for tests that edit them =====
+
+# tfs_le FILE OFFSET BYTES: the little-endian unsigned integer (4 or 8
+# bytes) at OFFSET of FILE
+tfs_le() { od -An -tu"$3" -j "$2" -N "$3" "$1" | tr -d ' '; }
+
+# tfs_put_le FILE OFFSET BYTES VALUE: write VALUE there, little-endian
+tfs_put_le() {
+	local _i _s=""
+	for ((_i = 0; _i < $3; _i++)); do
+		_s="$_s$(printf '\\%03o' $((($4 >> (8 * _i)) & 255)))"
+	done
+	# shellcheck disable=SC2059
+	printf "$_s" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# tfs_crc32c FILE OFFSET LEN: the CRC-32C (crc32c.h) of those bytes
+TFS_CRC_T=()
+tfs_crc32c() {
+	local _i _j _c _b
+	if [ "${#TFS_CRC_T[@]}" != 256 ]; then
+		for ((_i = 0; _i < 256; _i++)); do
+			_c=$_i
+			for ((_j = 0; _j < 8; _j++)); do
+				_c=$(((_c >> 1) ^ (_c & 1 ? 0x82F63B78 : 0)))
+			done
+			TFS_CRC_T[_i]=$_c
+		done
+	fi
+	_c=0xFFFFFFFF
+	for _b in $(od -An -v -tu1 -j "$2" -N "$3" "$1"); do
+		_c=$((TFS_CRC_T[(_c ^ _b) & 255] ^ (_c >> 8)))
+	done
+	echo $((_c ^ 0xFFFFFFFF))
+}
+
+# tfs_super_crc FILE SB: give the superblock copy at byte SB of FILE its
+# checksum again (bytes 4092..4095: CRC-32C of 0..4091) after an edit
+tfs_super_crc() { tfs_put_le "$1" $(($2 + 4092)) 4 "$(tfs_crc32c "$1" "$2" 4092)"; }
+
+# tfs_to_format V FILE...: make each FILE (a member of a format-4 file
+# system: both superblock copies, those that are version 4) say format V
+# as an earlier mkfs.tensorfs wrote it: 3 is the same layout; 2 (one
+# device) has no member count, stripe unit or member table
+tfs_to_format() {
+	local _v=$1 _f _sb
+	shift
+	for _f in "$@"; do
+		for _sb in 0 4096; do
+			[ "$(tfs_le "$_f" $((_sb + 8)) 4)" = 4 ] || continue
+			tfs_put_le "$_f" $((_sb + 8)) 4 "$_v"
+			if [ "$_v" = 2 ]; then
+				tfs_put_le "$_f" $((_sb + 120)) 8 0
+				tfs_put_le "$_f" $((_sb + 3552)) 8 0
+			fi
+			tfs_super_crc "$_f" "$_sb"
+		done
+	done
+}

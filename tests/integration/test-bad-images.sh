@@ -93,39 +93,11 @@ flip_any() {
 	FLIPPED="$FLIPPED $_off"
 }
 
-# le OFFSET BYTES: the little-endian unsigned integer (4 or 8 bytes) at
-# OFFSET of $CASE
-le() { od -An -tu"$2" -j "$1" -N "$2" "$CASE" | tr -d ' '; }
-
-# put_le OFFSET BYTES VALUE: write VALUE there, little-endian
-put_le() {
-	local _i _s=""
-	for ((_i = 0; _i < $2; _i++)); do
-		_s="$_s$(printf '\\%03o' $((($3 >> (8 * _i)) & 255)))"
-	done
-	# shellcheck disable=SC2059
-	printf "$_s" | dd of="$CASE" bs=1 seek="$1" conv=notrunc status=none
-}
-
-# crc32c OFFSET LEN: the CRC-32C (crc32c.h) of those bytes of $CASE
-CRC_T=()
-crc32c() {
-	local _i _j _c _b
-	if [ "${#CRC_T[@]}" != 256 ]; then
-		for ((_i = 0; _i < 256; _i++)); do
-			_c=$_i
-			for ((_j = 0; _j < 8; _j++)); do
-				_c=$(((_c >> 1) ^ (_c & 1 ? 0x82F63B78 : 0)))
-			done
-			CRC_T[_i]=$_c
-		done
-	fi
-	_c=0xFFFFFFFF
-	for _b in $(od -An -v -tu1 -j "$1" -N "$2" "$CASE"); do
-		_c=$((CRC_T[(_c ^ _b) & 255] ^ (_c >> 8)))
-	done
-	echo $((_c ^ 0xFFFFFFFF))
-}
+# le OFFSET BYTES, put_le OFFSET BYTES VALUE, crc32c OFFSET LEN: lib.sh's
+# tfs_le, tfs_put_le and tfs_crc32c on $CASE
+le() { tfs_le "$CASE" "$@"; }
+put_le() { tfs_put_le "$CASE" "$@"; }
+crc32c() { tfs_crc32c "$CASE" "$@"; }
 
 # locate: the current superblock of $CASE and its checkpoint (format.h):
 # SB (byte offset of the valid copy with the higher generation; both are
@@ -330,13 +302,7 @@ not_repaired "$what" "4|8"
 # an older mkfs.tensorfs made it: it is clean, mounts with everything in
 # it, takes changes, and stays version 2
 fresh
-for sb in 0 4096; do
-	[ "$(le $((sb + 8)) 4)" = 4 ] || continue
-	put_le $((sb + 8)) 4 2
-	put_le $((sb + 120)) 8 0
-	put_le $((sb + 3552)) 8 0
-	put_le $((sb + 4092)) 4 "$(crc32c "$sb" 4092)"
-done
+tfs_to_format 2 "$CASE"
 [ "$(le 8 4)" = 2 ] || [ "$(le 4104 4)" = 2 ] || tfs_fail "version 2 image: expected a superblock copy rewritten, got none"
 tfs_expect_exit 0 "version 2 image: tensorfs-fsck" "$FSCK" "$CASE"
 tfs_mount
@@ -352,11 +318,7 @@ done
 # an image of format version 3 (a set, before shared blocks): the same
 # layout; it mounts, takes changes, stays version 3, and its copies copy
 fresh
-for sb in 0 4096; do
-	[ "$(le $((sb + 8)) 4)" = 4 ] || continue
-	put_le $((sb + 8)) 4 3
-	put_le $((sb + 4092)) 4 "$(crc32c "$sb" 4092)"
-done
+tfs_to_format 3 "$CASE"
 [ "$(le 8 4)" = 3 ] || [ "$(le 4104 4)" = 3 ] || tfs_fail "version 3 image: expected a superblock copy rewritten, got none"
 tfs_expect_exit 0 "version 3 image: tensorfs-fsck" "$FSCK" "$CASE"
 tfs_mount
