@@ -32,6 +32,7 @@ static void *maybe_malloc(size_t n)
 
 #define malloc maybe_malloc
 #include "alloc.c"
+#include "testrng.h"
 #undef malloc
 
 #define GAP_MAX 4096u /* 16 MiB of 4 KiB blocks */
@@ -661,31 +662,6 @@ struct model {
 	uint64_t cursor;
 };
 
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-	/* xorshift64*: fixed sequences, no libc state. */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static uint64_t rnd_below(uint64_t n)
-{
-	return rnd() % n;
-}
-
-static void seed_rng(uint64_t dflt)
-{
-	const char *s = getenv("TFS_TEST_SEED");
-
-	rng_state = s ? strtoull(s, NULL, 0) : dflt;
-	if (!rng_state)
-		rng_state = 1;
-}
-
 static int m_is_free(const struct model *m, uint64_t b)
 {
 	return b >= M_FIRST && b < M_END && !m->used[b - M_FIRST];
@@ -813,7 +789,7 @@ static void compare_with_model(struct tfs_alloc *a, const struct model *m)
 /* A random block, now and then just outside the range. */
 static uint64_t random_block(void)
 {
-	return M_FIRST - 8 + rnd_below(M_COUNT + 16);
+	return M_FIRST - 8 + tfs_rng_below(M_COUNT + 16);
 }
 
 static void test_alloc_random_ops_match_bitmap_model(void **state)
@@ -824,13 +800,13 @@ static void test_alloc_random_ops_match_bitmap_model(void **state)
 	int i, rc, rc2, op;
 
 	(void)state;
-	seed_rng(20240611);
+	tfs_rng_seed(20240611);
 	memset(&m, 0, sizeof(m));
 	m.cursor = M_FIRST;
 	for (i = 0; i < 20000; i++) {
-		op = (int)rnd_below(100);
+		op = (int)tfs_rng_below(100);
 		if (op < 45) {
-			switch (rnd_below(4)) {
+			switch (tfs_rng_below(4)) {
 			case 0:
 				goal = UINT64_MAX;
 				break;
@@ -838,12 +814,12 @@ static void test_alloc_random_ops_match_bitmap_model(void **state)
 				goal = random_block();
 				break;
 			default: /* a file growing */
-				goal = ends[rnd_below(8)];
+				goal = ends[tfs_rng_below(8)];
 				break;
 			}
-			want = rnd_below(100) ? 1 + rnd_below(64) : 0;
-			if (!rnd_below(20))
-				want = 1 + rnd_below(2 * M_COUNT);
+			want = tfs_rng_below(100) ? 1 + tfs_rng_below(64) : 0;
+			if (!tfs_rng_below(20))
+				want = 1 + tfs_rng_below(2 * M_COUNT);
 			n = n2 = want;
 			s = s2 = 0;
 			rc = tfs_alloc_get(a, goal, &s, &n);
@@ -852,13 +828,13 @@ static void test_alloc_random_ops_match_bitmap_model(void **state)
 			if (!rc) {
 				assert_int_equal(s, s2);
 				assert_int_equal(n, n2);
-				ends[rnd_below(8)] = s + n;
+				ends[tfs_rng_below(8)] = s + n;
 			}
 		} else if (op < 80) {
 			/* Mostly valid puts of part of a used run. */
 			s = random_block();
-			n = 1 + rnd_below(40);
-			if (rnd_below(4)) {
+			n = 1 + tfs_rng_below(40);
+			if (tfs_rng_below(4)) {
 				while (m_is_free(&m, s) && s < M_END)
 					s++;
 				for (n2 = 0; n2 < n && s + n2 < M_END &&
@@ -876,8 +852,8 @@ static void test_alloc_random_ops_match_bitmap_model(void **state)
 		} else if (op < 97) {
 			/* Mostly valid claims of part of a free run. */
 			s = random_block();
-			n = 1 + rnd_below(40);
-			if (rnd_below(2) && m_is_free(&m, s)) {
+			n = 1 + tfs_rng_below(40);
+			if (tfs_rng_below(2) && m_is_free(&m, s)) {
 				n2 = m_run(&m, s);
 				n = n < n2 ? n : n2;
 			}

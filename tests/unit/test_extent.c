@@ -31,6 +31,7 @@ static void *maybe_realloc(void *p, size_t n)
 
 #define realloc maybe_realloc
 #include "extent.c"
+#include "testrng.h"
 #undef realloc
 
 #define UNW TFS_EXT_UNWRITTEN
@@ -518,30 +519,6 @@ static void log_blocks(uint64_t pblk, uint64_t len, void *arg)
 	}
 }
 
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static uint64_t rnd_below(uint64_t n)
-{
-	return rnd() % n;
-}
-
-static void seed_rng(uint64_t dflt)
-{
-	const char *s = getenv("TFS_TEST_SEED");
-
-	rng_state = s ? strtoull(s, NULL, 0) : dflt;
-	if (!rng_state)
-		rng_state = 1;
-}
-
 static void compare_with_model(const struct tfs_extmap *m,
 			       const struct model *md)
 {
@@ -596,19 +573,19 @@ static void test_extent_random_ops_match_block_model(void **state)
 	int i, rc, is_set;
 
 	(void)state;
-	seed_rng(4242);
+	tfs_rng_seed(4242);
 	memset(&md, 0, sizeof(md));
 	tfs_extmap_init(&m);
 	for (i = 0; i < 10000; i++) {
-		is_set = rnd_below(100) < 65;
-		lblk = rnd_below(is_set ? M_BLOCKS : M_BLOCKS + 8);
-		len = 1 + rnd_below(rnd_below(4) ? 16 : 200);
+		is_set = tfs_rng_below(100) < 65;
+		lblk = tfs_rng_below(is_set ? M_BLOCKS : M_BLOCKS + 8);
+		len = 1 + tfs_rng_below(tfs_rng_below(4) ? 16 : 200);
 		pblk = 0;
-		flags = rnd_below(3) ? 0 : UNW;
+		flags = tfs_rng_below(3) ? 0 : UNW;
 		if (is_set) {
 			if (len > M_BLOCKS - lblk)
 				len = M_BLOCKS - lblk;
-			switch (rnd_below(10)) {
+			switch (tfs_rng_below(10)) {
 			case 0:
 			case 1: /* continue the file's previous block */
 				if (lblk && md.mapped[lblk - 1]) {
@@ -625,15 +602,15 @@ static void test_extent_random_ops_match_block_model(void **state)
 				}
 				/* fall through */
 			case 4: /* any blocks, overlapping old ones */
-				pblk = 9000 + rnd_below(4000);
+				pblk = 9000 + tfs_rng_below(4000);
 				break;
 			default: /* fresh, sometimes after the last */
 				pblk = next_p;
-				next_p += len + rnd_below(2);
+				next_p += len + tfs_rng_below(2);
 				break;
 			}
 		} else {
-			switch (rnd_below(8)) {
+			switch (tfs_rng_below(8)) {
 			case 0:
 				len = UINT64_MAX - lblk;
 				break;
@@ -660,7 +637,7 @@ static void test_extent_random_ops_match_block_model(void **state)
 			want.b[want.n++] = md.pblk[l];
 		}
 
-		fail_realloc = !rnd_below(8);
+		fail_realloc = !tfs_rng_below(8);
 		n_before = m.n;
 		if (n_before)
 			memcpy(before, m.ext, n_before * sizeof(before[0]));

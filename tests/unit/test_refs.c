@@ -37,6 +37,7 @@ static void *maybe_realloc(void *p, size_t n)
 #define malloc	maybe_malloc
 #define realloc maybe_realloc
 #include "refs.c"
+#include "testrng.h"
 #undef malloc
 #undef realloc
 
@@ -243,48 +244,30 @@ static void test_refs_check_detects_broken_invariants(void **state)
 
 #define M_BLOCKS 512
 
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static void seed_rng(uint64_t dflt)
-{
-	const char *s = getenv("TFS_TEST_SEED");
-
-	rng_state = s ? strtoull(s, NULL, 0) : dflt;
-	if (!rng_state)
-		rng_state = 1;
-}
-
 static void test_refs_random_ops_match_block_model(void **state)
 {
 	static uint32_t model[M_BLOCKS + 64];
 	struct tfs_refs t;
 
 	(void)state;
-	seed_rng(4242);
+	tfs_rng_seed(4242);
 	tfs_refs_init(&t);
 	for (size_t i = 0; i < M_BLOCKS + 64; i++)
 		model[i] = 1;
 	for (int step = 0; step < 20000; step++) {
-		uint64_t s = rnd() % M_BLOCKS, len = 1 + rnd() % 40, run;
-		int op = (int)(rnd() % 5), rc;
+		uint64_t s = tfs_rng() % M_BLOCKS, len = 1 + tfs_rng() % 40,
+			 run;
+		int op = (int)(tfs_rng() % 5), rc;
 		struct report r = { 0 };
 		uint64_t extra = 0;
 
-		fail_alloc = rnd() % 16 == 0;
+		fail_alloc = tfs_rng() % 16 == 0;
 		if (op <= 1) {
 			rc = tfs_refs_inc(&t, s, len, log_report, &r);
 		} else if (op <= 3) {
 			rc = tfs_refs_dec(&t, s, len, log_report, &r);
 		} else {
-			uint32_t c = (uint32_t)(rnd() % 4);
+			uint32_t c = (uint32_t)(tfs_rng() % 4);
 
 			rc = tfs_refs_set(&t, s, len, c);
 			if (!rc)
