@@ -94,8 +94,10 @@ static const char *why(int e)
 	switch (e) {
 	case EOPNOTSUPP:
 		return "this file system's format cannot share blocks (a "
-		       "format before 4, made by an older mkfs.tensorfs); "
-		       "copy the tree with cp -r instead";
+		       "format before 4, made by an older mkfs.tensorfs): "
+		       "unmount it and upgrade it in place with "
+		       "tensorfs-fsck --upgrade DEVICE, or copy the tree "
+		       "with cp -r instead";
 	case EPERM:
 	case EACCES:
 		return "only root or the user who mounted it may make "

@@ -5,7 +5,8 @@
 # made to say format 2 (lib.sh's tfs_to_format, as test-bad-images does
 # to show such images still mount).  Before the upgrade a cp copies its
 # bytes (clone_bytes stays 0); after it a cp clones (clone_bytes grows)
-# and the files are the ones written.  A superblock copy damaged before
+# and tensorfs-snap snapshots (before: refused, naming the upgrade), and
+# the files are the ones written.  A superblock copy damaged before
 # the upgrade is an error the upgrade waits for: tensorfs-fsck --upgrade
 # exits 4 and writes nothing; -y --upgrade repairs it (exit 1) and still
 # does not upgrade; the next --upgrade does.  A set of 2 members made to
@@ -17,6 +18,8 @@
 . "$(dirname "$0")/lib.sh"
 
 tfs_need od dd cmp cp
+SNAP="$TFS_BIN/tensorfs-snap"
+[ -x "$SNAP" ] || tfs_fail "no tensorfs-snap in $TFS_BIN"
 
 # versions FILE: the version of both superblock copies (format.h offset 8)
 versions() { echo "$(tfs_le "$1" 8 4) $(tfs_le "$1" 4104 4)"; }
@@ -52,6 +55,8 @@ upgraded() {
 	cmp "$MNT/big" "$MNT/big.clone" || tfs_fail "$1: the copy after the upgrade differs"
 	[ "$(clone_bytes)" -gt 0 ] ||
 		tfs_fail "$1: expected the cp after the upgrade to clone (clone_bytes > 0), got clone_bytes $(clone_bytes)"
+	tfs_expect_exit 0 "$1: tensorfs-snap after the upgrade" "$SNAP" "$MNT/d" "$MNT/d.snap"
+	cmp "$MNT/d/small" "$MNT/d.snap/small" || tfs_fail "$1: the snapshot after the upgrade differs"
 	tfs_umount
 	tfs_fsck_clean
 	tfs_expect_exit 0 "$1: tensorfs-fsck --upgrade again" "$FSCK" --upgrade "$IMG"
@@ -128,6 +133,8 @@ tfs_mount
 same "format 2 image"
 cp "$MNT/big" "$MNT/big.copy" || tfs_fail "format 2 image: cp failed"
 tfs_eq "format 2 image: clone_bytes after a cp" 0 "$(clone_bytes)"
+tfs_expect_exit 1 "format 2 image: tensorfs-snap" "$SNAP" "$MNT/d" "$MNT/d.snap"
+tfs_expect_words "format 2 image: tensorfs-snap" "$WORK/err" "cannot share blocks" "tensorfs-fsck --upgrade"
 rm "$MNT/big.copy" || tfs_fail "format 2 image: rm failed"
 tfs_umount
 
