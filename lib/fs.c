@@ -56,6 +56,7 @@
 #include "units.h"
 
 _Static_assert(TFS_FS_ROOT == TFS_ROOT_INO, "fs.h and format.h disagree");
+_Static_assert(TFS_FS_FORMAT == TFS_VERSION, "fs.h and format.h disagree");
 
 int tfs_fs_sync(struct tfs_fs *fs)
 {

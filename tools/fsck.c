@@ -443,7 +443,8 @@ static void verify_supers(const struct args *a, int bad,
 /* --upgrade: to format 4, only a file system the check (done and
  * closed) found clean, opened again read-write for it.  Returns 0, or
  * fsck(8)'s operational error if it cannot be opened or written. */
-static int upgrade(const struct args *a, const struct tfs_check_result *r)
+static int upgrade(const struct args *a, const struct tfs_check_result *r,
+		   uint32_t format)
 {
 	struct tfs_fs_opts o = { 0 };
 	struct tfs_fs_info info;
@@ -459,11 +460,16 @@ static int upgrade(const struct args *a, const struct tfs_check_result *r)
 				 : "repair them with -y first");
 		return 0;
 	}
+	if (format == TFS_FS_FORMAT) {
+		printf("%s: already of format %u: nothing to upgrade\n",
+		       a->path, format);
+		return 0;
+	}
 	rc = tfs_fs_open(a->path, &o, &fs, err, sizeof(err));
 	if (rc) {
 		strip_advice(err);
-		fprintf(stderr, "%s: %s: cannot open it to upgrade: %s\n", prog,
-			a->path, err);
+		fprintf(stderr, "%s: %s: not upgraded: %s\n", prog, a->path,
+			err);
 		return FSCK_OPERROR;
 	}
 	rc = tfs_fs_upgrade(fs, &from);
@@ -607,7 +613,7 @@ int main(int argc, char **argv)
 	verify_members(&a, mbad, &r);
 	ret = conclude(&a, &r, &info);
 	if (a.upgrade && ret != FSCK_OPERROR) {
-		int up = upgrade(&a, &r);
+		int up = upgrade(&a, &r, info.format);
 
 		if (up)
 			ret = up;

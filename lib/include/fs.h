@@ -524,8 +524,8 @@ struct tfs_fs_info {
 	uint64_t journal_bytes;
 	uint64_t generation; /* superblock generation */
 	uint8_t uuid[16];
-	uint32_t format; /* on-disk format version: 2, 3 or 4 (the one
-			    this build writes; tfs_fs_upgrade()) */
+	uint32_t format; /* on-disk format version: 2, 3, or
+			    TFS_FS_FORMAT (tfs_fs_upgrade()) */
 };
 void tfs_fs_get_info(struct tfs_fs *fs, struct tfs_fs_info *info);
 
@@ -588,5 +588,7 @@ int tfs_fs_rewrite_member_supers(struct tfs_fs *fs);
  * thread using fs.
  */
 int tfs_fs_upgrade(struct tfs_fs *fs, uint32_t *from);
+/* The format this build writes (format.h's TFS_VERSION). */
+#define TFS_FS_FORMAT 4u
 
 #endif
