@@ -47,7 +47,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,24 +233,9 @@ static void usage(FILE *f)
 }
 /* clang-format on */
 
-static void die(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
-
-static void die(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	if (code == EXIT_USAGE)
-		fprintf(stderr, "Try '%s --help' for more information.\n",
-			prog);
-	exit(code);
-}
+/* die(CODE, FMT, ...): tfs_die() as this program, with the hint of
+ * --help after a usage error */
+#define die(code, ...) tfs_die(prog, code, (code) == EXIT_USAGE, __VA_ARGS__)
 
 static void *xmalloc(size_t n)
 {

@@ -36,7 +36,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,23 +200,9 @@ static void usage(FILE *f)
 }
 /* clang-format on */
 
-static void die(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
-
-static void die(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	if (code == EXIT_USAGE)
-		fprintf(stderr, "Try '%s --help' for more information.\n",
-			prog);
-	exit(code);
-}
+/* die(CODE, FMT, ...): tfs_die() as this program, with the hint of
+ * --help after a usage error */
+#define die(code, ...) tfs_die(prog, code, (code) == EXIT_USAGE, __VA_ARGS__)
 
 /* ===== what was read, to explain ===== */
 

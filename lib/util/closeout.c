@@ -1,6 +1,6 @@
 /*
  * closeout.c: a failed write to standard output is an error, also at
- * exit.
+ * exit; and tfs_die(), the tools' one way to end on an error.
  *
  * printf() into a full file system or a broken device does not fail at
  * the printf(): the bytes wait in stdio's buffer until exit() flushes
@@ -18,6 +18,7 @@
 #include "closeout.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
@@ -62,4 +63,20 @@ void tfs_closeout(const char *prog, int code)
 void tfs_closeout_said(void)
 {
 	closeout_quiet = 1;
+}
+
+void tfs_die(const char *prog, int code, int usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (usage)
+		fprintf(stderr, "Try '%s --help' for more information.\n",
+			prog);
+	exit(code);
 }

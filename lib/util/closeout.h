@@ -19,4 +19,13 @@ void tfs_closeout(const char *prog, int code);
  * with code but do not say it again. */
 void tfs_closeout_said(void);
 
+/*
+ * End the program with an error: stdout flushed first (what it printed
+ * comes before the error on a terminal), "PROG: MESSAGE" on stderr,
+ * with usage also "Try 'PROG --help' for more information.", then
+ * exit(code), which tfs_closeout()'s check still runs in.
+ */
+void tfs_die(const char *prog, int code, int usage, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5), noreturn));
+
 #endif
