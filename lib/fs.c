@@ -925,7 +925,7 @@ int tfs_fs_upgrade(struct tfs_fs *fs, uint32_t *from)
 	 * whose version no mount reads: a crash before the first member's
 	 * leaves the old format, which a second run upgrades whole */
 	if (fs->j.sb.nmembers > 1) {
-		rc = tfs_journal_write_members(&fs->j);
+		rc = tfs_fs_rewrite_member_supers(fs);
 		if (rc)
 			return rc;
 	}

@@ -447,10 +447,8 @@ static int upgrade(const struct args *a, const struct tfs_check_result *r,
 		   uint32_t format)
 {
 	struct tfs_fs_opts o = { 0 };
-	struct tfs_fs_info info;
 	struct tfs_fs *fs;
 	char err[512] = "";
-	uint32_t from = 0;
 	int rc, rc2;
 
 	if (r->errors) {
@@ -460,38 +458,36 @@ static int upgrade(const struct args *a, const struct tfs_check_result *r,
 				 : "repair them with -y first");
 		return 0;
 	}
-	if (format == TFS_FS_FORMAT) {
-		printf("%s: already of format %u: nothing to upgrade\n",
-		       a->path, format);
-		return 0;
+	if (format != TFS_FS_FORMAT) {
+		rc = tfs_fs_open(a->path, &o, &fs, err, sizeof(err));
+		if (rc) {
+			strip_advice(err);
+			fprintf(stderr, "%s: %s: not upgraded: %s\n", prog,
+				a->path, err);
+			return FSCK_OPERROR;
+		}
+		rc = tfs_fs_upgrade(fs, &format);
+		rc2 = tfs_fs_close(fs);
+		if (!rc)
+			rc = rc2;
+		if (rc) {
+			fprintf(stderr,
+				"%s: %s: the upgrade from format %u failed: "
+				"%s; the file system is of format %u or %u, "
+				"whole either way: run %s --upgrade again\n",
+				prog, a->path, format, strerror(-rc), format,
+				TFS_FS_FORMAT, prog);
+			return FSCK_OPERROR;
+		}
+		if (format != TFS_FS_FORMAT) {
+			printf("%s: upgraded from format %u to format %u: its "
+			       "files can share blocks now\n",
+			       a->path, format, TFS_FS_FORMAT);
+			return 0;
+		}
 	}
-	rc = tfs_fs_open(a->path, &o, &fs, err, sizeof(err));
-	if (rc) {
-		strip_advice(err);
-		fprintf(stderr, "%s: %s: not upgraded: %s\n", prog, a->path,
-			err);
-		return FSCK_OPERROR;
-	}
-	rc = tfs_fs_upgrade(fs, &from);
-	tfs_fs_get_info(fs, &info);
-	rc2 = tfs_fs_close(fs);
-	if (!rc)
-		rc = rc2;
-	if (rc) {
-		fprintf(stderr,
-			"%s: %s: the upgrade from format %u failed: %s; the "
-			"file system is of format %u or 4, whole either "
-			"way: run %s --upgrade again\n",
-			prog, a->path, from, strerror(-rc), from, prog);
-		return FSCK_OPERROR;
-	}
-	if (from == info.format)
-		printf("%s: already of format %u: nothing to upgrade\n",
-		       a->path, from);
-	else
-		printf("%s: upgraded from format %u to format %u: its files "
-		       "can share blocks now\n",
-		       a->path, from, info.format);
+	printf("%s: already of format %u: nothing to upgrade\n", a->path,
+	       format);
 	return 0;
 }
 

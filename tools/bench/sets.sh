@@ -322,21 +322,25 @@ ds_run() { # ID write|read DIR N: dsaio; sets BYTES, MBS (from its MiB/s)
 
 # ===== the set: mount (and warm up), unmount =====
 MOUNTS=0
+wait_mounted() { # DIR LOG WHAT: wait for the daemon DPID to mount DIR
+	local i
+	for i in $(seq 200); do
+		mountpoint -q "$1" && return 0
+		if ! kill -0 "$DPID" 2>/dev/null; then
+			wait "$DPID"; DPID=""; cat "$2" >&2
+			die "$3 exited before mounting $1 (its output: $2)"
+		fi
+		sleep 0.05
+	done
+	die "$3 did not mount $1 within 10 s"
+}
 mount_set() { # ID: mount IMGS on MNT (tensorfs -f in the background)
-	local i said spec
+	local said spec
 	spec=$(IFS=:; echo "${IMGS[*]}")
 	MOUNTS=$((MOUNTS + 1))
 	"$TENSORFS" -f -o "io_uring=$IOU" "$spec" "$MNT" >>"$OUT/runs/$1.tensorfs.log" 2>&1 &
 	DPID=$!
-	for i in $(seq 200); do
-		mountpoint -q "$MNT" && break
-		if ! kill -0 "$DPID" 2>/dev/null; then
-			wait "$DPID"; DPID=""; cat "$OUT/runs/$1.tensorfs.log" >&2
-			die "tensorfs exited before mounting: $TENSORFS -f -o io_uring=$IOU $spec $MNT"
-		fi
-		[ "$i" -lt 200 ] || die "tensorfs did not mount $spec within 10 s"
-		sleep 0.05
-	done
+	wait_mounted "$MNT" "$OUT/runs/$1.tensorfs.log" "$TENSORFS -f -o io_uring=$IOU $spec"
 	[ "$(cat "/proc/$DPID/comm")" = tensorfs ] || die "pid $DPID is not the tensorfs daemon"
 	said=$(awk '$1 == "fuse_io_uring" { print $2 == 1 ? "on" : "off" }' "$MNT/.tensorfs/stats")
 	[ "$said" = "$IOU" ] || die "the mount says fuse_io_uring ${said:-?}, not io_uring=$IOU"
@@ -370,16 +374,11 @@ raw_runs() { # REP N
 	rm -rf "${RAW:?}"/*
 }
 pt_runs() { # REP N: raw_runs's writes through passthrough_ll over RAW
-	local id=r$1-n$2-fuse a=(--name=fuse --directory="$PT" --numjobs="$2" --size="$SIZE" --iodepth=8) i
+	local id=r$1-n$2-fuse a=(--name=fuse --directory="$PT" --numjobs="$2" --size="$SIZE" --iodepth=8)
 	[ -z "$PT_SKIP" ] || return 0
 	"$PT_BIN" -f -o source="$RAW" "$PT" >"$OUT/runs/$id.log" 2>&1 &
 	DPID=$!
-	for i in $(seq 200); do
-		mountpoint -q "$PT" && break
-		kill -0 "$DPID" 2>/dev/null || { cat "$OUT/runs/$id.log" >&2; DPID=""; die "passthrough_ll did not mount: see $OUT/runs/$id.log"; }
-		[ "$i" -lt 200 ] || die "passthrough_ll did not mount $PT within 10 s"
-		sleep 0.05
-	done
+	wait_mounted "$PT" "$OUT/runs/$id.log" "passthrough_ll"
 	fio_run "$id-w" "${a[@]}" --rw=write --end_fsync=1; record "$1" "$2" fuse files write
 	rm -rf "${PT:?}"/*
 	if [ "$2" = "$NMAX" ] && [ -z "$DS_SKIP" ]; then
